@@ -1,0 +1,57 @@
+#include "core/collective_data.h"
+
+namespace tpuemu {
+namespace {
+
+uint64_t Mix(uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+float G(uint64_t seed, uint64_t j) { return static_cast<float>(static_cast<int>(Mix(seed * 0x100000001b3ULL ^ j) % 17) - 8); }
+float W(uint64_t seed, int m) { return static_cast<float>(1 + Mix(seed + 7919 * (m + 1)) % 3); }
+float H(uint64_t seed, int m) { return static_cast<float>(static_cast<int>(Mix(~seed + 104729 * (m + 1)) % 17) - 8); }
+
+bool Reduces(CollectiveOp op) { return op == CollectiveOp::kReduceScatter || op == CollectiveOp::kAllReduce; }
+
+}  // namespace
+
+void FillCollectiveInput(const CollectivePlan& plan, int chip, float* buf) {
+  const uint64_t seed = plan.spec().seed;
+  const int m = plan.GroupRank(chip);
+  const float w = W(seed, m), h = H(seed, m);
+  for (const Range& r : plan.InputRanges(chip)) {
+    for (uint64_t j = r.offset; j < r.end(); ++j) buf[j] = G(seed, j) * w + h;
+  }
+}
+
+uint64_t CountCollectiveMismatches(const CollectivePlan& plan, int chip, const float* buf) {
+  const uint64_t seed = plan.spec().seed;
+  const int n = plan.group_size();
+  uint64_t bad = 0;
+  if (Reduces(plan.spec().op)) {
+    float wsum = 0, hsum = 0;
+    for (int m = 0; m < n; ++m) {
+      wsum += W(seed, m);
+      hsum += H(seed, m);
+    }
+    for (const Range& r : plan.ResultRanges(chip)) {
+      for (uint64_t j = r.offset; j < r.end(); ++j) bad += buf[j] != G(seed, j) * wsum + hsum;
+    }
+    return bad;
+  }
+  // AllGather and AllToAll: element j comes unchanged from the chip whose
+  // input covered it, rank j / (V / N).
+  const uint64_t shard = plan.virtual_len() / n;
+  for (const Range& r : plan.ResultRanges(chip)) {
+    for (uint64_t j = r.offset; j < r.end(); ++j) {
+      const int m = static_cast<int>(j / shard);
+      bad += buf[j] != G(seed, j) * W(seed, m) + H(seed, m);
+    }
+  }
+  return bad;
+}
+
+}  // namespace tpuemu

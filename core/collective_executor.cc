@@ -1,0 +1,148 @@
+#include "core/collective_executor.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "core/chip_program.h"
+#include "core/collective_data.h"
+#include "core/interval_max.h"
+#include "core/link_clock.h"
+
+namespace tpuemu {
+namespace {
+
+class ChipRun {
+ public:
+  ChipRun(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
+      : plan_(plan), chip_(chip), net_(net), options_(options), ready_(0.0),
+        dtype_(plan.spec().dtype_bytes), profile_(net.topology().profile()) {}
+
+  absl::StatusOr<ChipRunResult> Run() {
+    const ChipProgram prog = BuildChipProgram(plan_, chip_, plan_.spec().chunk_bytes / sizeof(float));
+    // Uninitialised on purpose: pages a chip never touches cost no memory.
+    buffer_.reset(new float[plan_.virtual_len()]);
+    FillCollectiveInput(plan_, chip_, buffer_.get());
+
+    // Sends become ready when the last receive they depend on is done.
+    std::map<int, std::vector<const ChunkOp*>> sends_after;
+    for (const ChunkOp& op : prog.sends) sends_after[op.after_recv].push_back(&op);
+
+    const auto wall_start = WallClock::now();
+    for (const ChunkOp* op : sends_after[-1]) {
+      if (auto s = Send(*op); !s.ok()) return s;
+    }
+    for (int i = 0; i < static_cast<int>(prog.recvs.size()); ++i) {
+      if (auto s = Receive(prog.recvs[i]); !s.ok()) return s;
+      auto it = sends_after.find(i);
+      if (it == sends_after.end()) continue;
+      for (const ChunkOp* op : it->second) {
+        if (auto s = Send(*op); !s.ok()) return s;
+      }
+    }
+    const double wall = std::chrono::duration<double>(WallClock::now() - wall_start).count();
+
+    ChipRunResult result;
+    result.chip = chip_;
+    result.wall_s = wall;
+    for (const Range& r : plan_.ResultRanges(chip_)) {
+      result.emulated_s = std::max(result.emulated_s, ready_.Max(r.offset, r.end()));
+    }
+    const double scale = net_.time_scale();
+    if (scale > 0) result.host_lag_s = std::max(0.0, wall - result.emulated_s * scale);
+    result.mismatches = CountCollectiveMismatches(plan_, chip_, buffer_.get());
+    for (auto& [key, link] : links_) {
+      const auto& [axis, dir] = key;
+      if (link.bytes_sent() == 0) continue;
+      const Axis a = static_cast<Axis>(axis);
+      result.links.push_back({chip_, *net_.topology().Neighbor(chip_, a, dir), a, dir,
+                              static_cast<uint64_t>(link.bytes_sent())});
+      if (auto s = net_.Link(chip_, a, dir)->JobStatus(options_.job); !s.ok()) return s;
+    }
+    return result;
+  }
+
+ private:
+  double ReadyTime(const ChunkOp& op) const {
+    double t = op.barrier_recv >= 0 ? done_upto_[op.barrier_recv] : 0;
+    for (const Range& r : op.ranges) t = std::max(t, ready_.Max(r.offset, r.end()));
+    return t;
+  }
+
+  absl::Status Send(const ChunkOp& op) {
+    LinkSender* sender = net_.Link(chip_, op.axis, op.dir);
+    if (sender == nullptr) {
+      return absl::InternalError(absl::StrCat("chip ", chip_, " has no ", AxisName(op.axis), op.dir > 0 ? "+" : "-",
+                                              " link but its plan sends on it"));
+    }
+    const double emu_bytes = static_cast<double>(op.elements) * dtype_;
+    auto [it, _] = links_.try_emplace({static_cast<int>(op.axis), op.dir}, net_.topology().Link(op.axis));
+    const EmuLink::Booking booking = it->second.Book(emu_bytes, ReadyTime(op));
+
+    Frame frame;
+    frame.header = {options_.job, chip_, op.peer, op.tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0};
+    frame.payload.resize(op.elements);
+    float* out = frame.payload.data();
+    for (const Range& r : op.ranges) {
+      std::memcpy(out, buffer_.get() + r.offset, r.len * sizeof(float));
+      out += r.len;
+    }
+    sender->Enqueue(std::move(frame));
+    return absl::OkStatus();
+  }
+
+  absl::Status Receive(const ChunkOp& op) {
+    auto frame = net_.mailbox().Take(options_.job, chip_, op.peer, op.tag, options_.recv_timeout);
+    if (!frame.ok()) return frame.status();
+    if (frame->payload.size() != op.elements) {
+      return absl::InternalError(absl::StrCat("chip ", chip_, " expected ", op.elements, " elements from chip ",
+                                              op.peer, ", got ", frame->payload.size()));
+    }
+    const float* in = frame->payload.data();
+    double done = frame->header.emu_arrival;
+    if (op.reduce) {
+      // The add runs on the chip's vector units, one op at a time: it starts
+      // when the data, the chip's own partial sums and the unit are all ready.
+      const double start = std::max({done, compute_free_, ReadyTime(op)});
+      const double n = static_cast<double>(op.elements);
+      compute_free_ = start + RooflineSeconds(profile_, n, 3 * n * dtype_);
+      done = compute_free_;
+      for (const Range& r : op.ranges) {
+        float* dst = buffer_.get() + r.offset;
+        for (uint64_t i = 0; i < r.len; ++i) dst[i] += in[i];
+        in += r.len;
+      }
+    } else {
+      for (const Range& r : op.ranges) {
+        std::memcpy(buffer_.get() + r.offset, in, r.len * sizeof(float));
+        in += r.len;
+      }
+    }
+    for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);
+    done_upto_.push_back(std::max(done, done_upto_.empty() ? 0.0 : done_upto_.back()));
+    return absl::OkStatus();
+  }
+
+  const CollectivePlan& plan_;
+  const int chip_;
+  HostNetwork& net_;
+  const RunOptions options_;
+  IntervalMax<double> ready_;
+  const int dtype_;
+  const ChipProfile& profile_;
+  double compute_free_ = 0;
+  std::vector<double> done_upto_;  // latest completion among receives 0..i
+  std::unique_ptr<float[]> buffer_;
+  std::map<std::pair<int, int>, EmuLink> links_;
+};
+
+}  // namespace
+
+absl::StatusOr<ChipRunResult> RunChipCollective(const CollectivePlan& plan, int chip, HostNetwork& net,
+                                                const RunOptions& options) {
+  ChipRun run(plan, chip, net, options);
+  return run.Run();
+}
+
+}  // namespace tpuemu

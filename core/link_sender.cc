@@ -1,0 +1,59 @@
+#include "core/link_sender.h"
+
+namespace tpuemu {
+
+LinkSender::LinkSender(LinkParams params, double time_scale, DeliverFn deliver, size_t max_queued)
+    : pacer_(params, time_scale), deliver_(std::move(deliver)), max_queued_(max_queued), thread_([this] { Run(); }) {}
+
+LinkSender::~LinkSender() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void LinkSender::Enqueue(Frame frame) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return queue_.size() < max_queued_ || stop_; });
+  queue_.push_back(std::move(frame));
+  lock.unlock();
+  cv_.notify_all();
+}
+
+absl::Status LinkSender::JobStatus(uint64_t job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = job_errors_.find(job);
+  return it == job_errors_.end() ? absl::OkStatus() : it->second;
+}
+
+void LinkSender::ForgetJob(uint64_t job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  job_errors_.erase(job);
+}
+
+void LinkSender::Run() {
+  while (true) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
+    if (queue_.empty()) return;
+    Frame frame = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    cv_.notify_all();
+
+    if (pacer_.paced()) {
+      std::this_thread::sleep_until(pacer_.Book(static_cast<double>(frame.header.emu_bytes)));
+      frame.header.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(pacer_.latency()).count();
+    }
+    const uint64_t job = frame.header.job;
+    absl::Status status = deliver_(std::move(frame));
+    if (!status.ok()) {
+      std::lock_guard<std::mutex> relock(mu_);
+      job_errors_.emplace(job, status);
+    }
+  }
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,49 @@
+// The sending end of one directed link: a bounded queue of frames served by
+// its own thread, which paces them on the wall clock and hands them to the
+// fabric. Chips never block on pacing, so both directions of a ring and all
+// axes of a chip carry data at once.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "core/frame.h"
+#include "core/link_clock.h"
+
+namespace tpuemu {
+
+class LinkSender {
+ public:
+  using DeliverFn = std::function<absl::Status(Frame&&)>;
+
+  LinkSender(LinkParams params, double time_scale, DeliverFn deliver, size_t max_queued = 8);
+  ~LinkSender();
+  LinkSender(const LinkSender&) = delete;
+  LinkSender& operator=(const LinkSender&) = delete;
+
+  // Queues a frame; waits while `max_queued` frames are already queued.
+  void Enqueue(Frame frame);
+  // The first delivery error of a job, if any.
+  absl::Status JobStatus(uint64_t job);
+  void ForgetJob(uint64_t job);
+
+ private:
+  void Run();
+
+  WallPacer pacer_;
+  DeliverFn deliver_;
+  size_t max_queued_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Frame> queue_;
+  std::map<uint64_t, absl::Status> job_errors_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tpuemu

@@ -1,0 +1,80 @@
+#include "core/mailbox.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace tpuemu {
+
+void Mailbox::Put(Frame frame) {
+  const auto usable_at = WallClock::now() + std::chrono::nanoseconds(frame.header.latency_ns);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const FrameHeader& h = frame.header;
+    if (aborted_.count(h.job)) return;
+    frames_[{h.job, h.dst_chip, h.src_chip, h.tag}] = Entry{std::move(frame), usable_at};
+  }
+  cv_.notify_all();
+}
+
+absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag, absl::Duration timeout) {
+  const Key key{job, dst, src, tag};
+  const auto deadline = WallClock::now() + absl::ToChronoNanoseconds(timeout);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    auto aborted = aborted_.find(job);
+    if (aborted != aborted_.end()) return aborted->second;
+    auto it = frames_.find(key);
+    if (it != frames_.end()) {
+      Entry entry = std::move(it->second);
+      frames_.erase(it);
+      lock.unlock();
+      std::this_thread::sleep_until(entry.usable_at);
+      return std::move(entry.frame);
+    }
+    auto failed = failed_sources_.find(src);
+    if (failed != failed_sources_.end()) return failed->second;
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !frames_.count(key)) {
+      return absl::DeadlineExceededError(absl::StrCat("chip ", dst, " waited ", absl::FormatDuration(timeout),
+                                                      " for data from chip ", src, " (job ", job, ")"));
+    }
+  }
+}
+
+void Mailbox::AbortJob(uint64_t job, const absl::Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_.emplace(job, why);
+    for (auto it = frames_.begin(); it != frames_.end();) {
+      it = std::get<0>(it->first) == job ? frames_.erase(it) : std::next(it);
+    }
+  }
+  cv_.notify_all();
+}
+
+void Mailbox::FailSources(const std::vector<int>& chips, const absl::Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int c : chips) failed_sources_.emplace(c, why);
+  }
+  cv_.notify_all();
+}
+
+void Mailbox::ClearSourceFailures() {
+  std::lock_guard<std::mutex> lock(mu_);
+  failed_sources_.clear();
+}
+
+void Mailbox::ClearJob(uint64_t job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = frames_.begin(); it != frames_.end();) {
+    it = std::get<0>(it->first) == job ? frames_.erase(it) : std::next(it);
+  }
+}
+
+size_t Mailbox::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return frames_.size();
+}
+
+}  // namespace tpuemu

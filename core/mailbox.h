@@ -1,0 +1,47 @@
+// Where frames wait for the chip that will consume them, keyed by
+// (job, destination, source, tag), so frames may arrive in any order.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/frame.h"
+#include "core/link_clock.h"
+
+namespace tpuemu {
+
+class Mailbox {
+ public:
+  // Accepts a frame that has left its link; it becomes usable after the
+  // frame's paced latency.
+  void Put(Frame frame);
+  // Waits for one frame. Fails when the job is aborted, the source chip is
+  // known to be gone, or nothing comes within `timeout`.
+  absl::StatusOr<Frame> Take(uint64_t job, int dst, int src, uint64_t tag, absl::Duration timeout);
+  void AbortJob(uint64_t job, const absl::Status& why);
+  // Frames from these chips will never come (their worker went away).
+  void FailSources(const std::vector<int>& chips, const absl::Status& why);
+  void ClearSourceFailures();
+  // Drops whatever a finished or aborted job left behind.
+  void ClearJob(uint64_t job);
+  size_t pending() const;
+
+ private:
+  using Key = std::tuple<uint64_t, int, int, uint64_t>;
+  struct Entry {
+    Frame frame;
+    WallClock::time_point usable_at;
+  };
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<Key, Entry> frames_;
+  std::map<uint64_t, absl::Status> aborted_;
+  std::map<int, absl::Status> failed_sources_;
+};
+
+}  // namespace tpuemu
