@@ -1,0 +1,170 @@
+#include "client/bench_commands.h"
+
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/coordinator_client.h"
+#include "client/pod_state.h"
+#include "client/progress.h"
+#include "core/collective_spec.h"
+#include "core/units.h"
+#include "nlohmann/json.hpp"
+#include "services/coordinator_service.h"
+#include "services/proto_conv.h"
+
+namespace tpuemu {
+namespace {
+
+struct BenchOptions {
+  std::string op;
+  std::string axes;
+  std::string bytes;
+  std::string algorithm = "auto";
+  std::string dtype = "bf16";
+  uint64_t seed = 1;
+  std::string chunk = "1MiB";
+  std::string coordinator;
+  bool json = false;
+};
+
+int Fail(const absl::Status& s) {
+  std::cerr << "error: " << s.message() << "\n";
+  return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+nlohmann::json ResultJson(const v1::Job& job) {
+  const v1::CollectiveResult& r = job.result();
+  nlohmann::json links = nlohmann::json::array();
+  for (const auto& l : r.links()) {
+    links.push_back({{"src", l.src()}, {"dst", l.dst()}, {"axis", l.axis()}, {"dir", l.dir() > 0 ? "+" : "-"},
+                     {"bytes", l.emu_bytes()}});
+  }
+  return {{"job", job.id()},
+          {"op", r.op()},
+          {"axes", r.axes()},
+          {"n", r.n()},
+          {"bytes", r.bytes()},
+          {"dtype", r.dtype_bytes() == 2 ? "bf16" : "f32"},
+          {"algorithm", r.algorithm()},
+          {"emulated_s", r.emulated_s()},
+          {"predicted_s", r.predicted_s()},
+          {"ratio", r.ratio()},
+          {"wall_s", r.wall_s()},
+          {"algbw_gbps", r.algbw_gbps()},
+          {"busbw_gbps", r.busbw_gbps()},
+          {"emulated_algbw_gbps", r.emulated_algbw_gbps()},
+          {"emulated_busbw_gbps", r.emulated_busbw_gbps()},
+          {"host_lag_s", r.host_lag_s()},
+          {"link_bytes", links},
+          {"correct", r.correct()},
+          {"mismatches", r.mismatches()}};
+}
+
+std::string Micros(double s) { return absl::StrCat(static_cast<int64_t>(s * 1e7) / 10.0); }
+
+int Bench(const BenchOptions& o) {
+  auto op = ParseOp(o.op);
+  if (!op.ok()) return Fail(op.status());
+  auto axes = ParseAxes(o.axes);
+  if (!axes.ok()) return Fail(axes.status());
+  auto alg = ParseAlgorithm(o.algorithm);
+  if (!alg.ok()) return Fail(alg.status());
+  auto sizes = ParseByteList(o.bytes, "--bytes");
+  if (!sizes.ok()) return Fail(sizes.status());
+  auto chunk = ParseBytes(o.chunk, "--chunk");
+  if (!chunk.ok()) return Fail(chunk.status());
+  if (o.dtype != "bf16" && o.dtype != "f32") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--dtype '", o.dtype, "': allowed: bf16, f32")));
+  }
+  auto address = ResolveCoordinator(o.coordinator);
+  if (!address.ok()) return Fail(address.status());
+  CoordinatorClient client(*address);
+
+  std::vector<v1::Job> done;
+  Progress progress(true);
+  bool all_good = true;
+  for (uint64_t bytes : *sizes) {
+    CollectiveSpec spec;
+    spec.op = *op;
+    spec.axes = *axes;
+    spec.algorithm = *alg;
+    spec.bytes = bytes;
+    spec.dtype_bytes = o.dtype == "bf16" ? 2 : 4;
+    spec.seed = o.seed;
+    spec.chunk_bytes = *chunk;
+    v1::SubmitJobRequest req;
+    *req.mutable_collective() = ToProto(spec);
+    auto job = client.Submit(req);
+    if (!job.ok()) return Fail(job.status());
+    while (!IsTerminal(job->state())) {
+      progress.Update(absl::StrCat(job->id(), ": ", o.op, " of ", FormatBytes(bytes), " over ", o.axes,
+                                   job->state() == v1::JOB_STATE_PENDING ? " (queued)" : ""));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      job = client.Get(job->id());
+      if (!job.ok()) return Fail(job.status());
+    }
+    progress.Done();
+    if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+      return Fail(absl::AbortedError(absl::StrCat(job->id(), " ", job->state() == v1::JOB_STATE_CANCELLED
+                                                                     ? "was cancelled"
+                                                                     : "failed: " + job->error())));
+    }
+    all_good = all_good && job->result().correct();
+    done.push_back(*job);
+  }
+
+  if (o.json) {
+    nlohmann::json results = nlohmann::json::array();
+    for (const auto& job : done) results.push_back(ResultJson(job));
+    std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
+  } else {
+    std::printf("%-14s %-5s %3s %9s %-9s %12s %12s %7s %10s %9s %9s %8s\n", "op", "axes", "n", "bytes",
+                "algorithm", "emulated_us", "predicted_us", "ratio", "wall_ms", "algbw", "busbw", "correct");
+    for (const auto& job : done) {
+      const auto& r = job.result();
+      std::printf("%-14s %-5s %3d %9s %-9s %12s %12s %7.4f %10.2f %9.3f %9.3f %8s\n", r.op().c_str(),
+                  r.axes().c_str(), r.n(), FormatBytes(r.bytes()).c_str(), r.algorithm().c_str(),
+                  Micros(r.emulated_s()).c_str(), Micros(r.predicted_s()).c_str(), r.ratio(), r.wall_s() * 1e3,
+                  r.algbw_gbps(), r.busbw_gbps(), r.correct() ? "yes" : "NO");
+    }
+    std::printf("\nemulated/predicted: the emulated clock vs the seed's closed form. algbw/busbw: GB/s on the\n"
+                "wall clock for the host's f32 array (nccl-tests definitions). --json adds per-link bytes.\n");
+  }
+  return all_good ? 0 : 1;
+}
+
+}  // namespace
+
+void AddBenchCommands(CLI::App& app, int* exit_code) {
+  auto* bench = app.add_subcommand("bench", "run benchmarks on the pod");
+  bench->require_subcommand(1);
+  auto o = std::make_shared<BenchOptions>();
+  auto* c = bench->add_subcommand(
+      "collective",
+      "run a collective on the pod with real data, one job per size, and compare its emulated time with\n"
+      "the seeds' closed form. Example:\n"
+      "  tpuemu bench collective --op all-gather --axes x --bytes 1MiB,8MiB,64MiB\n"
+      "  tpuemu bench collective --op all-reduce --axes x,dcn --bytes 8MiB --json");
+  c->add_option("--op", o->op, "all-gather | reduce-scatter | all-reduce | all-to-all")->required();
+  c->add_option("--axes", o->axes,
+                "mesh axes to run over, comma-separated: x, y, z, dcn. Several ICI axes run at once\n"
+                "(the seed's multi-axis speed-up); with dcn an all-reduce is hierarchical")
+      ->required();
+  c->add_option("--bytes", o->bytes, "V, the full array in emulated bytes, e.g. 64KiB or 1MiB,8MiB,64MiB")
+      ->required();
+  c->add_option("--algorithm", o->algorithm,
+                "auto (bi-ring on a wraparound axis, line otherwise) | uni-ring | bi-ring | line")
+      ->capture_default_str();
+  c->add_option("--dtype", o->dtype, "emulated element type: bf16 (2 bytes) or f32; host buffers are f32")
+      ->capture_default_str();
+  c->add_option("--seed", o->seed, "seed of the deterministic inputs")->capture_default_str();
+  c->add_option("--chunk", o->chunk, "wire chunk size (host bytes)")->capture_default_str();
+  c->add_option("--coordinator", o->coordinator, "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, "
+                                                 "else the pod `cluster up` started)");
+  c->add_flag("--json", o->json, "print {\"results\": [...]} for scripts");
+  c->callback([o, exit_code] { *exit_code = Bench(*o); });
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,229 @@
+#include "client/cluster_commands.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/coordinator_client.h"
+#include "client/pod_state.h"
+#include "client/processes.h"
+#include "client/progress.h"
+#include "core/topology.h"
+#include "nlohmann/json.hpp"
+
+namespace tpuemu {
+namespace {
+
+int Fail(const absl::Status& s) {
+  std::cerr << "error: " << s.message() << "\n";
+  return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+nlohmann::json StatusJson(const v1::ClusterStatus& s, const std::string& address) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const auto& w : s.workers()) {
+    workers.push_back({{"host", w.host()}, {"slice", w.slice()}, {"address", w.address()},
+                       {"chips", std::vector<int>(w.chips().begin(), w.chips().end())}, {"alive", w.alive()},
+                       {"seconds_since_heartbeat", w.seconds_since_heartbeat()}});
+  }
+  return {{"coordinator", address}, {"topology", s.spec().topology()}, {"slices", s.spec().slices()},
+          {"chips_per_host", s.spec().chips_per_host()}, {"time_scale", s.spec().time_scale()},
+          {"description", s.description()}, {"chips", s.chips()}, {"expected_workers", s.expected_workers()},
+          {"registered_workers", s.workers_size()}, {"ready", s.ready()}, {"jobs_running", s.jobs_running()},
+          {"workers", workers}};
+}
+
+void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
+  std::cout << "pod:         " << s.description() << "\n"
+            << "coordinator: " << address << "\n"
+            << "time scale:  " << (s.spec().time_scale() > 0 ? absl::StrCat(s.spec().time_scale(), "x (paced)")
+                                                              : std::string("0 (unpaced)"))
+            << "\n"
+            << "state:       " << (s.ready() ? "ready" : "not ready") << ", " << s.workers_size() << "/"
+            << s.expected_workers() << " workers registered\n\n";
+  std::printf("%-5s %-6s %-22s %-7s %s\n", "HOST", "SLICE", "ADDRESS", "ALIVE", "CHIPS");
+  for (const auto& w : s.workers()) {
+    std::string chips;
+    for (int c : w.chips()) chips += (chips.empty() ? "" : ",") + std::to_string(c);
+    std::printf("%-5d %-6d %-22s %-7s %s\n", w.host(), w.slice(), w.address().c_str(), w.alive() ? "yes" : "NO",
+                chips.c_str());
+  }
+}
+
+int ClusterUp(const ClusterUpOptions& o) {
+  if (!o.local) {
+    return Fail(absl::InvalidArgumentError(
+        "cluster up: only --local is supported from the CLI; for docker-compose or Kubernetes see deploy/"));
+  }
+  auto topo = Topology::Create({o.topology, o.slices, o.chips_per_host, o.wraparound});
+  if (!topo.ok()) return Fail(topo.status());
+  if (o.time_scale < 0) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--time-scale ", o.time_scale, ": must be 0 (unpaced) or a positive stretch factor")));
+  }
+  if (auto existing = LoadPodState(); existing.ok()) {
+    if (CoordinatorClient(existing->coordinator).Status(1).ok()) {
+      return Fail(absl::AlreadyExistsError(absl::StrCat(
+          "a pod is already running (", existing->topology, ", coordinator ", existing->coordinator,
+          "); stop it with `tpuemu cluster down` first")));
+    }
+    StopProcesses(existing->pids, 1);  // leftovers of a pod that died
+    RemovePodState();
+  }
+
+  const std::string dir = StateDir();
+  const std::string logs = dir + "/logs";
+  std::filesystem::create_directories(logs);
+  const std::string port_file = dir + "/coordinator.port";
+  std::filesystem::remove(port_file);
+
+  PodState state;
+  state.topology = o.topology;
+  state.log_dir = logs;
+  auto teardown = [&](const absl::Status& why) {
+    StopProcesses(state.pids, 2);
+    RemovePodState();
+    return Fail(why);
+  };
+
+  auto coord = SpawnDetached({FindBinary("tpuemu-coordinator"), "--topology", o.topology, "--slices",
+                              std::to_string(o.slices), "--chips-per-host", std::to_string(o.chips_per_host),
+                              "--wraparound", o.wraparound, "--time-scale", absl::StrCat(o.time_scale),
+                              "--listen", "127.0.0.1:0", "--port-file", port_file},
+                             logs + "/coordinator.log");
+  if (!coord.ok()) return Fail(coord.status());
+  state.pids.push_back(*coord);
+
+  Progress progress(!o.json);
+  int port = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (port == 0) {
+    std::ifstream(port_file) >> port;
+    if (port) break;
+    if (!ProcessAlive(*coord)) {
+      return teardown(absl::InternalError(absl::StrCat("the coordinator exited; its log says:\n",
+                                                       TailFile(logs + "/coordinator.log", 10))));
+    }
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(10)) {
+      return teardown(absl::DeadlineExceededError("the coordinator did not start within 10 s; see " + logs));
+    }
+    progress.Update("starting the coordinator");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  state.coordinator = absl::StrCat("127.0.0.1:", port);
+  for (int slice = 0; slice < o.slices; ++slice) {
+    for (int host = 0; host < topo->hosts_per_slice(); ++host) {
+      auto w = SpawnDetached({FindBinary("tpuemu-worker"), "--coordinator", state.coordinator, "--slice",
+                              std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0"},
+                             absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));
+      if (!w.ok()) return teardown(w.status());
+      state.pids.push_back(*w);
+    }
+  }
+  if (auto s = SavePodState(state); !s.ok()) return teardown(s);
+
+  CoordinatorClient client(state.coordinator);
+  v1::ClusterStatus status;
+  while (true) {
+    auto s = client.Status(2);
+    if (s.ok()) {
+      status = *s;
+      if (status.ready()) break;
+      progress.Update(absl::StrCat("waiting for workers: ", status.workers_size(), "/", status.expected_workers(),
+                                   " registered"));
+    }
+    for (size_t i = 1; i < state.pids.size(); ++i) {
+      if (!ProcessAlive(state.pids[i])) {
+        return teardown(absl::InternalError(absl::StrCat("a worker exited during start-up; see the logs in ", logs)));
+      }
+    }
+    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(static_cast<int>(o.timeout_s * 1000))) {
+      return teardown(absl::DeadlineExceededError(absl::StrCat("the pod was not ready within ", o.timeout_s,
+                                                               " s; see the logs in ", logs)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  progress.Done();
+  if (o.json) {
+    std::cout << StatusJson(status, state.coordinator).dump(2) << "\n";
+  } else {
+    std::cout << "pod is up: " << status.description() << "\n"
+              << "coordinator " << state.coordinator << ", logs in " << logs << "\n"
+              << "next: tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n";
+  }
+  return 0;
+}
+
+int ClusterStatus(const std::string& flag, bool json) {
+  auto address = ResolveCoordinator(flag);
+  if (!address.ok()) return Fail(address.status());
+  auto status = CoordinatorClient(*address).Status();
+  if (!status.ok()) return Fail(status.status());
+  if (json) {
+    std::cout << StatusJson(*status, *address).dump(2) << "\n";
+  } else {
+    PrintStatus(*status, *address);
+  }
+  return status->ready() ? 0 : 1;
+}
+
+int ClusterDown() {
+  auto state = LoadPodState();
+  if (!state.ok()) {
+    std::cout << "no pod is running; nothing to stop\n";
+    return 0;
+  }
+  const int killed = StopProcesses(state->pids, 5);
+  RemovePodState();
+  std::cout << "stopped " << state->pids.size() << " processes of the pod " << state->topology
+            << (killed ? absl::StrCat(" (", killed, " needed SIGKILL)") : "") << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddClusterCommands(CLI::App& app, int* exit_code) {
+  auto* cluster = app.add_subcommand("cluster", "start, inspect and stop an emulated pod");
+  cluster->require_subcommand(1);
+
+  auto up_opts = std::make_shared<ClusterUpOptions>();
+  auto* up = cluster->add_subcommand(
+      "up", "start a pod: a coordinator and one worker process per host, on 127.0.0.1.\n"
+            "Returns once every worker has registered. Example:\n"
+            "  tpuemu cluster up --local --topology v5e:4x4\n"
+            "  tpuemu cluster up --local --topology v5p:4x4x4 --slices 2 --time-scale 1000");
+  up->add_flag("--local", up_opts->local, "run the processes on this machine (required for now)");
+  up->add_option("--topology", up_opts->topology,
+                 "CHIP:SHAPE. CHIP is a preset (v4, v5e, v5p, v6e) or a profile file (see docs/profiles.md);\n"
+                 "SHAPE is the slice torus, e.g. 4x4 or 4x4x4")
+      ->required();
+  up->add_option("--slices", up_opts->slices, "slices joined by DCN (the `dcn` axis)")->capture_default_str();
+  up->add_option("--chips-per-host", up_opts->chips_per_host,
+                 "chips each worker process owns; must tile the slice")->capture_default_str();
+  up->add_option("--wraparound", up_opts->wraparound,
+                 "auto (the chip's rule: v4/v5p wrap axes that are multiples of 4, v5e/v6e only an axis of 16),\n"
+                 "none, or a list of axes that wrap, e.g. x,y")->capture_default_str();
+  up->add_option("--time-scale", up_opts->time_scale,
+                 "wall seconds per emulated second: links carry W/S bytes per second and hops take S x T.\n"
+                 "0 runs unpaced (as fast as the host allows); the emulated clock is exact either way")
+      ->capture_default_str();
+  up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")->capture_default_str();
+  up->add_flag("--json", up_opts->json, "print the pod's status as JSON");
+  up->callback([up_opts, exit_code] { *exit_code = ClusterUp(*up_opts); });
+
+  auto coordinator = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto* status = cluster->add_subcommand("status", "show the pod: topology, workers, liveness. Exit 1 if not ready");
+  status->add_option("--coordinator", *coordinator, "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, "
+                                                    "else the pod `cluster up` started)");
+  status->add_flag("--json", *json, "print JSON");
+  status->callback([coordinator, json, exit_code] { *exit_code = ClusterStatus(*coordinator, *json); });
+
+  auto* down = cluster->add_subcommand("down", "stop every process `cluster up` started");
+  down->callback([exit_code] { *exit_code = ClusterDown(); });
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,23 @@
+// tpuemu cluster up | status | down
+#pragma once
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+
+namespace tpuemu {
+
+struct ClusterUpOptions {
+  bool local = false;
+  std::string topology;
+  int slices = 1;
+  int chips_per_host = 4;
+  std::string wraparound = "auto";
+  double time_scale = 0;
+  double timeout_s = 60;
+  bool json = false;
+};
+
+void AddClusterCommands(CLI::App& app, int* exit_code);
+
+}  // namespace tpuemu

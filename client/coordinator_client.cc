@@ -1,0 +1,59 @@
+#include "client/coordinator_client.h"
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "services/status_conv.h"
+
+namespace tpuemu {
+namespace {
+
+void Deadline(grpc::ClientContext* ctx, double seconds) {
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+}
+
+absl::Status Explain(const grpc::Status& s, const std::string& address) {
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::UnavailableError(absl::StrCat("no coordinator answers at ", address,
+                                               ": is the pod running? (`tpuemu cluster status`; start one with "
+                                               "`tpuemu cluster up --local --topology v5e:4x4`)"));
+  }
+  return FromGrpcStatus(s);
+}
+
+}  // namespace
+
+CoordinatorClient::CoordinatorClient(const std::string& address)
+    : address_(address),
+      stub_(v1::CoordinatorService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+
+absl::StatusOr<v1::ClusterStatus> CoordinatorClient::Status(double timeout_s) {
+  grpc::ClientContext ctx;
+  Deadline(&ctx, timeout_s);
+  v1::ClusterStatus resp;
+  grpc::Status s = stub_->GetClusterStatus(&ctx, v1::ClusterStatusRequest(), &resp);
+  if (!s.ok()) return Explain(s, address_);
+  return resp;
+}
+
+absl::StatusOr<v1::Job> CoordinatorClient::Submit(const v1::SubmitJobRequest& request) {
+  grpc::ClientContext ctx;
+  Deadline(&ctx, 10);
+  v1::Job resp;
+  grpc::Status s = stub_->SubmitJob(&ctx, request, &resp);
+  if (!s.ok()) return Explain(s, address_);
+  return resp;
+}
+
+absl::StatusOr<v1::Job> CoordinatorClient::Get(const std::string& id) {
+  grpc::ClientContext ctx;
+  Deadline(&ctx, 5);
+  v1::GetJobRequest req;
+  req.set_id(id);
+  v1::Job resp;
+  grpc::Status s = stub_->GetJob(&ctx, req, &resp);
+  if (!s.ok()) return Explain(s, address_);
+  return resp;
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,21 @@
+// tpuemu: the command-line client of the TPU pod emulator.
+#include "CLI/CLI.hpp"
+#include "client/bench_commands.h"
+#include "client/cluster_commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tpuemu: emulate a TPU pod on ordinary CPUs, with real data between processes and a clock\n"
+      "faithful to the TPU torus (ICI, wraparound, per-hop latency, DCN).\n\n"
+      "Start here:\n"
+      "  tpuemu cluster up --local --topology v5e:4x4      start a 16-chip pod (4 workers)\n"
+      "  tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n"
+      "  tpuemu cluster down\n\n"
+      "Every command takes --help."};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  tpuemu::AddClusterCommands(app, &exit_code);
+  tpuemu::AddBenchCommands(app, &exit_code);
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}

@@ -1,0 +1,323 @@
+#include "coordinator/coordinator.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/collective_plan.h"
+#include "services/proto_conv.h"
+#include "spdlog/spdlog.h"
+
+namespace tpuemu {
+namespace {
+
+double UnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(const CoordinatorOptions& options,
+                                                                 ClientFactory factory) {
+  auto topo = Topology::Create(options.topology);
+  if (!topo.ok()) return topo.status();
+  if (options.time_scale < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--time-scale ", options.time_scale,
+                                                   ": must be 0 (unpaced) or a positive stretch factor"));
+  }
+  return std::unique_ptr<Coordinator>(new Coordinator(options, *topo, std::move(factory)));
+}
+
+Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo, ClientFactory factory)
+    : options_(options), topo_(topo), factory_(std::move(factory)) {
+  pod_thread_ = std::thread([this] { PodLoop(); });
+  job_thread_ = std::thread([this] { JobLoop(); });
+}
+
+Coordinator::~Coordinator() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  pod_thread_.join();
+  job_thread_.join();
+}
+
+absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(int slice, int host,
+                                                                       const std::string& address) {
+  if (slice < 0 || slice >= topo_.slices()) {
+    return absl::InvalidArgumentError(absl::StrCat("--slice ", slice, ": the pod has slices 0 to ",
+                                                   topo_.slices() - 1));
+  }
+  if (host < 0 || host >= topo_.hosts_per_slice()) {
+    return absl::InvalidArgumentError(absl::StrCat("--host ", host, ": each slice of ", topo_.Describe(),
+                                                   " has hosts 0 to ", topo_.hosts_per_slice() - 1));
+  }
+  const int global = slice * topo_.hosts_per_slice() + host;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Worker& w = workers_[global];
+    if (!w.address.empty() && w.address != address) {
+      spdlog::info("host {} re-registered: {} replaces {}", global, address, w.address);
+    }
+    w.host = global;
+    w.slice = slice;
+    w.address = address;
+    w.last_heartbeat = absl::Now();
+    w.client = factory_(address);
+    ++generation_;
+  }
+  cv_.notify_all();
+  spdlog::info("worker registered: slice {} host {} (global {}) at {}", slice, host, global, address);
+  v1::RegisterWorkerResponse resp;
+  resp.set_global_host(global);
+  *resp.mutable_spec() = ToProto(options_.topology, options_.time_scale);
+  return resp;
+}
+
+absl::Status Coordinator::Heartbeat(int global_host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(global_host);
+  if (it == workers_.end()) {
+    return absl::NotFoundError(absl::StrCat("host ", global_host, " is not registered; register first"));
+  }
+  it->second.last_heartbeat = absl::Now();
+  return absl::OkStatus();
+}
+
+bool Coordinator::AliveLocked(const Worker& w) const {
+  return absl::Now() - w.last_heartbeat < options_.heartbeat_timeout;
+}
+
+bool Coordinator::ReadyLocked() const {
+  if (static_cast<int>(workers_.size()) != topo_.num_hosts()) return false;
+  for (const auto& [_, w] : workers_) {
+    if (!AliveLocked(w)) return false;
+  }
+  return configured_generation_ == generation_;
+}
+
+std::string Coordinator::WorkerNameLocked(int host) const {
+  auto it = workers_.find(host);
+  return absl::StrCat("worker host ", host, " (slice ", topo_.SliceOfHost(host), ", ",
+                      it == workers_.end() ? "unregistered" : it->second.address, ")");
+}
+
+v1::ClusterStatus Coordinator::ClusterStatus() {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::ClusterStatus s;
+  *s.mutable_spec() = ToProto(options_.topology, options_.time_scale);
+  s.set_description(topo_.Describe());
+  s.set_expected_workers(topo_.num_hosts());
+  s.set_chips(topo_.num_chips());
+  for (const auto& [host, w] : workers_) {
+    v1::WorkerInfo* info = s.add_workers();
+    info->set_host(host);
+    info->set_slice(w.slice);
+    info->set_address(w.address);
+    for (int chip : topo_.ChipsOfHost(host)) info->add_chips(chip);
+    info->set_seconds_since_heartbeat(absl::ToDoubleSeconds(absl::Now() - w.last_heartbeat));
+    info->set_alive(AliveLocked(w));
+  }
+  s.set_ready(ReadyLocked());
+  s.set_jobs_running(running_.empty() ? 0 : 1);
+  return s;
+}
+
+void Coordinator::PodLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(200));
+    if (stop_) return;
+    // A worker that stops heartbeating fails the running job: its RPC may
+    // hang (a stopped process) rather than fail.
+    if (!running_.empty()) {
+      for (const auto& [host, w] : workers_) {
+        if (AliveLocked(w)) continue;
+        JobEntry& entry = jobs_[running_];
+        if (!entry.cancel_requested) {
+          entry.cancel_requested = true;
+          const std::string why = absl::StrCat(WorkerNameLocked(host), " stopped sending heartbeats");
+          UpdateJobLocked(entry, [&](v1::Job& j) { j.set_error(why); });
+          for (const auto& [_, other] : workers_) {
+            auto client = other.client;
+            std::thread([client, n = entry.number, why] { client->Abort(n, why).IgnoreError(); }).detach();
+          }
+        }
+      }
+    }
+    if (static_cast<int>(workers_.size()) != topo_.num_hosts() || configured_generation_ == generation_) continue;
+    // Everyone is here (again): tell every worker where its peers are.
+    PodConfig config{options_.topology, options_.time_scale, {}};
+    std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> clients;
+    for (const auto& [host, w] : workers_) {
+      config.host_addresses[host] = w.address;
+      clients.emplace_back(host, w.client);
+    }
+    const int64_t generation = generation_;
+    lock.unlock();
+    absl::Status all = absl::OkStatus();
+    for (auto& [host, client] : clients) {
+      absl::Status s = client->Configure(config);
+      if (!s.ok()) {
+        spdlog::warn("configuring host {} failed: {}", host, s.ToString());
+        all = s;
+      }
+    }
+    lock.lock();
+    if (all.ok()) {
+      configured_generation_ = generation;
+      spdlog::info("pod ready: {}", topo_.Describe());
+    }
+  }
+}
+
+absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
+  auto spec = FromProto(request.collective());
+  if (!spec.ok()) return spec.status();
+  // Validate now so that bad input fails the submit, not a queued job.
+  auto plan = CollectivePlan::Create(topo_, *spec);
+  if (!plan.ok()) return plan.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!ReadyLocked()) {
+    int alive = 0;
+    for (const auto& [_, w] : workers_) alive += AliveLocked(w);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the pod is not ready: ", alive, " of ", topo_.num_hosts(),
+        " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
+        "and `tpuemu cluster up`"));
+  }
+  JobEntry entry;
+  entry.number = next_job_++;
+  entry.job.set_id(absl::StrCat("job-", entry.number));
+  entry.job.set_state(v1::JOB_STATE_PENDING);
+  *entry.job.mutable_collective() = ToProto(*spec);
+  entry.job.set_submitted_unix_s(UnixSeconds());
+  const std::string id = entry.job.id();
+  v1::Job copy = entry.job;
+  jobs_[id] = std::move(entry);
+  queue_.push_back(id);
+  cv_.notify_all();
+  return copy;
+}
+
+absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
+  return it->second.job;
+}
+
+std::vector<v1::Job> Coordinator::ListJobs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Job> out;
+  for (const auto& [_, e] : jobs_) out.push_back(e.job);
+  std::sort(out.begin(), out.end(), [](const v1::Job& a, const v1::Job& b) {
+    return a.submitted_unix_s() < b.submitted_unix_s();
+  });
+  return out;
+}
+
+absl::StatusOr<std::pair<v1::Job, int64_t>> Coordinator::WaitJob(const std::string& id, int64_t after_version,
+                                                                 absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
+  cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] { return it->second.version != after_version || stop_; });
+  return std::make_pair(it->second.job, it->second.version);
+}
+
+absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& id) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
+  JobEntry& entry = it->second;
+  if (entry.job.state() == v1::JOB_STATE_PENDING) {
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
+    UpdateJobLocked(entry, [](v1::Job& j) {
+      j.set_state(v1::JOB_STATE_CANCELLED);
+      j.set_finished_unix_s(UnixSeconds());
+    });
+  } else if (entry.job.state() == v1::JOB_STATE_RUNNING && !entry.cancel_requested) {
+    entry.cancel_requested = true;
+    for (const auto& [_, w] : workers_) {
+      auto client = w.client;
+      std::thread([client, n = entry.number] { client->Abort(n, "cancelled by the user").IgnoreError(); }).detach();
+    }
+  }
+  return entry.job;
+}
+
+void Coordinator::UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change) {
+  change(entry.job);
+  ++entry.version;
+  cv_.notify_all();
+}
+
+void Coordinator::JobLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    const std::string id = queue_.front();
+    queue_.pop_front();
+    JobEntry& entry = jobs_[id];
+    running_ = id;
+    UpdateJobLocked(entry, [](v1::Job& j) { j.set_state(v1::JOB_STATE_RUNNING); });
+    auto spec = FromProto(entry.job.collective());
+    lock.unlock();
+    auto report = RunCollective(entry, *spec);
+    lock.lock();
+    running_.clear();
+    UpdateJobLocked(entry, [&](v1::Job& j) {
+      j.set_finished_unix_s(UnixSeconds());
+      if (report.ok()) {
+        j.set_state(v1::JOB_STATE_SUCCEEDED);
+        *j.mutable_result() = ToProto(*report);
+      } else if (entry.cancel_requested && j.error().empty()) {
+        j.set_state(v1::JOB_STATE_CANCELLED);
+      } else {
+        j.set_state(v1::JOB_STATE_FAILED);
+        if (j.error().empty()) j.set_error(std::string(report.status().message()));
+      }
+    });
+  }
+}
+
+absl::StatusOr<CollectiveReport> Coordinator::RunCollective(JobEntry& entry, const CollectiveSpec& spec) {
+  auto plan = CollectivePlan::Create(topo_, spec);
+  if (!plan.ok()) return plan.status();
+  std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> clients;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [host, w] : workers_) clients.emplace_back(host, w.client);
+  }
+  // Every worker runs its chips' share at once. The first failure aborts the
+  // others so nobody waits for data that will never come.
+  std::mutex result_mu;
+  std::vector<ChipRunResult> chips;
+  absl::Status first_error = absl::OkStatus();
+  std::vector<std::thread> threads;
+  for (auto& [host, client] : clients) {
+    threads.emplace_back([&, host = host, client = client] {
+      auto r = client->RunCollective(entry.number, spec);
+      std::lock_guard<std::mutex> lock(result_mu);
+      if (r.ok()) {
+        chips.insert(chips.end(), r->begin(), r->end());
+        return;
+      }
+      if (!first_error.ok()) return;
+      std::string name;
+      {
+        std::lock_guard<std::mutex> pod_lock(mu_);
+        name = WorkerNameLocked(host);
+      }
+      first_error = absl::Status(r.status().code(), absl::StrCat(name, " failed: ", r.status().message()));
+      spdlog::warn("{}: {}", entry.job.id(), first_error.ToString());
+      for (auto& [other_host, other] : clients) {
+        if (other_host != host) other->Abort(entry.number, first_error.ToString()).IgnoreError();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (!first_error.ok()) return first_error;
+  return Summarize(*plan, topo_, chips);
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,90 @@
+// The coordinator's logic: worker registry and liveness, pod configuration,
+// and a queue of collective jobs fanned out to every worker. No gRPC server
+// here; services/coordinator_service.cc exposes it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/collective_report.h"
+#include "core/pod_config.h"
+#include "services/coordinator_service.h"
+#include "services/worker_client.h"
+
+namespace tpuemu {
+
+struct CoordinatorOptions {
+  TopologyRequest topology;
+  double time_scale = 0;
+  absl::Duration heartbeat_timeout = absl::Seconds(3);
+};
+
+class Coordinator : public CoordinatorBackend {
+ public:
+  using ClientFactory = std::function<std::unique_ptr<WorkerClient>(const std::string& address)>;
+
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(const CoordinatorOptions& options,
+                                                             ClientFactory factory);
+  ~Coordinator() override;
+
+  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(int slice, int host, const std::string& address) override;
+  absl::Status Heartbeat(int global_host) override;
+  v1::ClusterStatus ClusterStatus() override;
+  absl::StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) override;
+  absl::StatusOr<v1::Job> GetJob(const std::string& id) override;
+  std::vector<v1::Job> ListJobs() override;
+  absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJob(const std::string& id, int64_t after_version,
+                                                      absl::Duration timeout) override;
+  absl::StatusOr<v1::Job> CancelJob(const std::string& id) override;
+
+  const Topology& topology() const { return topo_; }
+
+ private:
+  struct Worker {
+    int host = 0;
+    int slice = 0;
+    std::string address;
+    absl::Time last_heartbeat;
+    std::shared_ptr<WorkerClient> client;
+  };
+  struct JobEntry {
+    v1::Job job;
+    uint64_t number = 0;
+    int64_t version = 0;
+    bool cancel_requested = false;
+  };
+
+  Coordinator(const CoordinatorOptions& options, const Topology& topo, ClientFactory factory);
+  void PodLoop();
+  void JobLoop();
+  bool ReadyLocked() const;
+  bool AliveLocked(const Worker& w) const;
+  std::string WorkerNameLocked(int host) const;
+  void UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change);
+  absl::StatusOr<CollectiveReport> RunCollective(JobEntry& entry, const CollectiveSpec& spec);
+
+  const CoordinatorOptions options_;
+  const Topology topo_;
+  const ClientFactory factory_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<int, Worker> workers_;
+  int64_t configured_generation_ = -1;  // registration generation the pod was configured for
+  int64_t generation_ = 0;              // bumps on every (re-)registration
+  std::map<std::string, JobEntry> jobs_;
+  std::deque<std::string> queue_;
+  std::string running_;                 // id of the running job, if any
+  uint64_t next_job_ = 1;
+  bool stop_ = false;
+  std::thread pod_thread_;
+  std::thread job_thread_;
+};
+
+}  // namespace tpuemu

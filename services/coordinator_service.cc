@@ -1,0 +1,71 @@
+#include "services/coordinator_service.h"
+
+#include "services/status_conv.h"
+
+namespace tpuemu {
+namespace {
+
+template <typename T>
+grpc::Status Fill(absl::StatusOr<T> result, T* out) {
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *out = *std::move(result);
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED;
+}
+
+grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
+                                                    v1::RegisterWorkerResponse* resp) {
+  return Fill(backend_->RegisterWorker(req->slice(), req->host(), req->address()), resp);
+}
+
+grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
+                                               v1::HeartbeatResponse*) {
+  return ToGrpcStatus(backend_->Heartbeat(req->global_host()));
+}
+
+grpc::Status CoordinatorServiceImpl::GetClusterStatus(grpc::ServerContext*, const v1::ClusterStatusRequest*,
+                                                      v1::ClusterStatus* resp) {
+  *resp = backend_->ClusterStatus();
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req, v1::Job* resp) {
+  return Fill(backend_->SubmitJob(*req), resp);
+}
+
+grpc::Status CoordinatorServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* resp) {
+  return Fill(backend_->GetJob(req->id()), resp);
+}
+
+grpc::Status CoordinatorServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
+                                              v1::ListJobsResponse* resp) {
+  for (v1::Job& job : backend_->ListJobs()) *resp->add_jobs() = std::move(job);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                                              grpc::ServerWriter<v1::JobEvent>* writer) {
+  int64_t version = -1;
+  while (!ctx->IsCancelled()) {
+    auto next = backend_->WaitJob(req->id(), version, absl::Seconds(1));
+    if (!next.ok()) return ToGrpcStatus(next.status());
+    if (next->second == version) continue;
+    version = next->second;
+    v1::JobEvent event;
+    *event.mutable_job() = next->first;
+    if (!writer->Write(event)) break;
+    if (IsTerminal(next->first.state())) break;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req, v1::Job* resp) {
+  return Fill(backend_->CancelJob(req->id()), resp);
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,53 @@
+// CoordinatorService adapter: translates RPCs to a CoordinatorBackend
+// (coordinator/). Jobs and cluster status are plain tpuemu.v1 messages.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tpuemu/v1/services.grpc.pb.h"
+
+namespace tpuemu {
+
+class CoordinatorBackend {
+ public:
+  virtual ~CoordinatorBackend() = default;
+  virtual absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(int slice, int host,
+                                                                    const std::string& address) = 0;
+  virtual absl::Status Heartbeat(int global_host) = 0;
+  virtual v1::ClusterStatus ClusterStatus() = 0;
+  virtual absl::StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) = 0;
+  virtual absl::StatusOr<v1::Job> GetJob(const std::string& id) = 0;
+  virtual std::vector<v1::Job> ListJobs() = 0;
+  // Waits until the job's version passes `after_version` (or timeout) and
+  // returns the job with its current version.
+  virtual absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJob(const std::string& id, int64_t after_version,
+                                                              absl::Duration timeout) = 0;
+  virtual absl::StatusOr<v1::Job> CancelJob(const std::string& id) = 0;
+};
+
+class CoordinatorServiceImpl : public v1::CoordinatorService::Service {
+ public:
+  explicit CoordinatorServiceImpl(CoordinatorBackend* backend) : backend_(backend) {}
+  grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
+                              v1::RegisterWorkerResponse* resp) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req, v1::HeartbeatResponse*) override;
+  grpc::Status GetClusterStatus(grpc::ServerContext*, const v1::ClusterStatusRequest*,
+                                v1::ClusterStatus* resp) override;
+  grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req, v1::Job* resp) override;
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* resp) override;
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*, v1::ListJobsResponse* resp) override;
+  grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                        grpc::ServerWriter<v1::JobEvent>* writer) override;
+  grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req, v1::Job* resp) override;
+
+ private:
+  CoordinatorBackend* backend_;
+};
+
+bool IsTerminal(v1::JobState state);
+
+}  // namespace tpuemu

@@ -1,0 +1,124 @@
+#include "services/frame_codec.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tpuemu/v1/peer.pb.h"
+
+namespace tpuemu {
+namespace {
+
+constexpr uint8_t kHeaderTag = (1 << 3) | 2;   // field 1, length-delimited
+constexpr uint8_t kPayloadTag = (2 << 3) | 2;  // field 2, length-delimited
+
+void PutVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// Reads sequentially across the slices of a received message.
+class SliceReader {
+ public:
+  explicit SliceReader(const std::vector<grpc::Slice>& slices) : slices_(slices) {}
+
+  bool Byte(uint8_t* b) { return Copy(b, 1); }
+
+  bool Varint(uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t b;
+      if (!Byte(&b)) return false;
+      *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  }
+
+  bool Copy(void* dst, size_t n) {
+    auto* out = static_cast<uint8_t*>(dst);
+    while (n > 0) {
+      if (slice_ == slices_.size()) return false;
+      const grpc::Slice& s = slices_[slice_];
+      const size_t take = std::min(n, s.size() - pos_);
+      std::memcpy(out, s.begin() + pos_, take);
+      out += take;
+      n -= take;
+      pos_ += take;
+      if (pos_ == s.size()) {
+        ++slice_;
+        pos_ = 0;
+      }
+    }
+    return true;
+  }
+
+ private:
+  const std::vector<grpc::Slice>& slices_;
+  size_t slice_ = 0;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+grpc::ByteBuffer EncodeFrame(Frame&& frame) {
+  v1::PeerChunkHeader h;
+  h.set_job(frame.header.job);
+  h.set_src_chip(frame.header.src_chip);
+  h.set_dst_chip(frame.header.dst_chip);
+  h.set_tag(frame.header.tag);
+  h.set_emu_arrival(frame.header.emu_arrival);
+  h.set_emu_bytes(frame.header.emu_bytes);
+  h.set_latency_ns(frame.header.latency_ns);
+  const std::string header = h.SerializeAsString();
+  const size_t payload_bytes = frame.payload.size() * sizeof(float);
+
+  std::string prefix;
+  prefix.push_back(static_cast<char>(kHeaderTag));
+  PutVarint(header.size(), &prefix);
+  prefix += header;
+  prefix.push_back(static_cast<char>(kPayloadTag));
+  PutVarint(payload_bytes, &prefix);
+
+  // gRPC owns the payload vector until it has sent it.
+  auto* owned = new std::vector<float>(std::move(frame.payload));
+  grpc::Slice slices[2] = {
+      grpc::Slice(prefix.data(), prefix.size()),
+      grpc::Slice(owned->data(), payload_bytes, [](void* p) { delete static_cast<std::vector<float>*>(p); }, owned)};
+  return grpc::ByteBuffer(slices, payload_bytes > 0 ? 2 : 1);
+}
+
+absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return absl::DataLossError("PeerChunk: unreadable buffer");
+  SliceReader in(slices);
+  Frame frame;
+  bool have_header = false;
+  uint8_t tag;
+  while (in.Byte(&tag)) {
+    uint64_t len;
+    if (!in.Varint(&len)) return absl::DataLossError("PeerChunk: truncated length");
+    if (tag == kHeaderTag) {
+      std::string bytes(len, '\0');
+      v1::PeerChunkHeader h;
+      if (!in.Copy(bytes.data(), len) || !h.ParseFromString(bytes)) {
+        return absl::DataLossError("PeerChunk: bad header");
+      }
+      frame.header = {h.job(), h.src_chip(), h.dst_chip(), h.tag(), h.emu_arrival(), h.emu_bytes(), h.latency_ns()};
+      have_header = true;
+    } else if (tag == kPayloadTag) {
+      if (len % sizeof(float) != 0) return absl::DataLossError("PeerChunk: payload is not whole float32s");
+      frame.payload.resize(len / sizeof(float));
+      if (!in.Copy(frame.payload.data(), len)) return absl::DataLossError("PeerChunk: truncated payload");
+    } else {
+      return absl::DataLossError("PeerChunk: unexpected field");
+    }
+  }
+  if (!have_header) return absl::DataLossError("PeerChunk: no header");
+  return frame;
+}
+
+}  // namespace tpuemu

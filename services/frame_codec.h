@@ -1,0 +1,15 @@
+// Frames on the wire as tpuemu.v1.PeerChunk messages, encoded by hand so the
+// tensor payload is handed to gRPC as its own slice (no copy on send) and
+// copied once out of the received slices (no protobuf object in between).
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "core/frame.h"
+#include "grpcpp/support/byte_buffer.h"
+
+namespace tpuemu {
+
+grpc::ByteBuffer EncodeFrame(Frame&& frame);
+absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer);
+
+}  // namespace tpuemu

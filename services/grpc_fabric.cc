@@ -1,0 +1,75 @@
+#include "services/grpc_fabric.h"
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/support/sync_stream.h"
+#include "services/frame_codec.h"
+#include "spdlog/spdlog.h"
+
+namespace tpuemu {
+
+struct GrpcFabric::PeerStream {
+  std::shared_ptr<grpc::Channel> channel;
+  grpc::ClientContext context;
+  grpc::ByteBuffer response;
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer;
+  std::string peer;  // for errors: "chip 3 -> chip 4 (host 1 at 127.0.0.1:4567)"
+  bool broken = false;
+};
+
+GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses)
+    : topo_(topo), my_host_(my_host), addresses_(std::move(host_addresses)) {}
+
+GrpcFabric::~GrpcFabric() {
+  for (auto& [_, s] : streams_) {
+    if (s->broken) {
+      s->context.TryCancel();
+      continue;
+    }
+    s->writer->WritesDone();
+    s->writer->Finish();
+  }
+}
+
+absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = streams_[{src, dst}];
+  if (slot) return slot.get();
+  const int host = topo_.HostOf(dst);
+  auto it = addresses_.find(host);
+  if (it == addresses_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat("no address for host ", host, " (chip ", dst, ")"));
+  }
+  auto s = std::make_unique<PeerStream>();
+  s->peer = absl::StrCat("link chip ", src, " -> chip ", dst, " (worker host ", host, " at ", it->second, ")");
+  grpc::ChannelArguments args;
+  // Every directed link gets its own TCP connection, like its own ICI cable.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
+  s->channel = grpc::CreateCustomChannel(it->second, grpc::InsecureChannelCredentials(), args);
+  grpc::internal::RpcMethod method("/tpuemu.v1.PeerService/Stream", grpc::internal::RpcMethod::CLIENT_STREAMING,
+                                   s->channel);
+  s->writer.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(s->channel.get(), method,
+                                                                                 &s->context, &s->response));
+  slot = std::move(s);
+  return slot.get();
+}
+
+absl::Status GrpcFabric::Deliver(Frame&& frame) {
+  const int dst = frame.header.dst_chip;
+  if (topo_.HostOf(dst) == my_host_) {
+    local_->Put(std::move(frame));
+    return absl::OkStatus();
+  }
+  auto stream = StreamFor(frame.header.src_chip, dst);
+  if (!stream.ok()) return stream.status();
+  PeerStream* s = *stream;
+  // Only the link's own sender thread writes to its stream.
+  if (s->broken || !s->writer->Write(EncodeFrame(std::move(frame)))) {
+    if (!s->broken) spdlog::warn("{} broke", s->peer);
+    s->broken = true;
+    return absl::UnavailableError(absl::StrCat(s->peer, " is broken: the peer worker is gone"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpuemu

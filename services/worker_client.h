@@ -1,0 +1,26 @@
+// How the coordinator talks to one worker. An interface so that coordinator
+// logic can be tested with fakes (tests/fakes) as well as over gRPC.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/collective_executor.h"
+#include "core/collective_spec.h"
+#include "core/pod_config.h"
+
+namespace tpuemu {
+
+class WorkerClient {
+ public:
+  virtual ~WorkerClient() = default;
+  virtual absl::Status Configure(const PodConfig& config) = 0;
+  virtual absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) = 0;
+  virtual absl::Status Abort(uint64_t job, const std::string& reason) = 0;
+};
+
+std::unique_ptr<WorkerClient> MakeGrpcWorkerClient(const std::string& address);
+
+}  // namespace tpuemu

@@ -1,0 +1,58 @@
+#include "services/worker_service.h"
+
+#include "services/proto_conv.h"
+#include "services/status_conv.h"
+
+namespace tpuemu {
+
+PodConfig PodConfigFromProto(const v1::ConfigureRequest& req) {
+  PodConfig config;
+  config.topology = FromProto(req.spec());
+  config.time_scale = req.spec().time_scale();
+  for (const v1::WorkerInfo& w : req.workers()) config.host_addresses[w.host()] = w.address();
+  return config;
+}
+
+v1::ConfigureRequest PodConfigToProto(const PodConfig& config) {
+  v1::ConfigureRequest req;
+  *req.mutable_spec() = ToProto(config.topology, config.time_scale);
+  for (const auto& [host, address] : config.host_addresses) {
+    v1::WorkerInfo* w = req.add_workers();
+    w->set_host(host);
+    w->set_address(address);
+  }
+  return req;
+}
+
+grpc::Status WorkerServiceImpl::Configure(grpc::ServerContext*, const v1::ConfigureRequest* req,
+                                          v1::ConfigureResponse*) {
+  return ToGrpcStatus(backend_->Configure(PodConfigFromProto(*req)));
+}
+
+grpc::Status WorkerServiceImpl::RunCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
+                                              v1::RunCollectiveResponse* resp) {
+  auto spec = FromProto(req->spec());
+  if (!spec.ok()) return ToGrpcStatus(spec.status());
+  auto chips = backend_->RunCollective(req->job(), *spec);
+  if (!chips.ok()) return ToGrpcStatus(chips.status());
+  for (const ChipRunResult& c : *chips) *resp->add_chips() = ToProto(c);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::Abort(grpc::ServerContext*, const v1::AbortRequest* req, v1::AbortResponse*) {
+  backend_->Abort(req->job(), req->reason());
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::GetStatus(grpc::ServerContext*, const v1::WorkerStatusRequest*,
+                                          v1::WorkerStatus* resp) {
+  WorkerStatusView s = backend_->Status();
+  resp->set_global_host(s.host);
+  for (int c : s.chips) resp->add_chips(c);
+  resp->set_configured(s.configured);
+  resp->set_running_job(s.running_job);
+  resp->set_frames_waiting(s.frames_waiting);
+  return grpc::Status::OK;
+}
+
+}  // namespace tpuemu

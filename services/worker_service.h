@@ -1,0 +1,47 @@
+// WorkerService adapter: translates RPCs to a WorkerBackend (worker/).
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/collective_executor.h"
+#include "core/collective_spec.h"
+#include "core/pod_config.h"
+#include "tpuemu/v1/services.grpc.pb.h"
+
+namespace tpuemu {
+
+struct WorkerStatusView {
+  int host = -1;
+  std::vector<int> chips;
+  bool configured = false;
+  uint64_t running_job = 0;
+  uint64_t frames_waiting = 0;
+};
+
+class WorkerBackend {
+ public:
+  virtual ~WorkerBackend() = default;
+  virtual absl::Status Configure(const PodConfig& config) = 0;
+  virtual absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) = 0;
+  virtual void Abort(uint64_t job, const std::string& reason) = 0;
+  virtual WorkerStatusView Status() = 0;
+};
+
+PodConfig PodConfigFromProto(const v1::ConfigureRequest& request);
+v1::ConfigureRequest PodConfigToProto(const PodConfig& config);
+
+class WorkerServiceImpl : public v1::WorkerService::Service {
+ public:
+  explicit WorkerServiceImpl(WorkerBackend* backend) : backend_(backend) {}
+  grpc::Status Configure(grpc::ServerContext*, const v1::ConfigureRequest* req, v1::ConfigureResponse*) override;
+  grpc::Status RunCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
+                             v1::RunCollectiveResponse* resp) override;
+  grpc::Status Abort(grpc::ServerContext*, const v1::AbortRequest* req, v1::AbortResponse*) override;
+  grpc::Status GetStatus(grpc::ServerContext*, const v1::WorkerStatusRequest*, v1::WorkerStatus* resp) override;
+
+ private:
+  WorkerBackend* backend_;
+};
+
+}  // namespace tpuemu

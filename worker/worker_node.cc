@@ -1,0 +1,92 @@
+#include "worker/worker_node.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/inprocess_pod.h"
+#include "spdlog/spdlog.h"
+
+namespace tpuemu {
+
+void WorkerNode::set_global_host(int host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  host_ = host;
+}
+
+std::shared_ptr<WorkerNode::Pod> WorkerNode::pod() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pod_;
+}
+
+absl::Status WorkerNode::Configure(const PodConfig& config) {
+  auto topo = Topology::Create(config.topology);
+  if (!topo.ok()) return topo.status();
+  std::unique_lock<std::mutex> run_lock(run_mu_, std::try_to_lock);
+  if (!run_lock.owns_lock()) {
+    return absl::FailedPreconditionError("worker is running a collective; configure it when idle");
+  }
+  int host;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    host = host_;
+  }
+  if (host < 0 || host >= topo->num_hosts()) {
+    return absl::InvalidArgumentError(absl::StrCat("host ", host, " is not in ", topo->Describe()));
+  }
+  auto pod = std::make_shared<Pod>(Pod{*topo, nullptr, nullptr});
+  pod->fabric = std::make_unique<GrpcFabric>(*topo, host, config.host_addresses);
+  pod->net = std::make_unique<HostNetwork>(*topo, topo->ChipsOfHost(host), config.time_scale, pod->fabric.get());
+  pod->fabric->set_local_mailbox(&pod->net->mailbox());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pod_ = std::move(pod);
+  }
+  spdlog::info("configured as host {} of {} (time scale {})", host, topo->Describe(), config.time_scale);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunCollective(uint64_t job, const CollectiveSpec& spec) {
+  std::shared_ptr<Pod> p = pod();
+  if (!p) return absl::FailedPreconditionError("worker is not configured yet; wait for the pod to be ready");
+  auto plan = CollectivePlan::Create(p->topo, spec);
+  if (!plan.ok()) return plan.status();
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_job_ = job;
+  }
+  RunOptions options;
+  options.job = job;
+  auto result = RunHostCollective(*plan, *p->net, options);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_job_ = 0;
+  }
+  return result;
+}
+
+void WorkerNode::Abort(uint64_t job, const std::string& reason) {
+  std::shared_ptr<Pod> p = pod();
+  if (!p) return;
+  spdlog::warn("aborting job {}: {}", job, reason);
+  p->net->mailbox().AbortJob(job, absl::AbortedError(absl::StrCat("job aborted: ", reason)));
+}
+
+void WorkerNode::DeliverPeerFrame(Frame&& frame) {
+  std::shared_ptr<Pod> p = pod();
+  if (p) p->net->mailbox().Put(std::move(frame));
+}
+
+WorkerStatusView WorkerNode::Status() {
+  std::shared_ptr<Pod> p = pod();
+  std::lock_guard<std::mutex> lock(mu_);
+  WorkerStatusView s;
+  s.host = host_;
+  s.configured = p != nullptr;
+  s.running_job = running_job_;
+  if (p) {
+    s.chips = p->net->local_chips();
+    s.frames_waiting = p->net->mailbox().pending();
+  }
+  return s;
+}
+
+}  // namespace tpuemu

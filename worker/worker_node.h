@@ -1,0 +1,42 @@
+// One emulated TPU host: its chips, their links (paced, clocked) and the
+// gRPC fabric to the other hosts. Runs its chips' share of each collective.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "core/host_network.h"
+#include "services/grpc_fabric.h"
+#include "services/worker_service.h"
+
+namespace tpuemu {
+
+class WorkerNode : public WorkerBackend {
+ public:
+  explicit WorkerNode(int global_host) : host_(global_host) {}
+  void set_global_host(int host);
+
+  absl::Status Configure(const PodConfig& config) override;
+  absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) override;
+  void Abort(uint64_t job, const std::string& reason) override;
+  WorkerStatusView Status() override;
+
+  // PeerService hands every received frame here.
+  void DeliverPeerFrame(Frame&& frame);
+
+ private:
+  struct Pod {
+    Topology topo;
+    std::unique_ptr<GrpcFabric> fabric;
+    std::unique_ptr<HostNetwork> net;
+  };
+  std::shared_ptr<Pod> pod();
+
+  std::mutex mu_;
+  int host_;
+  std::shared_ptr<Pod> pod_;
+  uint64_t running_job_ = 0;
+  std::mutex run_mu_;  // one collective at a time
+};
+
+}  // namespace tpuemu
