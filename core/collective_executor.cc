@@ -13,44 +13,44 @@
 namespace tpuemu {
 namespace {
 
-class ChipRun {
+}  // namespace
+
+class ChipCollective::Impl {
  public:
-  ChipRun(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
+  Impl(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
       : plan_(plan), chip_(chip), net_(net), options_(options), ready_(0.0),
         dtype_(plan.spec().dtype_bytes), profile_(net.topology().profile()) {}
 
-  absl::StatusOr<ChipRunResult> Run() {
-    const ChipProgram prog = BuildChipProgram(plan_, chip_, plan_.spec().chunk_bytes / sizeof(float));
+  void Prepare() {
+    prog_ = BuildChipProgram(plan_, chip_, plan_.spec().chunk_bytes / sizeof(float));
     // Uninitialised on purpose: pages a chip never touches cost no memory.
     buffer_.reset(new float[plan_.virtual_len()]);
+    // Fault in the pages that receives will write, outside the timed part,
+    // then write the input (which may share those pages).
+    for (const ChunkOp& op : prog_.recvs) {
+      for (const Range& r : op.ranges) std::memset(buffer_.get() + r.offset, 0, r.len * sizeof(float));
+    }
     FillCollectiveInput(plan_, chip_, buffer_.get());
-
     // Sends become ready when the last receive they depend on is done.
-    std::map<int, std::vector<const ChunkOp*>> sends_after;
-    for (const ChunkOp& op : prog.sends) sends_after[op.after_recv].push_back(&op);
+    for (const ChunkOp& op : prog_.sends) sends_after_[op.after_recv].push_back(&op);
+  }
 
+  absl::Status Move() {
     const auto wall_start = WallClock::now();
-    for (const ChunkOp* op : sends_after[-1]) {
-      if (auto s = Send(*op); !s.ok()) return s;
-    }
-    for (int i = 0; i < static_cast<int>(prog.recvs.size()); ++i) {
-      if (auto s = Receive(prog.recvs[i]); !s.ok()) return s;
-      auto it = sends_after.find(i);
-      if (it == sends_after.end()) continue;
-      for (const ChunkOp* op : it->second) {
-        if (auto s = Send(*op); !s.ok()) return s;
-      }
-    }
-    const double wall = std::chrono::duration<double>(WallClock::now() - wall_start).count();
+    absl::Status status = MoveAll();
+    wall_s_ = std::chrono::duration<double>(WallClock::now() - wall_start).count();
+    return status;
+  }
 
+  absl::StatusOr<ChipRunResult> Finish() {
     ChipRunResult result;
     result.chip = chip_;
-    result.wall_s = wall;
+    result.wall_s = wall_s_;
     for (const Range& r : plan_.ResultRanges(chip_)) {
       result.emulated_s = std::max(result.emulated_s, ready_.Max(r.offset, r.end()));
     }
     const double scale = net_.time_scale();
-    if (scale > 0) result.host_lag_s = std::max(0.0, wall - result.emulated_s * scale);
+    if (scale > 0) result.host_lag_s = std::max(0.0, wall_s_ - result.emulated_s * scale);
     result.mismatches = CountCollectiveMismatches(plan_, chip_, buffer_.get());
     for (auto& [key, link] : links_) {
       const auto& [axis, dir] = key;
@@ -64,6 +64,21 @@ class ChipRun {
   }
 
  private:
+  absl::Status MoveAll() {
+    for (const ChunkOp* op : sends_after_[-1]) {
+      if (auto s = Send(*op); !s.ok()) return s;
+    }
+    for (int i = 0; i < static_cast<int>(prog_.recvs.size()); ++i) {
+      if (auto s = Receive(prog_.recvs[i]); !s.ok()) return s;
+      auto it = sends_after_.find(i);
+      if (it == sends_after_.end()) continue;
+      for (const ChunkOp* op : it->second) {
+        if (auto s = Send(*op); !s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
   double ReadyTime(const ChunkOp& op) const {
     double t = op.barrier_recv >= 0 ? done_upto_[op.barrier_recv] : 0;
     for (const Range& r : op.ranges) t = std::max(t, ready_.Max(r.offset, r.end()));
@@ -135,14 +150,16 @@ class ChipRun {
   std::vector<double> done_upto_;  // latest completion among receives 0..i
   std::unique_ptr<float[]> buffer_;
   std::map<std::pair<int, int>, EmuLink> links_;
+  ChipProgram prog_;
+  std::map<int, std::vector<const ChunkOp*>> sends_after_;
+  double wall_s_ = 0;
 };
 
-}  // namespace
-
-absl::StatusOr<ChipRunResult> RunChipCollective(const CollectivePlan& plan, int chip, HostNetwork& net,
-                                                const RunOptions& options) {
-  ChipRun run(plan, chip, net, options);
-  return run.Run();
-}
+ChipCollective::ChipCollective(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
+    : impl_(std::make_unique<Impl>(plan, chip, net, options)) {}
+ChipCollective::~ChipCollective() = default;
+void ChipCollective::Prepare() { impl_->Prepare(); }
+absl::Status ChipCollective::Move() { return impl_->Move(); }
+absl::StatusOr<ChipRunResult> ChipCollective::Finish() { return impl_->Finish(); }
 
 }  // namespace tpuemu

@@ -35,7 +35,22 @@ struct RunOptions {
   absl::Duration recv_timeout = absl::Seconds(120);
 };
 
-absl::StatusOr<ChipRunResult> RunChipCollective(const CollectivePlan& plan, int chip, HostNetwork& net,
-                                                const RunOptions& options);
+// One chip's run in three phases, so that a host can keep its chips in step:
+// nobody's allocation or checking competes with another chip's data movement.
+class ChipCollective {
+ public:
+  ChipCollective(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options);
+  ~ChipCollective();
+  // Builds the program, allocates and fills the buffers (not timed).
+  void Prepare();
+  // Moves the data over the links on both clocks (timed).
+  absl::Status Move();
+  // Checks the result against the reference and reports.
+  absl::StatusOr<ChipRunResult> Finish();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace tpuemu

@@ -1,5 +1,6 @@
 #include "core/inprocess_pod.h"
 
+#include <barrier>
 #include <thread>
 
 namespace tpuemu {
@@ -28,14 +29,24 @@ absl::StatusOr<CollectiveReport> InProcessPod::Run(const CollectiveSpec& spec) {
 absl::StatusOr<std::vector<ChipRunResult>> RunHostCollective(const CollectivePlan& plan, HostNetwork& net,
                                                              const RunOptions& options) {
   const auto& chips = net.local_chips();
-  std::vector<absl::StatusOr<ChipRunResult>> results(chips.size(), absl::UnknownError("not run"));
+  const size_t n = chips.size();
+  std::vector<std::unique_ptr<ChipCollective>> runs;
+  for (int chip : chips) runs.push_back(std::make_unique<ChipCollective>(plan, chip, net, options));
+  std::vector<absl::StatusOr<ChipRunResult>> results(n, absl::UnknownError("not run"));
+  // The host's chips prepare, move and check in lockstep, so no chip's set-up
+  // or checking steals the cores another chip is moving data with.
+  std::barrier<> sync(static_cast<std::ptrdiff_t>(n));
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < chips.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
-      results[i] = RunChipCollective(plan, chips[i], net, options);
+      runs[i]->Prepare();
+      sync.arrive_and_wait();
+      absl::Status moved = runs[i]->Move();
       // One chip failing dooms the job: wake the others instead of letting
       // them wait for data that will never come.
-      if (!results[i].ok()) net.mailbox().AbortJob(options.job, results[i].status());
+      if (!moved.ok()) net.mailbox().AbortJob(options.job, moved);
+      sync.arrive_and_wait();
+      results[i] = moved.ok() ? runs[i]->Finish() : absl::StatusOr<ChipRunResult>(moved);
     });
   }
   for (auto& t : threads) t.join();
