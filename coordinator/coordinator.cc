@@ -288,34 +288,41 @@ absl::StatusOr<CollectiveReport> Coordinator::RunCollective(JobEntry& entry, con
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [host, w] : workers_) clients.emplace_back(host, w.client);
   }
-  // Every worker runs its chips' share at once. The first failure aborts the
-  // others so nobody waits for data that will never come.
+  // Every worker prepares its chips' buffers, then all run their share at
+  // once. The first failure aborts the others so nobody waits for data that
+  // will never come.
   std::mutex result_mu;
   std::vector<ChipRunResult> chips;
   absl::Status first_error = absl::OkStatus();
-  std::vector<std::thread> threads;
-  for (auto& [host, client] : clients) {
-    threads.emplace_back([&, host = host, client = client] {
-      auto r = client->RunCollective(entry.number, spec);
-      std::lock_guard<std::mutex> lock(result_mu);
-      if (r.ok()) {
-        chips.insert(chips.end(), r->begin(), r->end());
-        return;
-      }
-      if (!first_error.ok()) return;
-      std::string name;
-      {
-        std::lock_guard<std::mutex> pod_lock(mu_);
-        name = WorkerNameLocked(host);
-      }
-      first_error = absl::Status(r.status().code(), absl::StrCat(name, " failed: ", r.status().message()));
-      spdlog::warn("{}: {}", entry.job.id(), first_error.ToString());
-      for (auto& [other_host, other] : clients) {
-        if (other_host != host) other->Abort(entry.number, first_error.ToString()).IgnoreError();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  auto fail = [&](int host, const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(result_mu);
+    if (!first_error.ok()) return;
+    std::string name;
+    {
+      std::lock_guard<std::mutex> pod_lock(mu_);
+      name = WorkerNameLocked(host);
+    }
+    first_error = absl::Status(status.code(), absl::StrCat(name, " failed: ", status.message()));
+    spdlog::warn("{}: {}", entry.job.id(), first_error.ToString());
+    for (auto& [other_host, other] : clients) {
+      if (other_host != host) other->Abort(entry.number, first_error.ToString()).IgnoreError();
+    }
+  };
+  auto on_every_worker = [&](const std::function<void(int, WorkerClient&)>& fn) {
+    std::vector<std::thread> threads;
+    for (auto& [host, client] : clients) threads.emplace_back([&, host = host, client = client] { fn(host, *client); });
+    for (auto& t : threads) t.join();
+  };
+  on_every_worker([&](int host, WorkerClient& client) {
+    if (auto s = client.PrepareCollective(entry.number, spec); !s.ok()) fail(host, s);
+  });
+  if (!first_error.ok()) return first_error;
+  on_every_worker([&](int host, WorkerClient& client) {
+    auto r = client.RunCollective(entry.number, spec);
+    if (!r.ok()) return fail(host, r.status());
+    std::lock_guard<std::mutex> lock(result_mu);
+    chips.insert(chips.end(), r->begin(), r->end());
+  });
   if (!first_error.ok()) return first_error;
   return Summarize(*plan, topo_, chips);
 }

@@ -96,7 +96,7 @@ class ChipCollective::Impl {
     const EmuLink::Booking booking = it->second.Book(emu_bytes, ReadyTime(op));
 
     Frame frame;
-    frame.header = {options_.job, chip_, op.peer, op.tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0};
+    frame.header = {options_.job, chip_, op.peer, op.tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
     frame.payload.resize(op.elements);
     float* out = frame.payload.data();
     for (const Range& r : op.ranges) {

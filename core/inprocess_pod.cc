@@ -1,11 +1,13 @@
 #include "core/inprocess_pod.h"
 
 #include <barrier>
+#include <functional>
 #include <thread>
 
 namespace tpuemu {
 
 InProcessPod::InProcessPod(const Topology& topo, double time_scale) : topo_(topo) {
+  KeepChunkBuffersInHeap();
   std::vector<int> chips(topo.num_chips());
   for (int i = 0; i < topo.num_chips(); ++i) chips[i] = i;
   net_ = std::make_unique<HostNetwork>(topo, chips, time_scale, this);
@@ -21,36 +23,45 @@ absl::StatusOr<CollectiveReport> InProcessPod::Run(const CollectiveSpec& spec) {
   if (!plan.ok()) return plan.status();
   RunOptions options;
   options.job = next_job_++;
-  auto chips = RunHostCollective(*plan, *net_, options);
+  HostCollective host(*plan, *net_, options);
+  auto chips = host.Run();
   if (!chips.ok()) return chips.status();
   return Summarize(*plan, topo_, *chips);
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> RunHostCollective(const CollectivePlan& plan, HostNetwork& net,
-                                                             const RunOptions& options) {
-  const auto& chips = net.local_chips();
-  const size_t n = chips.size();
-  std::vector<std::unique_ptr<ChipCollective>> runs;
-  for (int chip : chips) runs.push_back(std::make_unique<ChipCollective>(plan, chip, net, options));
-  std::vector<absl::StatusOr<ChipRunResult>> results(n, absl::UnknownError("not run"));
-  // The host's chips prepare, move and check in lockstep, so no chip's set-up
-  // or checking steals the cores another chip is moving data with.
-  std::barrier<> sync(static_cast<std::ptrdiff_t>(n));
+HostCollective::HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options)
+    : plan_(std::move(plan)), net_(net), options_(options) {}
+
+namespace {
+
+void OnThreads(size_t n, const std::function<void(size_t)>& fn) {
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      runs[i]->Prepare();
-      sync.arrive_and_wait();
-      absl::Status moved = runs[i]->Move();
-      // One chip failing dooms the job: wake the others instead of letting
-      // them wait for data that will never come.
-      if (!moved.ok()) net.mailbox().AbortJob(options.job, moved);
-      sync.arrive_and_wait();
-      results[i] = moved.ok() ? runs[i]->Finish() : absl::StatusOr<ChipRunResult>(moved);
-    });
-  }
+  for (size_t i = 0; i < n; ++i) threads.emplace_back(fn, i);
   for (auto& t : threads) t.join();
-  net.ForgetJob(options.job);
+}
+
+}  // namespace
+
+void HostCollective::Prepare() {
+  for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipCollective>(plan_, chip, net_, options_));
+  OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
+  prepared_ = true;
+}
+
+absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run() {
+  if (!prepared_) Prepare();
+  const size_t n = chips_.size();
+  std::vector<absl::StatusOr<ChipRunResult>> results(n, absl::UnknownError("not run"));
+  std::barrier<> moved_all(static_cast<std::ptrdiff_t>(n));
+  OnThreads(n, [&](size_t i) {
+    absl::Status moved = chips_[i]->Move();
+    // One chip failing dooms the job: wake the others instead of letting
+    // them wait for data that will never come.
+    if (!moved.ok()) net_.mailbox().AbortJob(options_.job, moved);
+    moved_all.arrive_and_wait();
+    results[i] = moved.ok() ? chips_[i]->Finish() : absl::StatusOr<ChipRunResult>(moved);
+  });
+  net_.ForgetJob(options_.job);
   std::vector<ChipRunResult> out;
   for (auto& r : results) {
     if (!r.ok()) return r.status();

@@ -24,8 +24,22 @@ class InProcessPod : public Fabric {
   uint64_t next_job_ = 1;
 };
 
-// Runs the collective for the given chips of one host on threads, one per chip.
-absl::StatusOr<std::vector<ChipRunResult>> RunHostCollective(const CollectivePlan& plan, HostNetwork& net,
-                                                             const RunOptions& options);
+// One host's share of a collective: a thread per local chip. Prepared first
+// (buffers allocated and filled) so that a pod can start moving data on every
+// host at once, then run; the host's chips move and check in lockstep, so no
+// chip's set-up or checking steals the cores another chip is moving data with.
+class HostCollective {
+ public:
+  HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options);
+  void Prepare();
+  absl::StatusOr<std::vector<ChipRunResult>> Run();
+
+ private:
+  const CollectivePlan plan_;
+  HostNetwork& net_;
+  const RunOptions options_;
+  std::vector<std::unique_ptr<ChipCollective>> chips_;
+  bool prepared_ = false;
+};
 
 }  // namespace tpuemu

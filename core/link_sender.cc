@@ -43,12 +43,22 @@ void LinkSender::Run() {
     lock.unlock();
     cv_.notify_all();
 
+    // Like netem: the frame is handed over at once with the time it is due
+    // (end of transmission + hop latency), the receiver holds it until then,
+    // and this link takes its next frame only when the transmission is over.
+    // Transit through the host overlaps the emulated transmission.
+    WallClock::time_point tx_end{};
     if (pacer_.paced()) {
-      std::this_thread::sleep_until(pacer_.Book(static_cast<double>(frame.header.emu_bytes)));
-      frame.header.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(pacer_.latency()).count();
+      tx_end = pacer_.Book(static_cast<double>(frame.header.emu_bytes));
+      auto ns = [](WallClock::time_point t) {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+      };
+      frame.header.sent_at_ns = ns(WallClock::now());
+      frame.header.due_at_ns = ns(tx_end + pacer_.latency());
     }
     const uint64_t job = frame.header.job;
     absl::Status status = deliver_(std::move(frame));
+    if (pacer_.paced()) std::this_thread::sleep_until(tx_end);
     if (!status.ok()) {
       std::lock_guard<std::mutex> relock(mu_);
       job_errors_.emplace(job, status);

@@ -6,8 +6,23 @@
 
 namespace tpuemu {
 
+namespace {
+
+// When a paced frame may be used. Processes on one machine share the steady
+// clock, so the sender's due time holds as it is; a sender on another machine
+// (a different clock: it would look far off) gets the same delay after receipt.
+WallClock::time_point UsableAt(const FrameHeader& h, WallClock::time_point now) {
+  if (h.due_at_ns == 0) return now;
+  const auto sent = WallClock::time_point(std::chrono::nanoseconds(h.sent_at_ns));
+  const auto due = WallClock::time_point(std::chrono::nanoseconds(h.due_at_ns));
+  const bool same_clock = sent <= now && now - sent < std::chrono::seconds(1);
+  return same_clock ? due : now + (due - sent);
+}
+
+}  // namespace
+
 void Mailbox::Put(Frame frame) {
-  const auto usable_at = WallClock::now() + std::chrono::nanoseconds(frame.header.latency_ns);
+  const auto usable_at = UsableAt(frame.header, WallClock::now());
   {
     std::lock_guard<std::mutex> lock(mu_);
     const FrameHeader& h = frame.header;

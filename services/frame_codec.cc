@@ -72,7 +72,8 @@ grpc::ByteBuffer EncodeFrame(Frame&& frame) {
   h.set_tag(frame.header.tag);
   h.set_emu_arrival(frame.header.emu_arrival);
   h.set_emu_bytes(frame.header.emu_bytes);
-  h.set_latency_ns(frame.header.latency_ns);
+  h.set_sent_at_ns(frame.header.sent_at_ns);
+  h.set_due_at_ns(frame.header.due_at_ns);
   const std::string header = h.SerializeAsString();
   const size_t payload_bytes = frame.payload.size() * sizeof(float);
 
@@ -84,10 +85,10 @@ grpc::ByteBuffer EncodeFrame(Frame&& frame) {
   PutVarint(payload_bytes, &prefix);
 
   // gRPC owns the payload vector until it has sent it.
-  auto* owned = new std::vector<float>(std::move(frame.payload));
+  auto* owned = new Payload(std::move(frame.payload));
   grpc::Slice slices[2] = {
       grpc::Slice(prefix.data(), prefix.size()),
-      grpc::Slice(owned->data(), payload_bytes, [](void* p) { delete static_cast<std::vector<float>*>(p); }, owned)};
+      grpc::Slice(owned->data(), payload_bytes, [](void* p) { delete static_cast<Payload*>(p); }, owned)};
   return grpc::ByteBuffer(slices, payload_bytes > 0 ? 2 : 1);
 }
 
@@ -107,7 +108,8 @@ absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer) {
       if (!in.Copy(bytes.data(), len) || !h.ParseFromString(bytes)) {
         return absl::DataLossError("PeerChunk: bad header");
       }
-      frame.header = {h.job(), h.src_chip(), h.dst_chip(), h.tag(), h.emu_arrival(), h.emu_bytes(), h.latency_ns()};
+      frame.header = {h.job(),       h.src_chip(),   h.dst_chip(),   h.tag(), h.emu_arrival(),
+                      h.emu_bytes(), h.sent_at_ns(), h.due_at_ns()};
       have_header = true;
     } else if (tag == kPayloadTag) {
       if (len % sizeof(float) != 0) return absl::DataLossError("PeerChunk: payload is not whole float32s");

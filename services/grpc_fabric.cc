@@ -45,6 +45,12 @@ absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) 
   // Every directed link gets its own TCP connection, like its own ICI cable.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
+  // Bulk tensor streams: big HTTP/2 frames and windows, big socket reads.
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  args.SetInt(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 << 20);
+  args.SetInt(GRPC_ARG_TCP_READ_CHUNK_SIZE, 4 << 20);
+  args.SetInt(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 8 << 20);
   s->channel = grpc::CreateCustomChannel(it->second, grpc::InsecureChannelCredentials(), args);
   grpc::internal::RpcMethod method("/tpuemu.v1.PeerService/Stream", grpc::internal::RpcMethod::CLIENT_STREAMING,
                                    s->channel);
@@ -52,6 +58,23 @@ absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) 
                                                                                  &s->context, &s->response));
   slot = std::move(s);
   return slot.get();
+}
+
+absl::Status GrpcFabric::ConnectLinks(const std::vector<int>& local_chips) {
+  for (int chip : local_chips) {
+    for (Axis axis : {Axis::kX, Axis::kY, Axis::kZ, Axis::kDcn}) {
+      for (int dir : {+1, -1}) {
+        auto peer = topo_.Neighbor(chip, axis, dir);
+        if (!peer || topo_.HostOf(*peer) == my_host_) continue;
+        auto stream = StreamFor(chip, *peer);
+        if (!stream.ok()) return stream.status();
+        if (!(*stream)->channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
+          return absl::UnavailableError(absl::StrCat("cannot connect ", (*stream)->peer));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status GrpcFabric::Deliver(Frame&& frame) {

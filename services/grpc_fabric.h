@@ -21,6 +21,9 @@ class GrpcFabric : public Fabric {
   // Where frames for this host's own chips go.
   void set_local_mailbox(Mailbox* mailbox) { local_ = mailbox; }
   absl::Status Deliver(Frame&& frame) override;
+  // Opens the stream of every link from a local chip to a chip on another
+  // host now, so that no collective pays for connection set-up.
+  absl::Status ConnectLinks(const std::vector<int>& local_chips);
 
  private:
   struct PeerStream;

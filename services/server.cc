@@ -15,6 +15,12 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
   RunningServer running;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &running.port);
   builder.SetMaxReceiveMessageSize(8 << 20);
+  // Peer streams carry bulk tensor data: big HTTP/2 frames and windows.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 << 20);
+  builder.AddChannelArgument(GRPC_ARG_TCP_READ_CHUNK_SIZE, 4 << 20);
+  builder.AddChannelArgument(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 8 << 20);
   for (grpc::Service* s : services) builder.RegisterService(s);
   running.server = builder.BuildAndStart();
   if (!running.server || running.port == 0) {

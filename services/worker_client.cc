@@ -22,12 +22,16 @@ class GrpcWorkerClient : public WorkerClient {
     return FromGrpcStatus(stub_->Configure(&ctx, PodConfigToProto(config), &resp), Context());
   }
 
+  absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) override {
+    grpc::ClientContext ctx;
+    v1::PrepareCollectiveResponse resp;
+    return FromGrpcStatus(stub_->PrepareCollective(&ctx, Request(job, spec), &resp), Context());
+  }
+
   absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) override {
     grpc::ClientContext ctx;
-    v1::RunCollectiveRequest req;
-    req.set_job(job);
-    *req.mutable_spec() = ToProto(spec);
     v1::RunCollectiveResponse resp;
+    const v1::RunCollectiveRequest req = Request(job, spec);
     absl::Status status = FromGrpcStatus(stub_->RunCollective(&ctx, req, &resp), Context());
     if (!status.ok()) return status;
     std::vector<ChipRunResult> out;
@@ -50,6 +54,12 @@ class GrpcWorkerClient : public WorkerClient {
   }
 
  private:
+  static v1::RunCollectiveRequest Request(uint64_t job, const CollectiveSpec& spec) {
+    v1::RunCollectiveRequest req;
+    req.set_job(job);
+    *req.mutable_spec() = ToProto(spec);
+    return req;
+  }
   std::string Context() const { return "worker at " + address_; }
   std::string address_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;

@@ -17,6 +17,7 @@ class WorkerClient {
  public:
   virtual ~WorkerClient() = default;
   virtual absl::Status Configure(const PodConfig& config) = 0;
+  virtual absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) = 0;
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) = 0;
   virtual absl::Status Abort(uint64_t job, const std::string& reason) = 0;
 };

@@ -29,6 +29,13 @@ grpc::Status WorkerServiceImpl::Configure(grpc::ServerContext*, const v1::Config
   return ToGrpcStatus(backend_->Configure(PodConfigFromProto(*req)));
 }
 
+grpc::Status WorkerServiceImpl::PrepareCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
+                                                  v1::PrepareCollectiveResponse*) {
+  auto spec = FromProto(req->spec());
+  if (!spec.ok()) return ToGrpcStatus(spec.status());
+  return ToGrpcStatus(backend_->PrepareCollective(req->job(), *spec));
+}
+
 grpc::Status WorkerServiceImpl::RunCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
                                               v1::RunCollectiveResponse* resp) {
   auto spec = FromProto(req->spec());

@@ -23,6 +23,8 @@ class WorkerBackend {
  public:
   virtual ~WorkerBackend() = default;
   virtual absl::Status Configure(const PodConfig& config) = 0;
+  virtual absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) = 0;
+  // Runs the prepared job (preparing it first if it was not).
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) = 0;
   virtual void Abort(uint64_t job, const std::string& reason) = 0;
   virtual WorkerStatusView Status() = 0;
@@ -35,6 +37,8 @@ class WorkerServiceImpl : public v1::WorkerService::Service {
  public:
   explicit WorkerServiceImpl(WorkerBackend* backend) : backend_(backend) {}
   grpc::Status Configure(grpc::ServerContext*, const v1::ConfigureRequest* req, v1::ConfigureResponse*) override;
+  grpc::Status PrepareCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
+                                 v1::PrepareCollectiveResponse*) override;
   grpc::Status RunCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
                              v1::RunCollectiveResponse* resp) override;
   grpc::Status Abort(grpc::ServerContext*, const v1::AbortRequest* req, v1::AbortResponse*) override;

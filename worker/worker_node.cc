@@ -1,7 +1,6 @@
 #include "worker/worker_node.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/inprocess_pod.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -35,6 +34,7 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
   pod->fabric = std::make_unique<GrpcFabric>(*topo, host, config.host_addresses);
   pod->net = std::make_unique<HostNetwork>(*topo, topo->ChipsOfHost(host), config.time_scale, pod->fabric.get());
   pod->fabric->set_local_mailbox(&pod->net->mailbox());
+  if (auto s = pod->fabric->ConnectLinks(pod->net->local_chips()); !s.ok()) return s;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pod_ = std::move(pod);
@@ -43,19 +43,40 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunCollective(uint64_t job, const CollectiveSpec& spec) {
+absl::Status WorkerNode::PrepareCollective(uint64_t job, const CollectiveSpec& spec) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return absl::FailedPreconditionError("worker is not configured yet; wait for the pod to be ready");
   auto plan = CollectivePlan::Create(p->topo, spec);
   if (!plan.ok()) return plan.status();
+  RunOptions options;
+  options.job = job;
+  auto host = std::make_unique<HostCollective>(*std::move(plan), *p->net, options);
+  host->Prepare();
+  std::lock_guard<std::mutex> lock(mu_);
+  prepared_[job] = std::move(host);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunCollective(uint64_t job, const CollectiveSpec& spec) {
+  std::unique_ptr<HostCollective> host;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = prepared_.find(job);
+    if (it != prepared_.end()) {
+      host = std::move(it->second);
+      prepared_.erase(it);
+    }
+  }
+  if (!host) {
+    if (auto s = PrepareCollective(job, spec); !s.ok()) return s;
+    return RunCollective(job, spec);
+  }
   std::lock_guard<std::mutex> run_lock(run_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_job_ = job;
   }
-  RunOptions options;
-  options.job = job;
-  auto result = RunHostCollective(*plan, *p->net, options);
+  auto result = host->Run();
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_job_ = 0;
@@ -67,6 +88,10 @@ void WorkerNode::Abort(uint64_t job, const std::string& reason) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return;
   spdlog::warn("aborting job {}: {}", job, reason);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    prepared_.erase(job);
+  }
   p->net->mailbox().AbortJob(job, absl::AbortedError(absl::StrCat("job aborted: ", reason)));
 }
 

@@ -5,7 +5,10 @@
 #include <memory>
 #include <mutex>
 
+#include <map>
+
 #include "core/host_network.h"
+#include "core/inprocess_pod.h"
 #include "services/grpc_fabric.h"
 #include "services/worker_service.h"
 
@@ -17,6 +20,7 @@ class WorkerNode : public WorkerBackend {
   void set_global_host(int host);
 
   absl::Status Configure(const PodConfig& config) override;
+  absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) override;
   absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) override;
   void Abort(uint64_t job, const std::string& reason) override;
   WorkerStatusView Status() override;
@@ -36,6 +40,7 @@ class WorkerNode : public WorkerBackend {
   int host_;
   std::shared_ptr<Pod> pod_;
   uint64_t running_job_ = 0;
+  std::map<uint64_t, std::unique_ptr<HostCollective>> prepared_;
   std::mutex run_mu_;  // one collective at a time
 };
 

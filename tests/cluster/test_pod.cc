@@ -1,0 +1,74 @@
+#include "tests/cluster/test_pod.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "services/proto_conv.h"
+
+namespace tpuemu {
+
+TestPod::TestPod(const TopologyRequest& topology, double time_scale) {
+  CoordinatorOptions options;
+  options.topology = topology;
+  options.time_scale = time_scale;
+  options.heartbeat_timeout = absl::Hours(1);  // no heartbeat threads here
+  auto c = Coordinator::Create(options, MakeGrpcWorkerClient);
+  EXPECT_TRUE(c.ok()) << c.status();
+  coordinator_ = *std::move(c);
+  const Topology& topo = coordinator_->topology();
+  workers_.resize(topo.num_hosts());
+  for (int host = 0; host < topo.num_hosts(); ++host) {
+    Worker& w = workers_[host];
+    w.node = std::make_unique<WorkerNode>(host);
+    w.service = std::make_unique<WorkerServiceImpl>(w.node.get());
+    WorkerNode* node = w.node.get();
+    w.peer = std::make_unique<PeerServiceImpl>([node](Frame&& f) { node->DeliverPeerFrame(std::move(f)); });
+    auto server = StartServer("127.0.0.1:0", {w.service.get(), w.peer.get()});
+    EXPECT_TRUE(server.ok()) << server.status();
+    w.server = *std::move(server);
+    const int slice = topo.SliceOfHost(host);
+    auto reg = coordinator_->RegisterWorker(slice, host - slice * topo.hosts_per_slice(),
+                                            absl::StrCat("127.0.0.1:", w.server.port));
+    EXPECT_TRUE(reg.ok()) << reg.status();
+  }
+  for (int i = 0; i < 200 && !coordinator_->ClusterStatus().ready(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_TRUE(coordinator_->ClusterStatus().ready());
+}
+
+TestPod::~TestPod() {
+  coordinator_.reset();
+  for (Worker& w : workers_) {
+    if (w.server.server) w.server.server->Shutdown(std::chrono::system_clock::now());
+  }
+}
+
+absl::StatusOr<v1::Job> TestPod::Submit(const CollectiveSpec& spec) {
+  v1::SubmitJobRequest req;
+  *req.mutable_collective() = ToProto(spec);
+  return coordinator_->SubmitJob(req);
+}
+
+v1::Job TestPod::Wait(const std::string& id) {
+  int64_t version = -1;
+  while (true) {
+    auto next = coordinator_->WaitJob(id, version, absl::Seconds(1));
+    EXPECT_TRUE(next.ok()) << next.status();
+    if (!next.ok()) return {};
+    version = next->second;
+    if (IsTerminal(next->first.state())) return next->first;
+  }
+}
+
+v1::Job TestPod::Run(const CollectiveSpec& spec) {
+  auto job = Submit(spec);
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return {};
+  v1::Job done = Wait(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
+  return done;
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,40 @@
+// A whole pod in one test process over real gRPC: a Coordinator and one
+// WorkerNode per host, each with its own server on a free port, talking over
+// loopback exactly as separate processes would.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "coordinator/coordinator.h"
+#include "services/coordinator_service.h"
+#include "services/peer_service.h"
+#include "services/server.h"
+#include "worker/worker_node.h"
+
+namespace tpuemu {
+
+class TestPod {
+ public:
+  TestPod(const TopologyRequest& topology, double time_scale);
+  ~TestPod();
+
+  Coordinator& coordinator() { return *coordinator_; }
+  int num_workers() const { return static_cast<int>(workers_.size()); }
+  // Submits and waits; the job as the coordinator finished it.
+  v1::Job Run(const CollectiveSpec& spec);
+  absl::StatusOr<v1::Job> Submit(const CollectiveSpec& spec);
+  v1::Job Wait(const std::string& id);
+
+ private:
+  struct Worker {
+    std::unique_ptr<WorkerNode> node;
+    std::unique_ptr<WorkerServiceImpl> service;
+    std::unique_ptr<PeerServiceImpl> peer;
+    RunningServer server;
+  };
+  std::unique_ptr<Coordinator> coordinator_;
+  std::vector<Worker> workers_;
+};
+
+}  // namespace tpuemu
