@@ -301,6 +301,8 @@ absl::StatusOr<CollectiveReport> Coordinator::RunCollective(JobEntry& entry, con
     {
       std::lock_guard<std::mutex> pod_lock(mu_);
       name = WorkerNameLocked(host);
+      // Unreachable: count it as gone now rather than after its heartbeats lapse.
+      if (status.code() == absl::StatusCode::kUnavailable) workers_[host].last_heartbeat = absl::InfinitePast();
     }
     first_error = absl::Status(status.code(), absl::StrCat(name, " failed: ", status.message()));
     spdlog::warn("{}: {}", entry.job.id(), first_error.ToString());

@@ -34,14 +34,17 @@ CollectiveReport Summarize(const CollectivePlan& plan, const Topology& topo, con
   });
   r.predicted_s = PredictSeconds(plan, topo);
   r.ratio = r.predicted_s > 0 ? r.emulated_s / r.predicted_s : 0;
-  const double host_bytes = static_cast<double>(spec.elements()) * sizeof(float);
+  // nccl-tests sizes: the full array for AllGather, ReduceScatter and
+  // AllReduce; one rank's buffer (V / n) for AllToAll.
+  const double per = spec.op == CollectiveOp::kAllToAll ? r.n : 1;
+  const double host_bytes = static_cast<double>(spec.elements()) * sizeof(float) / per;
   const double factor = BusFactor(spec.op, r.n);
   if (r.wall_s > 0) {
     r.algbw_gbps = host_bytes / r.wall_s / 1e9;
     r.busbw_gbps = r.algbw_gbps * factor;
   }
   if (r.emulated_s > 0) {
-    r.emulated_algbw_gbps = static_cast<double>(spec.bytes) / r.emulated_s / 1e9;
+    r.emulated_algbw_gbps = static_cast<double>(spec.bytes) / per / r.emulated_s / 1e9;
     r.emulated_busbw_gbps = r.emulated_algbw_gbps * factor;
   }
   return r;

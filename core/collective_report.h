@@ -20,7 +20,7 @@ struct CollectiveReport {
   double predicted_s = 0;    // the seed's closed form for the same case
   double ratio = 0;          // emulated / predicted
   double wall_s = 0;         // slowest chip, wall clock
-  double algbw_gbps = 0;     // host array bytes / wall_s (what this machine moved)
+  double algbw_gbps = 0;     // host array bytes / wall_s (AllToAll: one chip's buffer, as nccl-tests)
   double busbw_gbps = 0;     // algbw x the nccl-tests factor
   double emulated_algbw_gbps = 0;  // V / emulated_s
   double emulated_busbw_gbps = 0;

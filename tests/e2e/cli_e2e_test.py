@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""End-to-end tests: the real tpuemu, tpuemu-coordinator and tpuemu-worker
+binaries, started the way a user starts them, on 127.0.0.1.
+
+Every test gets its own TPUEMU_HOME and stops every process it started."""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+BIN = os.environ.get("TPUEMU_BIN", os.path.join(os.path.dirname(__file__), "../../build/bin"))
+TPUEMU = os.path.join(BIN, "tpuemu")
+
+
+class Pod(unittest.TestCase):
+    def setUp(self):
+        self.home = tempfile.mkdtemp(prefix="tpuemu-e2e-")
+        self.env = dict(os.environ, TPUEMU_HOME=self.home)
+        self.env.pop("TPUEMU_COORDINATOR", None)
+
+    def tearDown(self):
+        self.cli("cluster", "down")
+        state = os.path.join(self.home, "pod.json")
+        self.assertFalse(os.path.exists(state), "cluster down left its state behind")
+
+    def cli(self, *args, timeout=120):
+        return subprocess.run([TPUEMU, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def up(self, *args):
+        r = self.cli("cluster", "up", "--local", *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def pids(self):
+        with open(os.path.join(self.home, "pod.json")) as f:
+            return json.load(f)["pids"]
+
+    def assert_fails(self, result, *needles):
+        self.assertNotEqual(result.returncode, 0, result.stdout)
+        for needle in needles:
+            self.assertIn(needle, result.stderr)
+
+
+class ClusterLifecycleTest(Pod):
+    def test_up_bench_status_down(self):
+        self.up("--topology", "v5e:4x4")
+        status = json.loads(self.cli("cluster", "status", "--json").stdout)
+        self.assertTrue(status["ready"])
+        self.assertEqual(status["registered_workers"], 4)
+        self.assertEqual(status["chips"], 16)
+
+        r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB,8MiB", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        results = json.loads(r.stdout)["results"]
+        self.assertEqual(len(results), 2)
+        for res in results:
+            for key in ("op", "axes", "n", "bytes", "algorithm", "emulated_s", "predicted_s", "ratio", "wall_s",
+                        "algbw_gbps", "busbw_gbps", "link_bytes", "correct"):
+                self.assertIn(key, res)
+            self.assertTrue(res["correct"])
+            self.assertEqual(res["n"], 4)
+            self.assertEqual(res["algorithm"], "line")  # v5e wraps only an axis of 16
+        # Line all-gather of 8 MiB over 4 chips: the rightmost link carries 3 shards.
+        big = results[1]
+        self.assertEqual(max(l["bytes"] for l in big["link_bytes"]), 3 * (8 << 20) // 4)
+        self.assertAlmostEqual(big["ratio"], 1.0, delta=0.05)
+
+        table = self.cli("bench", "collective", "--op", "all-reduce", "--axes", "x,y", "--bytes", "1MiB")
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("all-reduce", table.stdout)
+        self.assertIn("yes", table.stdout)
+
+    def test_second_up_over_a_running_pod_is_refused(self):
+        self.up("--topology", "v5e:2x2")
+        pids = self.pids()
+        self.assert_fails(self.cli("cluster", "up", "--local", "--topology", "v5e:2x2"), "already running")
+        self.assertEqual(self.pids(), pids, "the running pod's state was overwritten")
+        self.assertEqual(self.cli("cluster", "status").returncode, 0)
+
+    def test_down_stops_every_process(self):
+        self.up("--topology", "v5e:4x2", "--chips-per-host", "2")
+        pids = self.pids()
+        self.assertEqual(len(pids), 5)
+        self.assertEqual(self.cli("cluster", "down").returncode, 0)
+        time.sleep(0.2)
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    self.assertEqual(f.read().split()[2], "Z", f"process {pid} still running")
+            except FileNotFoundError:
+                pass
+
+
+class BadInputTest(Pod):
+    def test_no_pod_running(self):
+        self.assert_fails(self.cli("cluster", "status"), "no pod is running")
+        self.assert_fails(self.cli("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "1MiB"),
+                          "no pod is running")
+
+    def test_bad_topologies_start_nothing(self):
+        for args, needle in [
+            (["--topology", "v5e4x4"], "expected CHIP:SHAPE"),
+            (["--topology", "v7:4x4"], "allowed: v4, v5e, v5p, v6e"),
+            (["--topology", "v5e:4x4x4"], "1 to 2 dimensions"),
+            (["--topology", "v5e:4x4", "--chips-per-host", "3"], "--chips-per-host '3'"),
+            (["--topology", "v5e:4x4", "--time-scale", "-1"], "--time-scale"),
+        ]:
+            self.assert_fails(self.cli("cluster", "up", "--local", *args), needle)
+            self.assertFalse(os.path.exists(os.path.join(self.home, "pod.json")))
+
+    def test_bad_bench_arguments(self):
+        self.up("--topology", "v5e:4x4")
+        cases = [
+            (["--op", "all-sum", "--axes", "x", "--bytes", "1MiB"], "allowed: all-gather, reduce-scatter"),
+            (["--op", "all-gather", "--axes", "w", "--bytes", "1MiB"], "unknown axis 'w'"),
+            (["--op", "all-gather", "--axes", "z", "--bytes", "1MiB"], "has no axis z"),
+            (["--op", "all-gather", "--axes", "dcn", "--bytes", "1MiB"], "--slices 2"),
+            (["--op", "all-gather", "--axes", "x", "--bytes", "1002"], "use a multiple of 8 bytes"),
+            (["--op", "all-gather", "--axes", "x", "--bytes", "12XB"], "--bytes '12XB'"),
+            (["--op", "all-gather", "--axes", "x", "--bytes", "1MiB", "--algorithm", "bi-ring"], "no wraparound"),
+            (["--op", "all-gather", "--axes", "x", "--bytes", "1MiB", "--dtype", "fp8"], "--dtype 'fp8'"),
+        ]
+        for args, needle in cases:
+            r = self.cli("bench", "collective", *args)
+            self.assert_fails(r, needle)
+            self.assertEqual(r.returncode, 2, f"{args}: bad input should exit 2")
+        # Still usable afterwards.
+        r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_help_teaches(self):
+        r = self.cli("bench", "collective", "--help")
+        self.assertEqual(r.returncode, 0)
+        for word in ("--op", "--axes", "--bytes", "--algorithm", "--json", "Example"):
+            self.assertIn(word, r.stdout)
+        self.assertIn("--time-scale", self.cli("cluster", "up", "--help").stdout)
+
+
+class WorkerFailureTest(Pod):
+    def test_killed_worker_fails_the_job_naming_it_within_5s(self):
+        # Paced so that the all-reduce runs for seconds.
+        self.up("--topology", "v5p:8", "--chips-per-host", "2", "--time-scale", "20000")
+        bench = subprocess.Popen([TPUEMU, "bench", "collective", "--op", "all-reduce", "--axes", "x",
+                                  "--bytes", "8MiB"], env=self.env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        self.assertIsNone(bench.poll(), "the collective ended before the worker was killed")
+        victim = self.pids()[3]  # coordinator, then workers of hosts 0, 1, 2, ...
+        killed_at = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        out, err = bench.communicate(timeout=30)
+        elapsed = time.monotonic() - killed_at
+        self.assertNotEqual(bench.returncode, 0)
+        self.assertIn("worker host 2", err)
+        self.assertLess(elapsed, 5.0)
+        status = json.loads(self.cli("cluster", "status", "--json").stdout)
+        dead = [w for w in status["workers"] if not w["alive"]]
+        self.assertEqual([w["host"] for w in dead], [2])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
