@@ -21,11 +21,10 @@ WallPacer::WallPacer(LinkParams params, double time_scale) : params_(params), sc
   }
 }
 
-WallClock::time_point WallPacer::Book(double bytes) {
-  const auto now = WallClock::now();
-  if (scale_ <= 0) return now;
+WallClock::time_point WallPacer::Book(double bytes, WallClock::time_point ready) {
+  if (scale_ <= 0) return ready;
   std::lock_guard<std::mutex> lock(mu_);
-  const auto start = std::max(now, free_);
+  const auto start = std::max(ready, free_);
   free_ = start + std::chrono::duration_cast<WallClock::duration>(
                       std::chrono::duration<double>(bytes * scale_ / params_.bw_dir));
   return free_;

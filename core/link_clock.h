@@ -39,8 +39,9 @@ class WallPacer {
  public:
   WallPacer(LinkParams params, double time_scale);
   bool paced() const { return scale_ > 0; }
-  // Books `bytes` on the link and returns when they have left it.
-  WallClock::time_point Book(double bytes);
+  // Books `bytes` that were ready at `ready` and returns when they have left
+  // the link: they start at max(ready, when the link is free).
+  WallClock::time_point Book(double bytes, WallClock::time_point ready);
   // Latency the receiver adds before the data is usable.
   WallClock::duration latency() const { return latency_; }
 

@@ -17,7 +17,7 @@ LinkSender::~LinkSender() {
 void LinkSender::Enqueue(Frame frame) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return queue_.size() < max_queued_ || stop_; });
-  queue_.push_back(std::move(frame));
+  queue_.push_back({std::move(frame), WallClock::now()});
   lock.unlock();
   cv_.notify_all();
 }
@@ -38,7 +38,8 @@ void LinkSender::Run() {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
     if (queue_.empty()) return;
-    Frame frame = std::move(queue_.front());
+    Frame frame = std::move(queue_.front().frame);
+    const WallClock::time_point ready = queue_.front().ready;
     queue_.pop_front();
     lock.unlock();
     cv_.notify_all();
@@ -49,7 +50,7 @@ void LinkSender::Run() {
     // Transit through the host overlaps the emulated transmission.
     WallClock::time_point tx_end{};
     if (pacer_.paced()) {
-      tx_end = pacer_.Book(static_cast<double>(frame.header.emu_bytes));
+      tx_end = pacer_.Book(static_cast<double>(frame.header.emu_bytes), ready);
       auto ns = [](WallClock::time_point t) {
         return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
       };

@@ -40,7 +40,11 @@ class LinkSender {
   size_t max_queued_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Frame> queue_;
+  struct Queued {
+    Frame frame;
+    WallClock::time_point ready;
+  };
+  std::deque<Queued> queue_;
   std::map<uint64_t, absl::Status> job_errors_;
   bool stop_ = false;
   std::thread thread_;

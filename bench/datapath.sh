@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The data-path benchmark and OpenMPI's figures for the same collectives, in
+# one run on one machine. Usage: bench/datapath.sh [collectives|p2p|paced|all]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build --target datapath_bench mpi_collectives tpuemu-worker tpuemu-coordinator >/dev/null
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+./build/bin/datapath_bench "${1:-all}"
+if [[ "${1:-all}" == all || "${1:-all}" == collectives ]]; then
+  echo
+  echo "== OpenMPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'), 8 ranks, same sizes (best of 3) =="
+  MPIRUN=(mpirun -np 8 --oversubscribe --allow-run-as-root --bind-to none)
+  OMPI_MCA_plm_rsh_agent= "${MPIRUN[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo ./build/bin/mpi_collectives tcp
+  OMPI_MCA_plm_rsh_agent= "${MPIRUN[@]}" --mca btl vader,self ./build/bin/mpi_collectives shm
+fi

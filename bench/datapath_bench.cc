@@ -1,0 +1,190 @@
+// Data-path benchmark (unpaced unless stated). Prints three tables:
+//  1. busbw of each collective at n = 8 chips for three layouts of real
+//     worker processes: 8 workers x 1 chip (all gRPC), 1 x 8 (all memory),
+//     2 x 4 (mixed); at 1, 8 and 64 MiB of f32 (so host bytes = emulated bytes);
+//  2. point-to-point PeerService stream throughput;
+//  3. paced links: achieved vs configured rate.
+// Run bench/datapath.sh to get OpenMPI's figures for the same collectives in
+// the same run.
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/coordinator_client.h"
+#include "client/processes.h"
+#include "core/collective_spec.h"
+#include "core/link_sender.h"
+#include "services/coordinator_service.h"
+#include "services/grpc_fabric.h"
+#include "services/peer_service.h"
+#include "services/proto_conv.h"
+#include "services/server.h"
+
+namespace tpuemu {
+namespace {
+
+constexpr CollectiveOp kOps[] = {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+                                 CollectiveOp::kAllToAll};
+
+// A pod of real processes on 127.0.0.1, stopped when this goes away.
+class ProcessPod {
+ public:
+  ProcessPod(const std::string& topology, int chips_per_host) {
+    dir_ = std::filesystem::temp_directory_path() / absl::StrCat("tpuemu-bench-", getpid());
+    std::filesystem::create_directories(dir_);
+    const std::string port_file = (dir_ / "port").string();
+    std::filesystem::remove(port_file);
+    pids_.push_back(*SpawnDetached({FindBinary("tpuemu-coordinator"), "--topology", topology, "--chips-per-host",
+                                    std::to_string(chips_per_host), "--port-file", port_file},
+                                   (dir_ / "coordinator.log").string()));
+    int port = 0;
+    while (!(std::ifstream(port_file) >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    address_ = absl::StrCat("127.0.0.1:", port);
+    const int hosts = 8 / chips_per_host;
+    for (int h = 0; h < hosts; ++h) {
+      pids_.push_back(*SpawnDetached({FindBinary("tpuemu-worker"), "--coordinator", address_, "--host",
+                                      std::to_string(h)},
+                                     (dir_ / absl::StrCat("worker", h, ".log")).string()));
+    }
+    client_ = std::make_unique<CoordinatorClient>(address_);
+    while (true) {
+      auto s = client_->Status();
+      if (s.ok() && s->ready()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~ProcessPod() {
+    StopProcesses(pids_, 3);
+    std::filesystem::remove_all(dir_);
+  }
+
+  v1::CollectiveResult Run(CollectiveOp op, uint64_t bytes) {
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.axes = {Axis::kX};
+    spec.bytes = bytes;
+    spec.dtype_bytes = 4;
+    v1::SubmitJobRequest req;
+    *req.mutable_collective() = ToProto(spec);
+    auto job = client_->Submit(req);
+    while (job.ok() && !IsTerminal(job->state())) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      job = client_->Get(job->id());
+    }
+    if (!job.ok() || job->state() != v1::JOB_STATE_SUCCEEDED || !job->result().correct()) {
+      std::fprintf(stderr, "job failed: %s\n", job.ok() ? job->error().c_str() : job.status().ToString().c_str());
+      return {};
+    }
+    return job->result();
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::string address_;
+  std::vector<int> pids_;
+  std::unique_ptr<CoordinatorClient> client_;
+};
+
+void CollectiveTable(int reps) {
+  std::printf("== 1. Collectives, n = 8 chips on a v5p:8 ring (bi-ring), f32, unpaced; busbw GB/s, best of %d ==\n",
+              reps);
+  std::printf("%-15s %6s %14s %14s %14s\n", "op", "size", "8x1 (gRPC)", "1x8 (memory)", "2x4 (mixed)");
+  struct Layout {
+    int chips_per_host;
+  };
+  const Layout layouts[] = {{1}, {8}, {4}};
+  const uint64_t sizes[] = {1 << 20, 8 << 20, 64 << 20};
+  double busbw[4][3][3] = {};
+  for (int l = 0; l < 3; ++l) {
+    ProcessPod pod("v5p:8", layouts[l].chips_per_host);
+    for (int o = 0; o < 4; ++o) {
+      for (int s = 0; s < 3; ++s) {
+        for (int r = 0; r < reps; ++r) {
+          busbw[o][s][l] = std::max(busbw[o][s][l], pod.Run(kOps[o], sizes[s]).busbw_gbps());
+        }
+      }
+    }
+  }
+  for (int o = 0; o < 4; ++o) {
+    for (int s = 0; s < 3; ++s) {
+      std::printf("%-15s %5lluM %14.3f %14.3f %14.3f\n", OpName(kOps[o]).c_str(),
+                  static_cast<unsigned long long>(sizes[s] >> 20), busbw[o][s][0], busbw[o][s][1], busbw[o][s][2]);
+    }
+  }
+}
+
+// A PeerService in this process and a GrpcFabric sending to it over loopback.
+struct LoopbackLink {
+  std::atomic<uint64_t> received{0};
+  PeerServiceImpl peer{[this](Frame&& f) { received += f.payload.size() * sizeof(float); }};
+  RunningServer server = *StartServer("127.0.0.1:0", {&peer});
+  Topology topo = *Topology::Create({"v5p:2", 1, 1, "none"});
+  GrpcFabric fabric{topo, 0, {{1, absl::StrCat("127.0.0.1:", server.port)}}};
+  ~LoopbackLink() { server.server->Shutdown(std::chrono::system_clock::now()); }
+
+  Frame MakeFrame(size_t bytes) {
+    Frame f;
+    f.header.src_chip = 0;
+    f.header.dst_chip = 1;
+    f.header.emu_bytes = bytes;
+    f.payload.resize(bytes / sizeof(float), 1.0f);
+    return f;
+  }
+  void WaitFor(uint64_t bytes) {
+    while (received < bytes) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+};
+
+void PointToPointTable() {
+  std::printf("\n== 2. Point-to-point PeerService stream over loopback (one directed link) ==\n");
+  std::printf("%-10s %10s %10s\n", "chunk", "MiB sent", "GB/s");
+  for (size_t chunk : {256u << 10, 1u << 20, 4u << 20}) {
+    LoopbackLink link;
+    const uint64_t total = 1ull << 30;
+    Frame warm = link.MakeFrame(chunk);
+    (void)link.fabric.Deliver(std::move(warm));
+    link.WaitFor(chunk);
+    link.received = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t sent = 0; sent < total; sent += chunk) (void)link.fabric.Deliver(link.MakeFrame(chunk));
+    link.WaitFor(total);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%-10s %10llu %10.2f\n", absl::StrCat(chunk >> 10, "KiB").c_str(),
+                static_cast<unsigned long long>(total >> 20), total / s / 1e9);
+  }
+}
+
+void PacedTable() {
+  std::printf("\n== 3. Paced link (v5p ICI, 9e10 B/s emulated) over gRPC, 1 MiB chunks, 2 s each ==\n");
+  std::printf("%-12s %12s %14s %14s %8s\n", "time scale", "configured", "achieved", "achieved/conf", "");
+  for (double mbps : {10.0, 50.0, 200.0, 1000.0}) {
+    LoopbackLink link;
+    const double scale = 9e10 / (mbps * 1e6);
+    LinkSender sender({9e10, 1e-6}, scale, [&](Frame&& f) { return link.fabric.Deliver(std::move(f)); });
+    const uint64_t chunk = 1 << 20;
+    const uint64_t frames = std::max<uint64_t>(4, static_cast<uint64_t>(mbps * 1e6 * 2 / chunk));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t i = 0; i < frames; ++i) sender.Enqueue(link.MakeFrame(chunk));
+    link.WaitFor(frames * chunk);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // The last frame is received when its transmission starts; count the
+    // bytes whose transmission had finished: frames - 1.
+    const double achieved = (frames - 1) * static_cast<double>(chunk) / s;
+    std::printf("%-12.0f %9.1f MB/s %11.1f MB/s %14.3f\n", scale, mbps, achieved / 1e6, achieved / (mbps * 1e6));
+  }
+}
+
+}  // namespace
+}  // namespace tpuemu
+
+int main(int argc, char** argv) {
+  tpuemu::KeepChunkBuffersInHeap();
+  const std::string only = argc > 1 ? argv[1] : "all";
+  if (only == "all" || only == "collectives") tpuemu::CollectiveTable(3);
+  if (only == "all" || only == "p2p") tpuemu::PointToPointTable();
+  if (only == "all" || only == "paced") tpuemu::PacedTable();
+  return 0;
+}
