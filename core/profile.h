@@ -39,7 +39,7 @@ std::vector<std::string> PresetNames();
 absl::StatusOr<ChipProfile> PresetProfile(const std::string& name);
 
 // A profile file (YAML, flat keys) starting from `base:` preset or from nothing;
-// see docs/profiles.md for the keys.
+// see docs/topology.md for the keys.
 absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path);
 
 std::string WrapRuleName(WrapRule rule);

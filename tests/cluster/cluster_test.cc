@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <map>
 
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/test_pod.h"
 
@@ -117,6 +119,40 @@ TEST(ClusterTest, BadSpecsAreRefusedAtSubmit) {
   expect(Spec(CollectiveOp::kAllGather, {Axis::kX}, 1 << 20, RingAlgorithm::kBiRing), "no wraparound");
   // The pod is still usable afterwards.
   EXPECT_TRUE(pod.Run(Spec(CollectiveOp::kAllGather, {Axis::kX}, 64 << 10)).result().correct());
+}
+
+TEST(ClusterTest, EveryServerAnswersGrpcHealthChecks) {
+  TestPod pod({"v5e:2x2", 1, 4, "auto"}, 0);
+  auto status = pod.coordinator().ClusterStatus();
+  ASSERT_EQ(status.workers_size(), 1);
+  auto channel = grpc::CreateChannel(status.workers(0).address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  // grpc.health.v1.HealthCheckRequest{service: ""} is the empty message;
+  // the response {status: SERVING} is field 1 = 1: bytes 08 01.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::ByteBuffer request, response;
+  grpc::Slice empty("", 0);
+  request = grpc::ByteBuffer(&empty, 1);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status result;
+  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) {
+                   std::lock_guard<std::mutex> lock(mu);
+                   result = s;
+                   done = true;
+                   cv.notify_all();
+                 });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  ASSERT_TRUE(result.ok()) << result.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
 }
 
 }  // namespace
