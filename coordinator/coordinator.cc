@@ -326,6 +326,16 @@ absl::StatusOr<CollectiveReport> Coordinator::RunCollective(JobEntry& entry, con
     chips.insert(chips.end(), r->begin(), r->end());
   });
   if (!first_error.ok()) return first_error;
+  // Checking starts only once every worker has stopped moving data.
+  std::map<int, uint64_t> mismatches;
+  on_every_worker([&](int host, WorkerClient& client) {
+    auto r = client.CheckCollective(entry.number);
+    if (!r.ok()) return fail(host, r.status());
+    std::lock_guard<std::mutex> lock(result_mu);
+    mismatches.insert(r->begin(), r->end());
+  });
+  for (ChipRunResult& c : chips) c.mismatches = mismatches[c.chip];
+  if (!first_error.ok()) return first_error;
   return Summarize(*plan, topo_, chips);
 }
 

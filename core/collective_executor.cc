@@ -42,7 +42,9 @@ class ChipCollective::Impl {
     return status;
   }
 
-  absl::StatusOr<ChipRunResult> Finish() {
+  uint64_t CountMismatches() { return CountCollectiveMismatches(plan_, chip_, buffer_.get()); }
+
+  absl::StatusOr<ChipRunResult> Report() {
     ChipRunResult result;
     result.chip = chip_;
     result.wall_s = wall_s_;
@@ -51,7 +53,6 @@ class ChipCollective::Impl {
     }
     const double scale = net_.time_scale();
     if (scale > 0) result.host_lag_s = std::max(0.0, wall_s_ - result.emulated_s * scale);
-    result.mismatches = CountCollectiveMismatches(plan_, chip_, buffer_.get());
     for (auto& [key, link] : links_) {
       const auto& [axis, dir] = key;
       if (link.bytes_sent() == 0) continue;
@@ -160,6 +161,7 @@ ChipCollective::ChipCollective(const CollectivePlan& plan, int chip, HostNetwork
 ChipCollective::~ChipCollective() = default;
 void ChipCollective::Prepare() { impl_->Prepare(); }
 absl::Status ChipCollective::Move() { return impl_->Move(); }
-absl::StatusOr<ChipRunResult> ChipCollective::Finish() { return impl_->Finish(); }
+absl::StatusOr<ChipRunResult> ChipCollective::Report() { return impl_->Report(); }
+uint64_t ChipCollective::CountMismatches() { return impl_->CountMismatches(); }
 
 }  // namespace tpuemu

@@ -1,6 +1,5 @@
 #include "core/inprocess_pod.h"
 
-#include <barrier>
 #include <functional>
 #include <thread>
 
@@ -24,8 +23,11 @@ absl::StatusOr<CollectiveReport> InProcessPod::Run(const CollectiveSpec& spec) {
   RunOptions options;
   options.job = next_job_++;
   HostCollective host(*plan, *net_, options);
+  host.Prepare();
   auto chips = host.Run();
   if (!chips.ok()) return chips.status();
+  const std::vector<uint64_t> mismatches = host.Check();
+  for (size_t i = 0; i < chips->size(); ++i) (*chips)[i].mismatches = mismatches[i];
   return Summarize(*plan, topo_, *chips);
 }
 
@@ -51,16 +53,17 @@ void HostCollective::Prepare() {
 absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run() {
   if (!prepared_) Prepare();
   const size_t n = chips_.size();
-  std::vector<absl::StatusOr<ChipRunResult>> results(n, absl::UnknownError("not run"));
-  std::barrier<> moved_all(static_cast<std::ptrdiff_t>(n));
+  std::vector<absl::Status> moved(n);
   OnThreads(n, [&](size_t i) {
-    absl::Status moved = chips_[i]->Move();
+    moved[i] = chips_[i]->Move();
     // One chip failing dooms the job: wake the others instead of letting
     // them wait for data that will never come.
-    if (!moved.ok()) net_.mailbox().AbortJob(options_.job, moved);
-    moved_all.arrive_and_wait();
-    results[i] = moved.ok() ? chips_[i]->Finish() : absl::StatusOr<ChipRunResult>(moved);
+    if (!moved[i].ok()) net_.mailbox().AbortJob(options_.job, moved[i]);
   });
+  std::vector<absl::StatusOr<ChipRunResult>> results;
+  for (size_t i = 0; i < n; ++i) {
+    results.push_back(moved[i].ok() ? chips_[i]->Report() : absl::StatusOr<ChipRunResult>(moved[i]));
+  }
   net_.ForgetJob(options_.job);
   std::vector<ChipRunResult> out;
   for (auto& r : results) {
@@ -68,6 +71,12 @@ absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run() {
     out.push_back(*std::move(r));
   }
   return out;
+}
+
+std::vector<uint64_t> HostCollective::Check() {
+  std::vector<uint64_t> mismatches(chips_.size());
+  OnThreads(chips_.size(), [&](size_t i) { mismatches[i] = chips_[i]->CountMismatches(); });
+  return mismatches;
 }
 
 }  // namespace tpuemu

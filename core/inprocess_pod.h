@@ -24,15 +24,17 @@ class InProcessPod : public Fabric {
   uint64_t next_job_ = 1;
 };
 
-// One host's share of a collective: a thread per local chip. Prepared first
-// (buffers allocated and filled) so that a pod can start moving data on every
-// host at once, then run; the host's chips move and check in lockstep, so no
-// chip's set-up or checking steals the cores another chip is moving data with.
+// One host's share of a collective: a thread per local chip, in three steps
+// that a pod runs on every host at once, so that no chip's set-up or checking
+// steals the cores another chip is moving data with: Prepare (buffers
+// allocated and filled), Run (data moved, timed), Check (results verified).
 class HostCollective {
  public:
   HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options);
   void Prepare();
-  absl::StatusOr<std::vector<ChipRunResult>> Run();
+  absl::StatusOr<std::vector<ChipRunResult>> Run();  // mismatches still 0
+  // Mismatching elements per local chip, in local_chips() order.
+  std::vector<uint64_t> Check();
 
  private:
   const CollectivePlan plan_;

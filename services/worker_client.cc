@@ -43,6 +43,18 @@ class GrpcWorkerClient : public WorkerClient {
     return out;
   }
 
+  absl::StatusOr<std::map<int, uint64_t>> CheckCollective(uint64_t job) override {
+    grpc::ClientContext ctx;
+    v1::CheckCollectiveRequest req;
+    req.set_job(job);
+    v1::CheckCollectiveResponse resp;
+    absl::Status status = FromGrpcStatus(stub_->CheckCollective(&ctx, req, &resp), Context());
+    if (!status.ok()) return status;
+    std::map<int, uint64_t> out;
+    for (const auto& c : resp.chips()) out[c.chip()] = c.mismatches();
+    return out;
+  }
+
   absl::Status Abort(uint64_t job, const std::string& reason) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));

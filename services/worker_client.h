@@ -2,6 +2,7 @@
 // logic can be tested with fakes (tests/fakes) as well as over gRPC.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ class WorkerClient {
   virtual absl::Status Configure(const PodConfig& config) = 0;
   virtual absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) = 0;
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) = 0;
+  virtual absl::StatusOr<std::map<int, uint64_t>> CheckCollective(uint64_t job) = 0;
   virtual absl::Status Abort(uint64_t job, const std::string& reason) = 0;
 };
 

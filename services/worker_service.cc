@@ -46,6 +46,18 @@ grpc::Status WorkerServiceImpl::RunCollective(grpc::ServerContext*, const v1::Ru
   return grpc::Status::OK;
 }
 
+grpc::Status WorkerServiceImpl::CheckCollective(grpc::ServerContext*, const v1::CheckCollectiveRequest* req,
+                                                v1::CheckCollectiveResponse* resp) {
+  auto checks = backend_->CheckCollective(req->job());
+  if (!checks.ok()) return ToGrpcStatus(checks.status());
+  for (const auto& [chip, mismatches] : *checks) {
+    v1::ChipCheck* c = resp->add_chips();
+    c->set_chip(chip);
+    c->set_mismatches(mismatches);
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status WorkerServiceImpl::Abort(grpc::ServerContext*, const v1::AbortRequest* req, v1::AbortResponse*) {
   backend_->Abort(req->job(), req->reason());
   return grpc::Status::OK;

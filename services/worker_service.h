@@ -1,6 +1,7 @@
 // WorkerService adapter: translates RPCs to a WorkerBackend (worker/).
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,6 +27,8 @@ class WorkerBackend {
   virtual absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) = 0;
   // Runs the prepared job (preparing it first if it was not).
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) = 0;
+  // Mismatching elements per local chip of a job that ran; forgets the job.
+  virtual absl::StatusOr<std::map<int, uint64_t>> CheckCollective(uint64_t job) = 0;
   virtual void Abort(uint64_t job, const std::string& reason) = 0;
   virtual WorkerStatusView Status() = 0;
 };
@@ -41,6 +44,8 @@ class WorkerServiceImpl : public v1::WorkerService::Service {
                                  v1::PrepareCollectiveResponse*) override;
   grpc::Status RunCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
                              v1::RunCollectiveResponse* resp) override;
+  grpc::Status CheckCollective(grpc::ServerContext*, const v1::CheckCollectiveRequest* req,
+                               v1::CheckCollectiveResponse* resp) override;
   grpc::Status Abort(grpc::ServerContext*, const v1::AbortRequest* req, v1::AbortResponse*) override;
   grpc::Status GetStatus(grpc::ServerContext*, const v1::WorkerStatusRequest*, v1::WorkerStatus* resp) override;
 

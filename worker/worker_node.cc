@@ -77,11 +77,26 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunCollective(uint64_t jo
     running_job_ = job;
   }
   auto result = host->Run();
+  std::lock_guard<std::mutex> lock(mu_);
+  running_job_ = 0;
+  if (result.ok()) ran_[job] = std::move(host);
+  return result;
+}
+
+absl::StatusOr<std::map<int, uint64_t>> WorkerNode::CheckCollective(uint64_t job) {
+  std::unique_ptr<HostCollective> host;
+  std::shared_ptr<Pod> p = pod();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    running_job_ = 0;
+    auto it = ran_.find(job);
+    if (it == ran_.end()) return absl::NotFoundError(absl::StrCat("job ", job, " has not run on this worker"));
+    host = std::move(it->second);
+    ran_.erase(it);
   }
-  return result;
+  const std::vector<uint64_t> mismatches = host->Check();
+  std::map<int, uint64_t> out;
+  for (size_t i = 0; i < mismatches.size(); ++i) out[p->net->local_chips()[i]] = mismatches[i];
+  return out;
 }
 
 void WorkerNode::Abort(uint64_t job, const std::string& reason) {
@@ -91,6 +106,7 @@ void WorkerNode::Abort(uint64_t job, const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     prepared_.erase(job);
+    ran_.erase(job);
   }
   p->net->mailbox().AbortJob(job, absl::AbortedError(absl::StrCat("job aborted: ", reason)));
 }

@@ -22,6 +22,7 @@ class WorkerNode : public WorkerBackend {
   absl::Status Configure(const PodConfig& config) override;
   absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) override;
   absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) override;
+  absl::StatusOr<std::map<int, uint64_t>> CheckCollective(uint64_t job) override;
   void Abort(uint64_t job, const std::string& reason) override;
   WorkerStatusView Status() override;
 
@@ -40,7 +41,8 @@ class WorkerNode : public WorkerBackend {
   int host_;
   std::shared_ptr<Pod> pod_;
   uint64_t running_job_ = 0;
-  std::map<uint64_t, std::unique_ptr<HostCollective>> prepared_;
+  std::map<uint64_t, std::unique_ptr<HostCollective>> prepared_;  // waiting to run
+  std::map<uint64_t, std::unique_ptr<HostCollective>> ran_;       // waiting to be checked
   std::mutex run_mu_;  // one collective at a time
 };
 
