@@ -119,7 +119,7 @@ void CollectiveTable(int reps) {
 // A PeerService in this process and a GrpcFabric sending to it over loopback.
 struct LoopbackLink {
   std::atomic<uint64_t> received{0};
-  PeerServiceImpl peer{[this](Frame&& f) { received += f.payload.size() * sizeof(float); }};
+  PeerServiceImpl peer{[this](Frame&& f) { received += f.elements() * sizeof(float); }};
   RunningServer server = *StartServer("127.0.0.1:0", {&peer});
   Topology topo = *Topology::Create({"v5p:2", 1, 1, "none"});
   GrpcFabric fabric{topo, 0, {{1, absl::StrCat("127.0.0.1:", server.port)}}};

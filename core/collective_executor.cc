@@ -98,11 +98,17 @@ class ChipCollective::Impl {
 
     Frame frame;
     frame.header = {options_.job, chip_, op.peer, op.tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
-    frame.payload.resize(op.elements);
-    float* out = frame.payload.data();
-    for (const Range& r : op.ranges) {
-      std::memcpy(out, buffer_.get() + r.offset, r.len * sizeof(float));
-      out += r.len;
+    if (op.ranges.size() == 1) {
+      frame.lent = buffer_.get() + op.ranges[0].offset;
+      frame.lent_elements = op.elements;
+      frame.lender = buffer_;
+    } else {
+      frame.payload.resize(op.elements);
+      float* out = frame.payload.data();
+      for (const Range& r : op.ranges) {
+        std::memcpy(out, buffer_.get() + r.offset, r.len * sizeof(float));
+        out += r.len;
+      }
     }
     sender->Enqueue(std::move(frame));
     return absl::OkStatus();
@@ -111,11 +117,10 @@ class ChipCollective::Impl {
   absl::Status Receive(const ChunkOp& op) {
     auto frame = net_.mailbox().Take(options_.job, chip_, op.peer, op.tag, options_.recv_timeout);
     if (!frame.ok()) return frame.status();
-    if (frame->payload.size() != op.elements) {
+    if (frame->elements() != op.elements) {
       return absl::InternalError(absl::StrCat("chip ", chip_, " expected ", op.elements, " elements from chip ",
-                                              op.peer, ", got ", frame->payload.size()));
+                                              op.peer, ", got ", frame->elements()));
     }
-    const float* in = frame->payload.data();
     double done = frame->header.emu_arrival;
     if (op.reduce) {
       // The add runs on the chip's vector units, one op at a time: it starts
@@ -124,15 +129,22 @@ class ChipCollective::Impl {
       const double n = static_cast<double>(op.elements);
       compute_free_ = start + RooflineSeconds(profile_, n, 3 * n * dtype_);
       done = compute_free_;
+      const float* in = frame->contiguous();
+      if (in == nullptr) {
+        scratch_.resize(op.elements);
+        frame->CopyOut(0, op.elements, scratch_.data());
+        in = scratch_.data();
+      }
       for (const Range& r : op.ranges) {
         float* dst = buffer_.get() + r.offset;
         for (uint64_t i = 0; i < r.len; ++i) dst[i] += in[i];
         in += r.len;
       }
     } else {
+      size_t first = 0;
       for (const Range& r : op.ranges) {
-        std::memcpy(buffer_.get() + r.offset, in, r.len * sizeof(float));
-        in += r.len;
+        frame->CopyOut(first, r.len, buffer_.get() + r.offset);
+        first += r.len;
       }
     }
     for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);
@@ -149,7 +161,9 @@ class ChipCollective::Impl {
   const ChipProfile& profile_;
   double compute_free_ = 0;
   std::vector<double> done_upto_;  // latest completion among receives 0..i
-  std::unique_ptr<float[]> buffer_;
+  // Shared with frames that lend ranges of it to their receivers.
+  std::shared_ptr<float[]> buffer_;
+  Payload scratch_;
   std::map<std::pair<int, int>, EmuLink> links_;
   ChipProgram prog_;
   std::map<int, std::vector<const ChunkOp*>> sends_after_;

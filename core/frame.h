@@ -45,9 +45,33 @@ struct FrameHeader {
   int64_t due_at_ns = 0;
 };
 
+// Received bytes that a transport holds (e.g. gRPC slices), read in place.
+class TransportBytes {
+ public:
+  virtual ~TransportBytes() = default;
+  virtual size_t size() const = 0;  // bytes
+  virtual void CopyOut(size_t offset, size_t n, void* dst) const = 0;
+  // The bytes as aligned floats if they are contiguous, else nullptr.
+  virtual const float* contiguous() const = 0;
+};
+
+// A frame's elements live in exactly one place: its own `payload`; a range
+// `lent` from the sender's buffer, kept alive by `lender` (the sender never
+// rewrites a range it has sent before the receiver has used it); or bytes a
+// transport received (`received`). Lending and reading in place spare a copy
+// on each side of every hop.
 struct Frame {
   FrameHeader header;
   Payload payload;
+  const float* lent = nullptr;
+  size_t lent_elements = 0;
+  std::shared_ptr<const void> lender;
+  std::unique_ptr<TransportBytes> received;
+
+  size_t elements() const;
+  // Contiguous aligned floats, or nullptr when only CopyOut can read them.
+  const float* contiguous() const;
+  void CopyOut(size_t first, size_t n, float* dst) const;
 };
 
 }  // namespace tpuemu

@@ -24,6 +24,21 @@ void PutVarint(uint64_t v, std::string* out) {
 class SliceReader {
  public:
   explicit SliceReader(const std::vector<grpc::Slice>& slices) : slices_(slices) {}
+  size_t slice() const { return slice_; }
+  size_t pos() const { return pos_; }
+  bool Skip(size_t n) {
+    while (n > 0) {
+      if (slice_ == slices_.size()) return false;
+      const size_t take = std::min(n, slices_[slice_].size() - pos_);
+      n -= take;
+      pos_ += take;
+      if (pos_ == slices_[slice_].size()) {
+        ++slice_;
+        pos_ = 0;
+      }
+    }
+    return true;
+  }
 
   bool Byte(uint8_t* b) { return Copy(b, 1); }
 
@@ -62,6 +77,38 @@ class SliceReader {
   size_t pos_ = 0;
 };
 
+// The payload of a received message, read in place from gRPC's slices.
+class SliceBytes : public TransportBytes {
+ public:
+  SliceBytes(std::vector<grpc::Slice> slices, size_t first_slice, size_t first_pos, size_t size)
+      : slices_(std::move(slices)), first_slice_(first_slice), first_pos_(first_pos), size_(size) {}
+  size_t size() const override { return size_; }
+
+  void CopyOut(size_t offset, size_t n, void* dst) const override {
+    auto* out = static_cast<uint8_t*>(dst);
+    size_t s = first_slice_, pos = first_pos_ + offset;
+    while (s < slices_.size() && pos >= slices_[s].size()) pos -= slices_[s++].size();
+    while (n > 0 && s < slices_.size()) {
+      const size_t take = std::min(n, slices_[s].size() - pos);
+      std::memcpy(out, slices_[s].begin() + pos, take);
+      out += take;
+      n -= take;
+      ++s;
+      pos = 0;
+    }
+  }
+
+  const float* contiguous() const override {
+    if (first_slice_ >= slices_.size() || first_pos_ + size_ > slices_[first_slice_].size()) return nullptr;
+    const uint8_t* p = slices_[first_slice_].begin() + first_pos_;
+    return reinterpret_cast<uintptr_t>(p) % alignof(float) == 0 ? reinterpret_cast<const float*>(p) : nullptr;
+  }
+
+ private:
+  std::vector<grpc::Slice> slices_;
+  size_t first_slice_, first_pos_, size_;
+};
+
 }  // namespace
 
 grpc::ByteBuffer EncodeFrame(Frame&& frame) {
@@ -75,7 +122,7 @@ grpc::ByteBuffer EncodeFrame(Frame&& frame) {
   h.set_sent_at_ns(frame.header.sent_at_ns);
   h.set_due_at_ns(frame.header.due_at_ns);
   const std::string header = h.SerializeAsString();
-  const size_t payload_bytes = frame.payload.size() * sizeof(float);
+  const size_t payload_bytes = frame.elements() * sizeof(float);
 
   std::string prefix;
   prefix.push_back(static_cast<char>(kHeaderTag));
@@ -84,11 +131,21 @@ grpc::ByteBuffer EncodeFrame(Frame&& frame) {
   prefix.push_back(static_cast<char>(kPayloadTag));
   PutVarint(payload_bytes, &prefix);
 
-  // gRPC owns the payload vector until it has sent it.
-  auto* owned = new Payload(std::move(frame.payload));
-  grpc::Slice slices[2] = {
-      grpc::Slice(prefix.data(), prefix.size()),
-      grpc::Slice(owned->data(), payload_bytes, [](void* p) { delete static_cast<Payload*>(p); }, owned)};
+  grpc::Slice slices[2] = {grpc::Slice(prefix.data(), prefix.size()), grpc::Slice()};
+  if (frame.lent) {
+    // gRPC keeps the sender's buffer alive until it has sent the range.
+    auto* keep = new std::shared_ptr<const void>(std::move(frame.lender));
+    slices[1] = grpc::Slice(const_cast<float*>(frame.lent), payload_bytes,
+                            [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }, keep);
+  } else if (frame.received) {
+    std::string bytes(payload_bytes, '\0');
+    frame.received->CopyOut(0, payload_bytes, bytes.data());
+    slices[1] = grpc::Slice(bytes.data(), bytes.size());
+  } else {
+    // gRPC owns the payload vector until it has sent it.
+    auto* owned = new Payload(std::move(frame.payload));
+    slices[1] = grpc::Slice(owned->data(), payload_bytes, [](void* p) { delete static_cast<Payload*>(p); }, owned);
+  }
   return grpc::ByteBuffer(slices, payload_bytes > 0 ? 2 : 1);
 }
 
@@ -96,6 +153,8 @@ absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
   if (!buffer.Dump(&slices).ok()) return absl::DataLossError("PeerChunk: unreadable buffer");
   SliceReader in(slices);
+  size_t payload_slice = 0, payload_pos = 0, payload_len = 0;
+  bool have_payload = false;
   Frame frame;
   bool have_header = false;
   uint8_t tag;
@@ -113,13 +172,20 @@ absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer) {
       have_header = true;
     } else if (tag == kPayloadTag) {
       if (len % sizeof(float) != 0) return absl::DataLossError("PeerChunk: payload is not whole float32s");
-      frame.payload.resize(len / sizeof(float));
-      if (!in.Copy(frame.payload.data(), len)) return absl::DataLossError("PeerChunk: truncated payload");
+      payload_slice = in.slice();
+      payload_pos = in.pos();
+      payload_len = len;
+      have_payload = true;
+      if (!in.Skip(len)) return absl::DataLossError("PeerChunk: truncated payload");
     } else {
       return absl::DataLossError("PeerChunk: unexpected field");
     }
   }
   if (!have_header) return absl::DataLossError("PeerChunk: no header");
+  if (have_payload) {
+    // The slices are reference-counted: the frame keeps them, no copy.
+    frame.received = std::make_unique<SliceBytes>(std::move(slices), payload_slice, payload_pos, payload_len);
+  }
   return frame;
 }
 
