@@ -98,18 +98,8 @@ class ChipCollective::Impl {
 
     Frame frame;
     frame.header = {options_.job, chip_, op.peer, op.tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
-    if (op.ranges.size() == 1) {
-      frame.lent = buffer_.get() + op.ranges[0].offset;
-      frame.lent_elements = op.elements;
-      frame.lender = buffer_;
-    } else {
-      frame.payload.resize(op.elements);
-      float* out = frame.payload.data();
-      for (const Range& r : op.ranges) {
-        std::memcpy(out, buffer_.get() + r.offset, r.len * sizeof(float));
-        out += r.len;
-      }
-    }
+    for (const Range& r : op.ranges) frame.lent.push_back({buffer_.get() + r.offset, r.len});
+    frame.lender = buffer_;
     sender->Enqueue(std::move(frame));
     return absl::OkStatus();
   }

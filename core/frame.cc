@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace tpuemu {
@@ -12,19 +13,36 @@ void KeepChunkBuffersInHeap() {
 }
 
 size_t Frame::elements() const {
-  if (lent) return lent_elements;
+  if (!lent.empty()) {
+    size_t n = 0;
+    for (const Segment& s : lent) n += s.elements;
+    return n;
+  }
   if (received) return received->size() / sizeof(float);
   return payload.size();
 }
 
 const float* Frame::contiguous() const {
-  if (lent) return lent;
+  if (!lent.empty()) return lent.size() == 1 ? lent[0].data : nullptr;
   if (received) return received->contiguous();
   return payload.data();
 }
 
 void Frame::CopyOut(size_t first, size_t n, float* dst) const {
-  if (received) {
+  if (lent.size() > 1) {
+    for (const Segment& s : lent) {
+      if (n == 0) break;
+      if (first >= s.elements) {
+        first -= s.elements;
+        continue;
+      }
+      const size_t take = std::min(n, s.elements - first);
+      std::memcpy(dst, s.data + first, take * sizeof(float));
+      dst += take;
+      n -= take;
+      first = 0;
+    }
+  } else if (received) {
     received->CopyOut(first * sizeof(float), n * sizeof(float), dst);
   } else {
     std::memcpy(dst, contiguous() + first, n * sizeof(float));

@@ -55,7 +55,12 @@ class TransportBytes {
   virtual const float* contiguous() const = 0;
 };
 
-// A frame's elements live in exactly one place: its own `payload`; a range
+struct Segment {
+  const float* data;
+  size_t elements;
+};
+
+// A frame's elements live in exactly one place: its own `payload`; ranges
 // `lent` from the sender's buffer, kept alive by `lender` (the sender never
 // rewrites a range it has sent before the receiver has used it); or bytes a
 // transport received (`received`). Lending and reading in place spare a copy
@@ -63,8 +68,7 @@ class TransportBytes {
 struct Frame {
   FrameHeader header;
   Payload payload;
-  const float* lent = nullptr;
-  size_t lent_elements = 0;
+  std::vector<Segment> lent;
   std::shared_ptr<const void> lender;
   std::unique_ptr<TransportBytes> received;
 

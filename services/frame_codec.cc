@@ -131,22 +131,24 @@ grpc::ByteBuffer EncodeFrame(Frame&& frame) {
   prefix.push_back(static_cast<char>(kPayloadTag));
   PutVarint(payload_bytes, &prefix);
 
-  grpc::Slice slices[2] = {grpc::Slice(prefix.data(), prefix.size()), grpc::Slice()};
-  if (frame.lent) {
-    // gRPC keeps the sender's buffer alive until it has sent the range.
-    auto* keep = new std::shared_ptr<const void>(std::move(frame.lender));
-    slices[1] = grpc::Slice(const_cast<float*>(frame.lent), payload_bytes,
-                            [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }, keep);
+  std::vector<grpc::Slice> slices = {grpc::Slice(prefix.data(), prefix.size())};
+  if (!frame.lent.empty()) {
+    // gRPC keeps the sender's buffer alive until it has sent the ranges.
+    for (const Segment& s : frame.lent) {
+      auto* keep = new std::shared_ptr<const void>(frame.lender);
+      slices.emplace_back(const_cast<float*>(s.data), s.elements * sizeof(float),
+                          [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }, keep);
+    }
   } else if (frame.received) {
     std::string bytes(payload_bytes, '\0');
     frame.received->CopyOut(0, payload_bytes, bytes.data());
-    slices[1] = grpc::Slice(bytes.data(), bytes.size());
-  } else {
+    slices.emplace_back(bytes.data(), bytes.size());
+  } else if (payload_bytes > 0) {
     // gRPC owns the payload vector until it has sent it.
     auto* owned = new Payload(std::move(frame.payload));
-    slices[1] = grpc::Slice(owned->data(), payload_bytes, [](void* p) { delete static_cast<Payload*>(p); }, owned);
+    slices.emplace_back(owned->data(), payload_bytes, [](void* p) { delete static_cast<Payload*>(p); }, owned);
   }
-  return grpc::ByteBuffer(slices, payload_bytes > 0 ? 2 : 1);
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer) {
