@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/pod_state.h"
 #include "client/progress.h"
@@ -28,11 +29,6 @@ struct BenchOptions {
   std::string coordinator;
   bool json = false;
 };
-
-int Fail(const absl::Status& s) {
-  std::cerr << "error: " << s.message() << "\n";
-  return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-}
 
 nlohmann::json ResultJson(const v1::Job& job) {
   const v1::CollectiveResult& r = job.result();

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/pod_state.h"
 #include "client/processes.h"
@@ -16,11 +17,6 @@
 
 namespace tpuemu {
 namespace {
-
-int Fail(const absl::Status& s) {
-  std::cerr << "error: " << s.message() << "\n";
-  return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-}
 
 nlohmann::json StatusJson(const v1::ClusterStatus& s, const std::string& address) {
   nlohmann::json workers = nlohmann::json::array();
