@@ -44,21 +44,29 @@ double PredictSeconds(const CollectivePlan& plan, const Topology& topo) {
   const double v = static_cast<double>(spec.bytes);
   const int n = plan.group_size();
   const int k = plan.num_parts();
+  const bool a2a = spec.op == CollectiveOp::kAllToAll;
   std::vector<AxisPlan> ici;
   const AxisPlan* dcn = nullptr;
   for (const AxisPlan& ap : plan.axes()) {
     if (ap.axis == Axis::kDcn) dcn = &ap; else ici.push_back(ap);
   }
+  // DCN is first in every part's gather order, so all parts cross it at the
+  // same time with the chip's whole 1/N_ici shard (DESIGN §4's hierarchical
+  // form: ICI reduce-scatter, DCN all-reduce of the shard, ICI all-gather).
+  double dcn_time = 0;
+  double per_part_start = v / k / n;  // one part's bytes per chip before any gather
+  if (dcn) {
+    dcn_time = OracleSeconds(spec.op, dcn->algorithm, dcn->size, v / n * dcn->size, topo.Link(Axis::kDcn));
+    if (!a2a) per_part_start *= dcn->size;
+  }
   double worst = 0;
-  for (int p = 0; p < k; ++p) {
-    std::vector<AxisPlan> order;
-    if (dcn) order.push_back(*dcn);
-    for (size_t i = 0; i < ici.size(); ++i) order.push_back(ici[(i + p) % ici.size()]);
+  for (int p = 0; p < k && !ici.empty(); ++p) {
     double total = 0;
-    double gathered = v / k / n;  // this part's bytes per chip before any gather
-    for (const AxisPlan& ap : order) {
+    double gathered = per_part_start;
+    for (size_t i = 0; i < ici.size(); ++i) {
+      const AxisPlan& ap = ici[(i + p) % ici.size()];
       const LinkParams link = topo.Link(ap.axis);
-      if (spec.op == CollectiveOp::kAllToAll) {
+      if (a2a) {
         total += OracleSeconds(spec.op, ap.algorithm, ap.size, (v / k / n) * ap.size, link);
         continue;
       }
@@ -67,7 +75,7 @@ double PredictSeconds(const CollectivePlan& plan, const Topology& topo) {
     }
     worst = std::max(worst, total);
   }
-  return worst;
+  return dcn_time + worst;
 }
 
 }  // namespace tpuemu

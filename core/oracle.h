@@ -12,7 +12,8 @@ namespace tpuemu {
 double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, LinkParams link);
 
 // A planned collective: the 1D closed forms composed along each part's axis
-// order (one part per ICI axis, each carrying V / parts), slowest part.
+// order (one part per ICI axis, each carrying V / parts), slowest part, plus
+// the DCN phase, which every part crosses at once with the whole shard.
 double PredictSeconds(const CollectivePlan& plan, const Topology& topo);
 
 // Hops a transfer needs end to end: the latency-bound floor is hops * T.
