@@ -246,15 +246,6 @@ int CollectivePlan::GroupRank(int chip) const {
   return rank;
 }
 
-int CollectivePlan::ChipOfRank(int chip_in_group, int rank) const {
-  Coord c = topo_.CoordOf(chip_in_group);
-  for (int m = static_cast<int>(axes_.size()) - 1; m >= 0; --m) {
-    c.Set(axes_[m].axis, rank % axes_[m].size);
-    rank /= axes_[m].size;
-  }
-  return topo_.ChipId(c);
-}
-
 std::vector<Range> CollectivePlan::InputRanges(int chip) const {
   const uint64_t n = group_size_, v = virtual_len_, r = GroupRank(chip);
   switch (spec_.op) {

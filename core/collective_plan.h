@@ -61,7 +61,6 @@ class CollectivePlan {
 
   // Position of a chip in its group (spec axes, first listed most significant).
   int GroupRank(int chip) const;
-  int ChipOfRank(int chip_in_group, int rank) const;
   // Where a chip's input sits in the virtual buffer, and where its result is.
   std::vector<Range> InputRanges(int chip) const;
   std::vector<Range> ResultRanges(int chip) const;

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/collective_report.h"
+#include "core/host_collective.h"
 #include "core/host_network.h"
 
 namespace tpuemu {
@@ -22,26 +23,6 @@ class InProcessPod : public Fabric {
   Topology topo_;
   std::unique_ptr<HostNetwork> net_;
   uint64_t next_job_ = 1;
-};
-
-// One host's share of a collective: a thread per local chip, in three steps
-// that a pod runs on every host at once, so that no chip's set-up or checking
-// steals the cores another chip is moving data with: Prepare (buffers
-// allocated and filled), Run (data moved, timed), Check (results verified).
-class HostCollective {
- public:
-  HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options);
-  void Prepare();
-  absl::StatusOr<std::vector<ChipRunResult>> Run();  // mismatches still 0
-  // Mismatching elements per local chip, in local_chips() order.
-  std::vector<uint64_t> Check();
-
- private:
-  const CollectivePlan plan_;
-  HostNetwork& net_;
-  const RunOptions options_;
-  std::vector<std::unique_ptr<ChipCollective>> chips_;
-  bool prepared_ = false;
 };
 
 }  // namespace tpuemu

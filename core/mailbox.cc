@@ -47,8 +47,6 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
       std::this_thread::sleep_until(entry.usable_at);
       return std::move(entry.frame);
     }
-    auto failed = failed_sources_.find(src);
-    if (failed != failed_sources_.end()) return failed->second;
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !frames_.count(key)) {
       return absl::DeadlineExceededError(absl::StrCat("chip ", dst, " waited ", absl::FormatDuration(timeout),
                                                       " for data from chip ", src, " (job ", job, ")"));
@@ -65,19 +63,6 @@ void Mailbox::AbortJob(uint64_t job, const absl::Status& why) {
     }
   }
   cv_.notify_all();
-}
-
-void Mailbox::FailSources(const std::vector<int>& chips, const absl::Status& why) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (int c : chips) failed_sources_.emplace(c, why);
-  }
-  cv_.notify_all();
-}
-
-void Mailbox::ClearSourceFailures() {
-  std::lock_guard<std::mutex> lock(mu_);
-  failed_sources_.clear();
 }
 
 void Mailbox::ClearJob(uint64_t job) {

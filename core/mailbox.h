@@ -20,13 +20,10 @@ class Mailbox {
   // Accepts a frame that has left its link; it becomes usable after the
   // frame's paced latency.
   void Put(Frame frame);
-  // Waits for one frame. Fails when the job is aborted, the source chip is
-  // known to be gone, or nothing comes within `timeout`.
+  // Waits for one frame. Fails when the job is aborted or nothing comes
+  // within `timeout`.
   absl::StatusOr<Frame> Take(uint64_t job, int dst, int src, uint64_t tag, absl::Duration timeout);
   void AbortJob(uint64_t job, const absl::Status& why);
-  // Frames from these chips will never come (their worker went away).
-  void FailSources(const std::vector<int>& chips, const absl::Status& why);
-  void ClearSourceFailures();
   // Drops whatever a finished or aborted job left behind.
   void ClearJob(uint64_t job);
   size_t pending() const;
@@ -41,7 +38,6 @@ class Mailbox {
   std::condition_variable cv_;
   std::map<Key, Entry> frames_;
   std::map<uint64_t, absl::Status> aborted_;
-  std::map<int, absl::Status> failed_sources_;
 };
 
 }  // namespace tpuemu

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "core/host_network.h"
-#include "core/inprocess_pod.h"
+#include "core/host_collective.h"
 #include "services/grpc_fabric.h"
 #include "services/worker_service.h"
 
