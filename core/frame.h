@@ -27,8 +27,9 @@ struct DefaultInitAllocator : std::allocator<T> {
 
 using Payload = std::vector<float, DefaultInitAllocator<float>>;
 
-// Serves chunk-sized buffers from the heap instead of fresh mmaps, which
-// would page-fault on every chunk. Call once at start-up.
+// Serves chunk-sized buffers from one heap instead of fresh mmaps or
+// per-thread arenas, which page-fault on every chunk. Call once at start-up,
+// before any thread starts.
 void KeepChunkBuffersInHeap();
 
 struct FrameHeader {
