@@ -261,8 +261,9 @@ void Coordinator::JobLoop() {
     running_ = id;
     UpdateJobLocked(entry, [](v1::Job& j) { j.set_state(v1::JOB_STATE_RUNNING); });
     auto spec = FromProto(entry.job.collective());
+    const uint64_t number = entry.number;
     lock.unlock();
-    auto report = RunCollective(entry, *spec);
+    auto report = RunCollective(id, number, *spec);
     lock.lock();
     running_.clear();
     UpdateJobLocked(entry, [&](v1::Job& j) {
@@ -280,7 +281,8 @@ void Coordinator::JobLoop() {
   }
 }
 
-absl::StatusOr<CollectiveReport> Coordinator::RunCollective(JobEntry& entry, const CollectiveSpec& spec) {
+absl::StatusOr<CollectiveReport> Coordinator::RunCollective(const std::string& id, uint64_t job,
+                                                             const CollectiveSpec& spec) {
   auto plan = CollectivePlan::Create(topo_, spec);
   if (!plan.ok()) return plan.status();
   std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> clients;
@@ -305,9 +307,9 @@ absl::StatusOr<CollectiveReport> Coordinator::RunCollective(JobEntry& entry, con
       if (status.code() == absl::StatusCode::kUnavailable) workers_[host].last_heartbeat = absl::InfinitePast();
     }
     first_error = absl::Status(status.code(), absl::StrCat(name, " failed: ", status.message()));
-    spdlog::warn("{}: {}", entry.job.id(), first_error.ToString());
+    spdlog::warn("{}: {}", id, first_error.ToString());
     for (auto& [other_host, other] : clients) {
-      if (other_host != host) other->Abort(entry.number, first_error.ToString()).IgnoreError();
+      if (other_host != host) other->Abort(job, first_error.ToString()).IgnoreError();
     }
   };
   auto on_every_worker = [&](const std::function<void(int, WorkerClient&)>& fn) {
@@ -316,11 +318,11 @@ absl::StatusOr<CollectiveReport> Coordinator::RunCollective(JobEntry& entry, con
     for (auto& t : threads) t.join();
   };
   on_every_worker([&](int host, WorkerClient& client) {
-    if (auto s = client.PrepareCollective(entry.number, spec); !s.ok()) fail(host, s);
+    if (auto s = client.PrepareCollective(job, spec); !s.ok()) fail(host, s);
   });
   if (!first_error.ok()) return first_error;
   on_every_worker([&](int host, WorkerClient& client) {
-    auto r = client.RunCollective(entry.number, spec);
+    auto r = client.RunCollective(job, spec);
     if (!r.ok()) return fail(host, r.status());
     std::lock_guard<std::mutex> lock(result_mu);
     chips.insert(chips.end(), r->begin(), r->end());
@@ -329,7 +331,7 @@ absl::StatusOr<CollectiveReport> Coordinator::RunCollective(JobEntry& entry, con
   // Checking starts only once every worker has stopped moving data.
   std::map<int, uint64_t> mismatches;
   on_every_worker([&](int host, WorkerClient& client) {
-    auto r = client.CheckCollective(entry.number);
+    auto r = client.CheckCollective(job);
     if (!r.ok()) return fail(host, r.status());
     std::lock_guard<std::mutex> lock(result_mu);
     mismatches.insert(r->begin(), r->end());

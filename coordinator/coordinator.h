@@ -67,7 +67,8 @@ class Coordinator : public CoordinatorBackend {
   bool AliveLocked(const Worker& w) const;
   std::string WorkerNameLocked(int host) const;
   void UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change);
-  absl::StatusOr<CollectiveReport> RunCollective(JobEntry& entry, const CollectiveSpec& spec);
+  // Runs outside the lock: takes the job's id and number, not its entry.
+  absl::StatusOr<CollectiveReport> RunCollective(const std::string& id, uint64_t job, const CollectiveSpec& spec);
 
   const CoordinatorOptions options_;
   const Topology topo_;
