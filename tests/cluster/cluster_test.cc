@@ -85,10 +85,7 @@ void ExpectPacedWallFollowsEmulated(double mb_per_s, int dtype_bytes, RingAlgori
   TestPod pod({"v5p:8", 1, 4, "auto"}, scale);
   CollectiveSpec spec = Spec(CollectiveOp::kAllGather, {Axis::kX}, 8 << 20, alg);
   spec.dtype_bytes = dtype_bytes;
-  // The first collective on a fresh pod pays for gRPC's flow-control windows
-  // growing (see docs/clocks.md); measure the second.
-  pod.Run(spec);
-  v1::Job job = pod.Run(spec);
+  v1::Job job = pod.Run(spec);  // the first collective on a fresh pod
   const auto& r = job.result();
   ASSERT_TRUE(r.correct());
   const double ratio = r.wall_s() / (r.emulated_s() * scale);
@@ -99,13 +96,15 @@ void ExpectPacedWallFollowsEmulated(double mb_per_s, int dtype_bytes, RingAlgori
 }
 
 TEST(ClusterTest, PacedAt50MBpsWallFollowsTheEmulatedClock) {
+  // bf16 lives in f32 host buffers, so the host moves twice the emulated
+  // bytes; f32 moves exactly them. The bi-ring keeps all 16 links busy.
+  ExpectPacedWallFollowsEmulated(50, 2, RingAlgorithm::kBiRing);
+  ExpectPacedWallFollowsEmulated(50, 4, RingAlgorithm::kBiRing);
   ExpectPacedWallFollowsEmulated(50, 2, RingAlgorithm::kUniRing);
-  ExpectPacedWallFollowsEmulated(50, 4, RingAlgorithm::kUniRing);
 }
 
-TEST(ClusterTest, PacedAt25MBpsBidirectionalWallFollowsTheEmulatedClock) {
-  // Both directions of all 8 links busy: 16 paced links on a 2-core host.
-  ExpectPacedWallFollowsEmulated(25, 2, RingAlgorithm::kBiRing);
+TEST(ClusterTest, PacedAt10MBpsWallFollowsTheEmulatedClock) {
+  ExpectPacedWallFollowsEmulated(10, 2, RingAlgorithm::kBiRing);
 }
 
 TEST(ClusterTest, BadSpecsAreRefusedAtSubmit) {
