@@ -11,9 +11,6 @@
 #include "core/link_clock.h"
 
 namespace tpuemu {
-namespace {
-
-}  // namespace
 
 class ChipCollective::Impl {
  public:
