@@ -157,5 +157,56 @@ TEST(ClusterTest, EveryServerAnswersGrpcHealthChecks) {
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));
 }
 
+// Asks a server's reflection service to list its services. Messages are
+// hand-encoded: ServerReflectionRequest{list_services: ""} is field 7.
+class ListServices : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  std::string Run(const std::string& address) {
+    auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+    grpc::GenericStub stub(channel);
+    ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::Slice request("\x3a\x00", 2);
+    request_ = grpc::ByteBuffer(&request, 1);
+    stub.PrepareBidiStreamingCall(&ctx_, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                  grpc::StubOptions(), this);
+    StartWrite(&request_);
+    StartRead(&response_);
+    StartCall();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    return got_;
+  }
+  void OnWriteDone(bool) override { StartWritesDone(); }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    std::vector<grpc::Slice> slices;
+    if (response_.Dump(&slices).ok()) {
+      for (const auto& s : slices) got_.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+  }
+  void OnDone(const grpc::Status&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  grpc::ByteBuffer request_, response_;
+  std::string got_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+TEST(ClusterTest, WorkersOfferServerReflection) {
+  TestPod pod({"v5e:2x2", 1, 4, "auto"}, 0);
+  ListServices probe;
+  const std::string listing = probe.Run(pod.coordinator().ClusterStatus().workers(0).address());
+  EXPECT_NE(listing.find("tpuemu.v1.WorkerService"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("tpuemu.v1.PeerService"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("grpc.health.v1.Health"), std::string::npos) << listing;
+}
+
 }  // namespace
 }  // namespace tpuemu
