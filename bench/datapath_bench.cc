@@ -9,11 +9,11 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/coordinator_client.h"
+#include "client/local_pod.h"
 #include "client/processes.h"
 #include "core/collective_spec.h"
 #include "core/link_sender.h"
@@ -34,27 +34,15 @@ class ProcessPod {
  public:
   ProcessPod(const std::string& topology, int chips_per_host) {
     dir_ = std::filesystem::temp_directory_path() / absl::StrCat("tpuemu-bench-", getpid());
-    std::filesystem::create_directories(dir_);
-    const std::string port_file = (dir_ / "port").string();
-    std::filesystem::remove(port_file);
-    pids_.push_back(*SpawnDetached({FindBinary("tpuemu-coordinator"), "--topology", topology, "--chips-per-host",
-                                    std::to_string(chips_per_host), "--port-file", port_file},
-                                   (dir_ / "coordinator.log").string()));
-    int port = 0;
-    while (!(std::ifstream(port_file) >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    address_ = absl::StrCat("127.0.0.1:", port);
-    const int hosts = 8 / chips_per_host;
-    for (int h = 0; h < hosts; ++h) {
-      pids_.push_back(*SpawnDetached({FindBinary("tpuemu-worker"), "--coordinator", address_, "--host",
-                                      std::to_string(h)},
-                                     (dir_ / absl::StrCat("worker", h, ".log")).string()));
+    Progress quiet(false);
+    auto pod = StartLocalPod({{topology, 1, chips_per_host, "auto"}, 0, dir_.string(), 60}, quiet,
+                             [](const LocalPod&) { return absl::OkStatus(); });
+    if (!pod.ok()) {
+      std::fprintf(stderr, "could not start the pod: %s\n", std::string(pod.status().message()).c_str());
+      std::exit(1);
     }
-    client_ = std::make_unique<CoordinatorClient>(address_);
-    while (true) {
-      auto s = client_->Status();
-      if (s.ok() && s->ready()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    pids_ = pod->pids;
+    client_ = std::make_unique<CoordinatorClient>(pod->coordinator);
   }
   ~ProcessPod() {
     StopProcesses(pids_, 3);
@@ -83,7 +71,6 @@ class ProcessPod {
 
  private:
   std::filesystem::path dir_;
-  std::string address_;
   std::vector<int> pids_;
   std::unique_ptr<CoordinatorClient> client_;
 };

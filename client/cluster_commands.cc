@@ -1,14 +1,11 @@
 #include "client/cluster_commands.h"
 
-#include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
+#include "client/local_pod.h"
 #include "client/pod_state.h"
 #include "client/processes.h"
 #include "client/progress.h"
@@ -70,79 +67,23 @@ int ClusterUp(const ClusterUpOptions& o) {
     RemovePodState();
   }
 
-  const std::string dir = StateDir();
-  const std::string logs = dir + "/logs";
-  std::filesystem::create_directories(logs);
-  const std::string port_file = dir + "/coordinator.port";
-  std::filesystem::remove(port_file);
-
   PodState state;
   state.topology = o.topology;
-  state.log_dir = logs;
-  auto teardown = [&](const absl::Status& why) {
-    StopProcesses(state.pids, 2);
-    RemovePodState();
-    return Fail(why);
-  };
-
-  auto coord = SpawnDetached({FindBinary("tpuemu-coordinator"), "--topology", o.topology, "--slices",
-                              std::to_string(o.slices), "--chips-per-host", std::to_string(o.chips_per_host),
-                              "--wraparound", o.wraparound, "--time-scale", absl::StrCat(o.time_scale),
-                              "--listen", "127.0.0.1:0", "--port-file", port_file},
-                             logs + "/coordinator.log");
-  if (!coord.ok()) return Fail(coord.status());
-  state.pids.push_back(*coord);
-
+  state.log_dir = StateDir() + "/logs";
   Progress progress(!o.json);
-  int port = 0;
-  const auto start = std::chrono::steady_clock::now();
-  while (port == 0) {
-    std::ifstream(port_file) >> port;
-    if (port) break;
-    if (!ProcessAlive(*coord)) {
-      return teardown(absl::InternalError(absl::StrCat("the coordinator exited; its log says:\n",
-                                                       TailFile(logs + "/coordinator.log", 10))));
-    }
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(10)) {
-      return teardown(absl::DeadlineExceededError("the coordinator did not start within 10 s; see " + logs));
-    }
-    progress.Update("starting the coordinator");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto pod = StartLocalPod({{o.topology, o.slices, o.chips_per_host, o.wraparound}, o.time_scale, StateDir(), o.timeout_s},
+                           progress, [&](const LocalPod& started) {
+                             // Remembered before waiting, so `cluster down` can clean up whatever happens next.
+                             state.coordinator = started.coordinator;
+                             state.pids = started.pids;
+                             return SavePodState(state);
+                           });
+  if (!pod.ok()) {
+    RemovePodState();
+    return Fail(pod.status());
   }
-  state.coordinator = absl::StrCat("127.0.0.1:", port);
-  for (int slice = 0; slice < o.slices; ++slice) {
-    for (int host = 0; host < topo->hosts_per_slice(); ++host) {
-      auto w = SpawnDetached({FindBinary("tpuemu-worker"), "--coordinator", state.coordinator, "--slice",
-                              std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0"},
-                             absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));
-      if (!w.ok()) return teardown(w.status());
-      state.pids.push_back(*w);
-    }
-  }
-  if (auto s = SavePodState(state); !s.ok()) return teardown(s);
-
-  CoordinatorClient client(state.coordinator);
-  v1::ClusterStatus status;
-  while (true) {
-    auto s = client.Status(2);
-    if (s.ok()) {
-      status = *s;
-      if (status.ready()) break;
-      progress.Update(absl::StrCat("waiting for workers: ", status.workers_size(), "/", status.expected_workers(),
-                                   " registered"));
-    }
-    for (size_t i = 1; i < state.pids.size(); ++i) {
-      if (!ProcessAlive(state.pids[i])) {
-        return teardown(absl::InternalError(absl::StrCat("a worker exited during start-up; see the logs in ", logs)));
-      }
-    }
-    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(static_cast<int>(o.timeout_s * 1000))) {
-      return teardown(absl::DeadlineExceededError(absl::StrCat("the pod was not ready within ", o.timeout_s,
-                                                               " s; see the logs in ", logs)));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  progress.Done();
+  const v1::ClusterStatus& status = pod->status;
+  const std::string& logs = state.log_dir;
   if (o.json) {
     std::cout << StatusJson(status, state.coordinator).dump(2) << "\n";
   } else {

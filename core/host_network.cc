@@ -5,12 +5,9 @@ namespace tpuemu {
 HostNetwork::HostNetwork(const Topology& topo, std::vector<int> local_chips, double time_scale, Fabric* fabric)
     : topo_(topo), local_chips_(std::move(local_chips)), time_scale_(time_scale) {
   for (int chip : local_chips_) {
-    for (Axis axis : {Axis::kX, Axis::kY, Axis::kZ, Axis::kDcn}) {
-      for (int dir : {+1, -1}) {
-        if (!topo_.Neighbor(chip, axis, dir)) continue;
-        links_[{chip, static_cast<int>(axis), dir}] = std::make_unique<LinkSender>(
-            topo_.Link(axis), time_scale_, [fabric](Frame&& f) { return fabric->Deliver(std::move(f)); });
-      }
+    for (const auto& link : topo_.OutgoingLinks(chip)) {
+      links_[{chip, static_cast<int>(link.axis), link.dir}] = std::make_unique<LinkSender>(
+          topo_.Link(link.axis), time_scale_, [fabric](Frame&& f) { return fabric->Deliver(std::move(f)); });
     }
   }
 }

@@ -193,4 +193,14 @@ std::optional<int> Topology::Neighbor(int chip, Axis axis, int dir) const {
   return ChipId(c);
 }
 
+std::vector<Topology::OutgoingLink> Topology::OutgoingLinks(int chip) const {
+  std::vector<OutgoingLink> links;
+  for (Axis axis : {Axis::kX, Axis::kY, Axis::kZ, Axis::kDcn}) {
+    for (int dir : {+1, -1}) {
+      if (auto peer = Neighbor(chip, axis, dir)) links.push_back({axis, dir, *peer});
+    }
+  }
+  return links;
+}
+
 }  // namespace tpuemu

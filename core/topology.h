@@ -72,6 +72,14 @@ class Topology {
   // The chip one step along `axis` in direction dir (+1/-1), if the link exists.
   std::optional<int> Neighbor(int chip, Axis axis, int dir) const;
 
+  struct OutgoingLink {
+    Axis axis;
+    int dir;
+    int peer;
+  };
+  // Every directed link that leaves a chip (ICI and DCN).
+  std::vector<OutgoingLink> OutgoingLinks(int chip) const;
+
  private:
   ChipProfile profile_;
   TopologyRequest request_;

@@ -62,15 +62,12 @@ absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) 
 
 absl::Status GrpcFabric::ConnectLinks(const std::vector<int>& local_chips) {
   for (int chip : local_chips) {
-    for (Axis axis : {Axis::kX, Axis::kY, Axis::kZ, Axis::kDcn}) {
-      for (int dir : {+1, -1}) {
-        auto peer = topo_.Neighbor(chip, axis, dir);
-        if (!peer || topo_.HostOf(*peer) == my_host_) continue;
-        auto stream = StreamFor(chip, *peer);
-        if (!stream.ok()) return stream.status();
-        if (!(*stream)->channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
-          return absl::UnavailableError(absl::StrCat("cannot connect ", (*stream)->peer));
-        }
+    for (const auto& link : topo_.OutgoingLinks(chip)) {
+      if (topo_.HostOf(link.peer) == my_host_) continue;
+      auto stream = StreamFor(chip, link.peer);
+      if (!stream.ok()) return stream.status();
+      if (!(*stream)->channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
+        return absl::UnavailableError(absl::StrCat("cannot connect ", (*stream)->peer));
       }
     }
   }
