@@ -169,11 +169,18 @@ void Coordinator::PodLoop() {
 }
 
 absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
-  auto spec = FromProto(request.collective());
-  if (!spec.ok()) return spec.status();
   // Validate now so that bad input fails the submit, not a queued job.
-  auto plan = CollectivePlan::Create(topo_, *spec);
-  if (!plan.ok()) return plan.status();
+  if (request.has_matmul()) {
+    auto spec = FromProto(request.matmul());
+    if (!spec.ok()) return spec.status();
+    auto plan = PlanMatmulSpec(*spec, topo_);
+    if (!plan.ok()) return plan.status();
+  } else {
+    auto spec = FromProto(request.collective());
+    if (!spec.ok()) return spec.status();
+    auto plan = CollectivePlan::Create(topo_, *spec);
+    if (!plan.ok()) return plan.status();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (!ReadyLocked()) {
     int alive = 0;
@@ -187,7 +194,11 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
   entry.number = next_job_++;
   entry.job.set_id(absl::StrCat("job-", entry.number));
   entry.job.set_state(v1::JOB_STATE_PENDING);
-  *entry.job.mutable_collective() = ToProto(*spec);
+  if (request.has_matmul()) {
+    *entry.job.mutable_matmul() = request.matmul();
+  } else {
+    *entry.job.mutable_collective() = request.collective();
+  }
   entry.job.set_submitted_unix_s(UnixSeconds());
   const std::string id = entry.job.id();
   v1::Job copy = entry.job;
@@ -260,31 +271,56 @@ void Coordinator::JobLoop() {
     JobEntry& entry = jobs_[id];
     running_ = id;
     UpdateJobLocked(entry, [](v1::Job& j) { j.set_state(v1::JOB_STATE_RUNNING); });
-    auto spec = FromProto(entry.job.collective());
+    v1::Job job = entry.job;
     const uint64_t number = entry.number;
     lock.unlock();
-    auto report = RunCollective(id, number, *spec);
+    absl::Status status = RunJob(id, number, job);
     lock.lock();
     running_.clear();
     UpdateJobLocked(entry, [&](v1::Job& j) {
       j.set_finished_unix_s(UnixSeconds());
-      if (report.ok()) {
+      if (status.ok()) {
         j.set_state(v1::JOB_STATE_SUCCEEDED);
-        *j.mutable_result() = ToProto(*report);
+        if (job.has_result()) *j.mutable_result() = job.result();
+        if (job.has_matmul_result()) *j.mutable_matmul_result() = job.matmul_result();
       } else if (entry.cancel_requested && j.error().empty()) {
         j.set_state(v1::JOB_STATE_CANCELLED);
       } else {
         j.set_state(v1::JOB_STATE_FAILED);
-        if (j.error().empty()) j.set_error(std::string(report.status().message()));
+        if (j.error().empty()) j.set_error(std::string(status.message()));
       }
     });
   }
 }
 
-absl::StatusOr<CollectiveReport> Coordinator::RunCollective(const std::string& id, uint64_t job,
-                                                             const CollectiveSpec& spec) {
-  auto plan = CollectivePlan::Create(topo_, spec);
+absl::Status Coordinator::RunJob(const std::string& id, uint64_t number, v1::Job& job) {
+  if (job.has_matmul()) {
+    auto spec = FromProto(job.matmul());
+    if (!spec.ok()) return spec.status();
+    auto plan = PlanMatmulSpec(*spec, topo_);
+    if (!plan.ok()) return plan.status();
+    std::vector<ChipRunResult> chips;
+    std::vector<ChipCheck> checks;
+    if (auto s = FanOut(id, number, *spec, chips, checks); !s.ok()) return s;
+    *job.mutable_matmul_result() = ToProto(SummarizeMatmul(*plan, chips, checks, topo_.num_chips()));
+    return absl::OkStatus();
+  }
+  auto spec = FromProto(job.collective());
+  if (!spec.ok()) return spec.status();
+  auto plan = CollectivePlan::Create(topo_, *spec);
   if (!plan.ok()) return plan.status();
+  std::vector<ChipRunResult> chips;
+  std::vector<ChipCheck> checks;
+  if (auto s = FanOut(id, number, *spec, chips, checks); !s.ok()) return s;
+  std::map<int, uint64_t> mismatches;
+  for (const ChipCheck& c : checks) mismatches[c.chip] = c.mismatches;
+  for (ChipRunResult& c : chips) c.mismatches = mismatches[c.chip];
+  *job.mutable_result() = ToProto(Summarize(*plan, topo_, chips));
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::FanOut(const std::string& id, uint64_t job, const JobSpec& spec,
+                                 std::vector<ChipRunResult>& chips, std::vector<ChipCheck>& checks) {
   std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> clients;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -294,7 +330,6 @@ absl::StatusOr<CollectiveReport> Coordinator::RunCollective(const std::string& i
   // once. The first failure aborts the others so nobody waits for data that
   // will never come.
   std::mutex result_mu;
-  std::vector<ChipRunResult> chips;
   absl::Status first_error = absl::OkStatus();
   auto fail = [&](int host, const absl::Status& status) {
     std::lock_guard<std::mutex> lock(result_mu);
@@ -318,27 +353,24 @@ absl::StatusOr<CollectiveReport> Coordinator::RunCollective(const std::string& i
     for (auto& t : threads) t.join();
   };
   on_every_worker([&](int host, WorkerClient& client) {
-    if (auto s = client.PrepareCollective(job, spec); !s.ok()) fail(host, s);
+    if (auto s = client.PrepareJob(job, spec); !s.ok()) fail(host, s);
   });
   if (!first_error.ok()) return first_error;
   on_every_worker([&](int host, WorkerClient& client) {
-    auto r = client.RunCollective(job, spec);
+    auto r = client.RunJob(job, spec);
     if (!r.ok()) return fail(host, r.status());
     std::lock_guard<std::mutex> lock(result_mu);
     chips.insert(chips.end(), r->begin(), r->end());
   });
   if (!first_error.ok()) return first_error;
   // Checking starts only once every worker has stopped moving data.
-  std::map<int, uint64_t> mismatches;
   on_every_worker([&](int host, WorkerClient& client) {
-    auto r = client.CheckCollective(job);
+    auto r = client.CheckJob(job);
     if (!r.ok()) return fail(host, r.status());
     std::lock_guard<std::mutex> lock(result_mu);
-    mismatches.insert(r->begin(), r->end());
+    checks.insert(checks.end(), r->begin(), r->end());
   });
-  for (ChipRunResult& c : chips) c.mismatches = mismatches[c.chip];
-  if (!first_error.ok()) return first_error;
-  return Summarize(*plan, topo_, chips);
+  return first_error;
 }
 
 }  // namespace tpuemu

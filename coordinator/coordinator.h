@@ -1,5 +1,5 @@
 // The coordinator's logic: worker registry and liveness, pod configuration,
-// and a queue of collective jobs fanned out to every worker. No gRPC server
+// and a queue of jobs (collectives, matmuls) fanned out to every worker. No gRPC server
 // here; services/coordinator_service.cc exposes it.
 #pragma once
 
@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "core/collective_report.h"
+#include "core/host_job.h"
+#include "core/matmul_report.h"
 #include "core/pod_config.h"
 #include "services/coordinator_service.h"
 #include "services/worker_client.h"
@@ -67,8 +69,11 @@ class Coordinator : public CoordinatorBackend {
   bool AliveLocked(const Worker& w) const;
   std::string WorkerNameLocked(int host) const;
   void UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change);
-  // Runs outside the lock: takes the job's id and number, not its entry.
-  absl::StatusOr<CollectiveReport> RunCollective(const std::string& id, uint64_t job, const CollectiveSpec& spec);
+  // Runs outside the lock, on a copy of the job, and fills in its result.
+  absl::Status RunJob(const std::string& id, uint64_t number, v1::Job& job);
+  // Prepare, Run and Check on every worker; the first failure aborts all.
+  absl::Status FanOut(const std::string& id, uint64_t job, const JobSpec& spec, std::vector<ChipRunResult>& chips,
+                      std::vector<ChipCheck>& checks);
 
   const CoordinatorOptions options_;
   const Topology topo_;

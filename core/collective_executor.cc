@@ -32,6 +32,15 @@ class ChipCollective::Impl {
     for (const ChunkOp& op : prog_.sends) sends_after_[op.after_recv].push_back(&op);
   }
 
+  void PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links) {
+    prog_ = BuildChipProgram(plan_, chip_, plan_.spec().chunk_bytes / sizeof(float));
+    buffer_ = std::move(buffer);
+    ready_.Assign(0, plan_.virtual_len(), start_s);
+    compute_free_ = start_s;
+    links_ = links;
+    for (const ChunkOp& op : prog_.sends) sends_after_[op.after_recv].push_back(&op);
+  }
+
   absl::Status Move() {
     const auto wall_start = WallClock::now();
     absl::Status status = MoveAll();
@@ -50,7 +59,7 @@ class ChipCollective::Impl {
     }
     const double scale = net_.time_scale();
     if (scale > 0) result.host_lag_s = std::max(0.0, wall_s_ - result.emulated_s * scale);
-    for (auto& [key, link] : links_) {
+    for (auto& [key, link] : *links_) {
       const auto& [axis, dir] = key;
       if (link.bytes_sent() == 0) continue;
       const Axis a = static_cast<Axis>(axis);
@@ -90,11 +99,11 @@ class ChipCollective::Impl {
                                               " link but its plan sends on it"));
     }
     const double emu_bytes = static_cast<double>(op.elements) * dtype_;
-    auto [it, _] = links_.try_emplace({static_cast<int>(op.axis), op.dir}, net_.topology().Link(op.axis));
+    auto [it, _] = links_->try_emplace({static_cast<int>(op.axis), op.dir}, net_.topology().Link(op.axis));
     const EmuLink::Booking booking = it->second.Book(emu_bytes, ReadyTime(op));
 
     Frame frame;
-    frame.header = {options_.job, chip_, op.peer, op.tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
+    frame.header = {options_.job, chip_, op.peer, op.tag | options_.tag_base, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
     for (const Range& r : op.ranges) frame.lent.push_back({buffer_.get() + r.offset, r.len});
     frame.lender = buffer_;
     sender->Enqueue(std::move(frame));
@@ -102,7 +111,7 @@ class ChipCollective::Impl {
   }
 
   absl::Status Receive(const ChunkOp& op) {
-    auto frame = net_.mailbox().Take(options_.job, chip_, op.peer, op.tag, options_.recv_timeout);
+    auto frame = net_.mailbox().Take(options_.job, chip_, op.peer, op.tag | options_.tag_base, options_.recv_timeout);
     if (!frame.ok()) return frame.status();
     if (frame->elements() != op.elements) {
       return absl::InternalError(absl::StrCat("chip ", chip_, " expected ", op.elements, " elements from chip ",
@@ -151,7 +160,8 @@ class ChipCollective::Impl {
   // Shared with frames that lend ranges of it to their receivers.
   std::shared_ptr<float[]> buffer_;
   Payload scratch_;
-  std::map<std::pair<int, int>, EmuLink> links_;
+  LinkClocks own_links_;
+  LinkClocks* links_ = &own_links_;
   ChipProgram prog_;
   std::map<int, std::vector<const ChunkOp*>> sends_after_;
   double wall_s_ = 0;
@@ -161,6 +171,9 @@ ChipCollective::ChipCollective(const CollectivePlan& plan, int chip, HostNetwork
     : impl_(std::make_unique<Impl>(plan, chip, net, options)) {}
 ChipCollective::~ChipCollective() = default;
 void ChipCollective::Prepare() { impl_->Prepare(); }
+void ChipCollective::PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links) {
+  impl_->PrepareOn(std::move(buffer), start_s, links);
+}
 absl::Status ChipCollective::Move() { return impl_->Move(); }
 absl::StatusOr<ChipRunResult> ChipCollective::Report() { return impl_->Report(); }
 uint64_t ChipCollective::CountMismatches() { return impl_->CountMismatches(); }

@@ -4,12 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/collective_plan.h"
 #include "core/host_network.h"
+#include "core/link_clock.h"
 
 namespace tpuemu {
 
@@ -21,17 +24,25 @@ struct LinkUse {
   uint64_t emu_bytes = 0;  // emulated bytes this collective put on the link
 };
 
+// Emulated clocks of a chip's outgoing links, by (axis, dir).
+using LinkClocks = std::map<std::pair<int, int>, EmuLink>;
+
 struct ChipRunResult {
   int chip = 0;
   double emulated_s = 0;  // when the chip's result was complete, emulated clock
   double wall_s = 0;      // wall time of the data movement (inputs and checks excluded)
   double host_lag_s = 0;  // paced runs: wall time beyond emulated_s * time_scale
+  double compute_s = 0;   // emulated time of local compute ops (matmul jobs)
+  uint64_t flops = 0;     // local compute ops (matmul jobs)
   uint64_t mismatches = 0;
   std::vector<LinkUse> links;
 };
 
 struct RunOptions {
   uint64_t job = 0;
+  // ORed into every chunk tag, so that several collectives of one job (the
+  // steps of a matmul) never mistake each other's chunks.
+  uint64_t tag_base = 0;
   absl::Duration recv_timeout = absl::Seconds(120);
 };
 
@@ -43,6 +54,11 @@ class ChipCollective {
   ~ChipCollective();
   // Builds the program, allocates and fills the buffers (not timed).
   void Prepare();
+  // Instead of Prepare: run on the caller's virtual buffer, which holds this
+  // chip's input at plan.InputRanges(chip) from emulated time `start_s` on.
+  // `links` carries each outgoing link's emulated clock from one collective
+  // of a job to the next (and counts the bytes they all sent).
+  void PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links);
   // Moves the data over the links on both clocks (timed).
   absl::Status Move();
   // Times, link bytes and link errors of the move (mismatches left at 0).

@@ -23,9 +23,21 @@ absl::StatusOr<CollectiveReport> InProcessPod::Run(const CollectiveSpec& spec) {
   host.Prepare();
   auto chips = host.Run();
   if (!chips.ok()) return chips.status();
-  const std::vector<uint64_t> mismatches = host.Check();
-  for (size_t i = 0; i < chips->size(); ++i) (*chips)[i].mismatches = mismatches[i];
+  const std::vector<ChipCheck> checks = host.Check();
+  for (size_t i = 0; i < chips->size(); ++i) (*chips)[i].mismatches = checks[i].mismatches;
   return Summarize(*plan, topo_, *chips);
+}
+
+absl::StatusOr<MatmulReport> InProcessPod::RunMatmul(const MatmulSpec& spec) {
+  auto program = MatmulProgram::Create(spec, topo_);
+  if (!program.ok()) return program.status();
+  RunOptions options;
+  options.job = next_job_++;
+  HostMatmul host(*program, *net_, options);
+  host.Prepare();
+  auto chips = host.Run();
+  if (!chips.ok()) return chips.status();
+  return SummarizeMatmul((*program)->plan, *chips, host.Check(), topo_.num_chips());
 }
 
 }  // namespace tpuemu

@@ -8,6 +8,8 @@
 #include "absl/status/statusor.h"
 #include "core/collective_report.h"
 #include "core/host_collective.h"
+#include "core/host_matmul.h"
+#include "core/matmul_report.h"
 #include "core/host_network.h"
 
 namespace tpuemu {
@@ -17,6 +19,7 @@ class InProcessPod : public Fabric {
   InProcessPod(const Topology& topo, double time_scale);
   absl::Status Deliver(Frame&& frame) override;
   absl::StatusOr<CollectiveReport> Run(const CollectiveSpec& spec);
+  absl::StatusOr<MatmulReport> RunMatmul(const MatmulSpec& spec);
   HostNetwork& network() { return *net_; }
 
  private:

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
 namespace tpuemu {
@@ -42,6 +43,14 @@ std::string FormatBytes(uint64_t b) {
   if (b >= (1ULL << 20) && b % (1ULL << 20) == 0) return absl::StrCat(b >> 20, "MiB");
   if (b >= (1ULL << 10) && b % (1ULL << 10) == 0) return absl::StrCat(b >> 10, "KiB");
   return absl::StrCat(b, "B");
+}
+
+std::string FormatSeconds(double s) {
+  const double a = s < 0 ? -s : s;
+  if (a >= 1) return absl::StrFormat("%.3g s", s);
+  if (a >= 1e-3) return absl::StrFormat("%.3g ms", s * 1e3);
+  if (a >= 1e-6 || a == 0) return absl::StrFormat("%.3g us", s * 1e6);
+  return absl::StrFormat("%.3g ns", s * 1e9);
 }
 
 }  // namespace tpuemu

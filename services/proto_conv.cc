@@ -3,6 +3,28 @@
 namespace tpuemu {
 namespace {
 
+v1::MatmulCandidate ToProto(const MatmulCandidate& c) {
+  v1::MatmulCandidate p;
+  p.set_summary(c.summary);
+  for (const MatmulStep& s : c.steps) {
+    v1::MatmulStep* step = p.add_steps();
+    step->set_kind(StepKindName(s.kind));
+    step->set_notation(s.notation);
+    step->set_axes(s.axes);
+    for (Axis a : s.collective.axes) step->add_physical_axes(AxisName(a));
+    step->set_bytes(s.bytes);
+    for (const auto& [axis, b] : s.bytes_per_chip) (*step->mutable_bytes_per_chip())[axis] = b;
+    step->set_flops(s.flops);
+    step->set_predicted_s(s.predicted_s);
+  }
+  p.set_compute_s(c.compute_s);
+  p.set_comm_s(c.comm_s);
+  p.set_predicted_s(c.predicted_s());
+  p.set_flops_per_chip(c.flops_per_chip);
+  p.set_comm_bytes_per_chip(c.comm_bytes_per_chip);
+  return p;
+}
+
 v1::LinkUse ToProto(const LinkUse& l) {
   v1::LinkUse p;
   p.set_src(l.src);
@@ -68,6 +90,8 @@ v1::ChipResult ToProto(const ChipRunResult& r) {
   p.set_wall_s(r.wall_s);
   p.set_host_lag_s(r.host_lag_s);
   p.set_mismatches(r.mismatches);
+  p.set_compute_s(r.compute_s);
+  p.set_flops(r.flops);
   for (const LinkUse& l : r.links) *p.add_links() = ToProto(l);
   return p;
 }
@@ -79,6 +103,8 @@ absl::StatusOr<ChipRunResult> FromProto(const v1::ChipResult& p) {
   r.wall_s = p.wall_s();
   r.host_lag_s = p.host_lag_s();
   r.mismatches = p.mismatches();
+  r.compute_s = p.compute_s();
+  r.flops = p.flops();
   for (const v1::LinkUse& l : p.links()) {
     auto axis = ParseAxis(l.axis());
     if (!axis.ok()) return axis.status();
@@ -108,6 +134,108 @@ v1::CollectiveResult ToProto(const CollectiveReport& r) {
   p.set_mismatches(r.mismatches);
   for (const LinkUse& l : r.links) *p.add_links() = ToProto(l);
   return p;
+}
+
+}  // namespace tpuemu
+
+namespace tpuemu {
+
+v1::MatmulSpec ToProto(const MatmulSpec& spec) {
+  v1::MatmulSpec p;
+  p.set_expr(spec.expr);
+  p.set_dims(spec.dims);
+  p.set_mesh(spec.mesh);
+  p.set_seed(spec.seed);
+  p.set_dtype_bytes(spec.dtype_bytes);
+  p.set_values(ValueKindName(spec.values));
+  p.set_chunk_bytes(spec.chunk_bytes);
+  return p;
+}
+
+absl::StatusOr<MatmulSpec> FromProto(const v1::MatmulSpec& p) {
+  MatmulSpec spec;
+  spec.expr = p.expr();
+  spec.dims = p.dims();
+  spec.mesh = p.mesh();
+  if (p.seed() != 0) spec.seed = p.seed();
+  if (p.dtype_bytes() != 0) spec.dtype_bytes = p.dtype_bytes();
+  auto values = ParseValueKind(p.values().empty() ? "uniform" : p.values());
+  if (!values.ok()) return values.status();
+  spec.values = *values;
+  if (p.chunk_bytes() != 0) spec.chunk_bytes = p.chunk_bytes();
+  return spec;
+}
+
+v1::MatmulResult PlanToProto(const MatmulPlan& plan) {
+  v1::MatmulResult p;
+  p.set_expr(plan.problem.text);
+  p.set_mesh(plan.problem.mesh.Describe());
+  p.set_dtype_bytes(plan.options.dtype_bytes);
+  *p.mutable_plan() = ToProto(plan.chosen());
+  for (size_t i = 1; i < plan.candidates.size(); ++i) *p.add_alternatives() = ToProto(plan.candidates[i]);
+  p.set_why(plan.why);
+  p.set_flops_per_chip(plan.chosen().flops_per_chip);
+  p.set_predicted_s(plan.chosen().predicted_s());
+  return p;
+}
+
+v1::MatmulResult ToProto(const MatmulReport& r) {
+  v1::MatmulResult p;
+  p.set_expr(r.expr);
+  p.set_mesh(r.mesh);
+  p.set_dtype_bytes(r.dtype_bytes);
+  *p.mutable_plan() = ToProto(r.candidates.front());
+  for (size_t i = 1; i < r.candidates.size(); ++i) *p.add_alternatives() = ToProto(r.candidates[i]);
+  p.set_why(r.why);
+  for (const auto& [axis, b] : r.comm_bytes) (*p.mutable_comm_bytes())[axis] = b;
+  p.set_comm_bytes_total(r.comm_bytes_total);
+  p.set_flops_per_chip(r.flops_per_chip);
+  p.set_emulated_s(r.emulated_s);
+  p.set_compute_s(r.compute_s);
+  p.set_comm_s(r.comm_s);
+  p.set_predicted_s(r.predicted_s);
+  p.set_ratio(r.ratio);
+  p.set_wall_s(r.wall_s);
+  p.set_host_lag_s(r.host_lag_s);
+  p.set_max_rel_err(r.max_rel_err);
+  p.set_correct(r.correct);
+  for (const LinkUse& l : r.links) *p.add_links() = ToProto(l);
+  return p;
+}
+
+v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec) {
+  v1::RunJobRequest p;
+  p.set_job(job);
+  if (const auto* c = std::get_if<CollectiveSpec>(&spec)) {
+    *p.mutable_collective() = ToProto(*c);
+  } else {
+    *p.mutable_matmul() = ToProto(std::get<MatmulSpec>(spec));
+  }
+  return p;
+}
+
+absl::StatusOr<JobSpec> FromProto(const v1::RunJobRequest& p) {
+  if (p.has_matmul()) {
+    auto m = FromProto(p.matmul());
+    if (!m.ok()) return m.status();
+    return JobSpec(*m);
+  }
+  auto c = FromProto(p.collective());
+  if (!c.ok()) return c.status();
+  return JobSpec(*c);
+}
+
+v1::ChipCheck ToProto(const ChipCheck& c) {
+  v1::ChipCheck p;
+  p.set_chip(c.chip);
+  p.set_mismatches(c.mismatches);
+  p.set_max_abs_err(c.max_abs_err);
+  p.set_max_abs_ref(c.max_abs_ref);
+  return p;
+}
+
+ChipCheck FromProto(const v1::ChipCheck& p) {
+  return {p.chip(), p.mismatches(), p.max_abs_err(), p.max_abs_ref()};
 }
 
 }  // namespace tpuemu

@@ -4,9 +4,14 @@
 #include "absl/status/statusor.h"
 #include "core/collective_report.h"
 #include "core/collective_spec.h"
+#include "core/host_job.h"
+#include "core/matmul_report.h"
+#include "core/matmul_spec.h"
 #include "core/pod_config.h"
 #include "tpuemu/v1/collective.pb.h"
+#include "tpuemu/v1/matmul.pb.h"
 #include "tpuemu/v1/pod.pb.h"
+#include "tpuemu/v1/worker.pb.h"
 
 namespace tpuemu {
 
@@ -20,5 +25,16 @@ v1::ChipResult ToProto(const ChipRunResult& r);
 absl::StatusOr<ChipRunResult> FromProto(const v1::ChipResult& proto);
 
 v1::CollectiveResult ToProto(const CollectiveReport& r);
+
+v1::MatmulSpec ToProto(const MatmulSpec& spec);
+absl::StatusOr<MatmulSpec> FromProto(const v1::MatmulSpec& proto);
+// A plan that has not run: the measured fields stay 0.
+v1::MatmulResult PlanToProto(const MatmulPlan& plan);
+v1::MatmulResult ToProto(const MatmulReport& r);
+
+v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec);
+absl::StatusOr<JobSpec> FromProto(const v1::RunJobRequest& proto);
+v1::ChipCheck ToProto(const ChipCheck& c);
+ChipCheck FromProto(const v1::ChipCheck& proto);
 
 }  // namespace tpuemu

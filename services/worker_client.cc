@@ -22,17 +22,16 @@ class GrpcWorkerClient : public WorkerClient {
     return FromGrpcStatus(stub_->Configure(&ctx, PodConfigToProto(config), &resp), Context());
   }
 
-  absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) override {
+  absl::Status PrepareJob(uint64_t job, const JobSpec& spec) override {
     grpc::ClientContext ctx;
-    v1::PrepareCollectiveResponse resp;
-    return FromGrpcStatus(stub_->PrepareCollective(&ctx, Request(job, spec), &resp), Context());
+    v1::PrepareJobResponse resp;
+    return FromGrpcStatus(stub_->PrepareJob(&ctx, ToProto(job, spec), &resp), Context());
   }
 
-  absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) override {
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) override {
     grpc::ClientContext ctx;
-    v1::RunCollectiveResponse resp;
-    const v1::RunCollectiveRequest req = Request(job, spec);
-    absl::Status status = FromGrpcStatus(stub_->RunCollective(&ctx, req, &resp), Context());
+    v1::RunJobResponse resp;
+    absl::Status status = FromGrpcStatus(stub_->RunJob(&ctx, ToProto(job, spec), &resp), Context());
     if (!status.ok()) return status;
     std::vector<ChipRunResult> out;
     for (const v1::ChipResult& c : resp.chips()) {
@@ -43,15 +42,15 @@ class GrpcWorkerClient : public WorkerClient {
     return out;
   }
 
-  absl::StatusOr<std::map<int, uint64_t>> CheckCollective(uint64_t job) override {
+  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) override {
     grpc::ClientContext ctx;
-    v1::CheckCollectiveRequest req;
+    v1::CheckJobRequest req;
     req.set_job(job);
-    v1::CheckCollectiveResponse resp;
-    absl::Status status = FromGrpcStatus(stub_->CheckCollective(&ctx, req, &resp), Context());
+    v1::CheckJobResponse resp;
+    absl::Status status = FromGrpcStatus(stub_->CheckJob(&ctx, req, &resp), Context());
     if (!status.ok()) return status;
-    std::map<int, uint64_t> out;
-    for (const auto& c : resp.chips()) out[c.chip()] = c.mismatches();
+    std::vector<ChipCheck> out;
+    for (const v1::ChipCheck& c : resp.chips()) out.push_back(FromProto(c));
     return out;
   }
 
@@ -66,12 +65,6 @@ class GrpcWorkerClient : public WorkerClient {
   }
 
  private:
-  static v1::RunCollectiveRequest Request(uint64_t job, const CollectiveSpec& spec) {
-    v1::RunCollectiveRequest req;
-    req.set_job(job);
-    *req.mutable_spec() = ToProto(spec);
-    return req;
-  }
   std::string Context() const { return "worker at " + address_; }
   std::string address_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;

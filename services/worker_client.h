@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "core/collective_executor.h"
 #include "core/collective_spec.h"
+#include "core/host_job.h"
 #include "core/pod_config.h"
 
 namespace tpuemu {
@@ -18,9 +19,9 @@ class WorkerClient {
  public:
   virtual ~WorkerClient() = default;
   virtual absl::Status Configure(const PodConfig& config) = 0;
-  virtual absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) = 0;
-  virtual absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) = 0;
-  virtual absl::StatusOr<std::map<int, uint64_t>> CheckCollective(uint64_t job) = 0;
+  virtual absl::Status PrepareJob(uint64_t job, const JobSpec& spec) = 0;
+  virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) = 0;
+  virtual absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) = 0;
   virtual absl::Status Abort(uint64_t job, const std::string& reason) = 0;
 };
 

@@ -29,32 +29,27 @@ grpc::Status WorkerServiceImpl::Configure(grpc::ServerContext*, const v1::Config
   return ToGrpcStatus(backend_->Configure(PodConfigFromProto(*req)));
 }
 
-grpc::Status WorkerServiceImpl::PrepareCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
-                                                  v1::PrepareCollectiveResponse*) {
-  auto spec = FromProto(req->spec());
+grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJobRequest* req,
+                                           v1::PrepareJobResponse*) {
+  auto spec = FromProto(*req);
   if (!spec.ok()) return ToGrpcStatus(spec.status());
-  return ToGrpcStatus(backend_->PrepareCollective(req->job(), *spec));
+  return ToGrpcStatus(backend_->PrepareJob(req->job(), *spec));
 }
 
-grpc::Status WorkerServiceImpl::RunCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
-                                              v1::RunCollectiveResponse* resp) {
-  auto spec = FromProto(req->spec());
+grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::RunJobResponse* resp) {
+  auto spec = FromProto(*req);
   if (!spec.ok()) return ToGrpcStatus(spec.status());
-  auto chips = backend_->RunCollective(req->job(), *spec);
+  auto chips = backend_->RunJob(req->job(), *spec);
   if (!chips.ok()) return ToGrpcStatus(chips.status());
   for (const ChipRunResult& c : *chips) *resp->add_chips() = ToProto(c);
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::CheckCollective(grpc::ServerContext*, const v1::CheckCollectiveRequest* req,
-                                                v1::CheckCollectiveResponse* resp) {
-  auto checks = backend_->CheckCollective(req->job());
+grpc::Status WorkerServiceImpl::CheckJob(grpc::ServerContext*, const v1::CheckJobRequest* req,
+                                         v1::CheckJobResponse* resp) {
+  auto checks = backend_->CheckJob(req->job());
   if (!checks.ok()) return ToGrpcStatus(checks.status());
-  for (const auto& [chip, mismatches] : *checks) {
-    v1::ChipCheck* c = resp->add_chips();
-    c->set_chip(chip);
-    c->set_mismatches(mismatches);
-  }
+  for (const ChipCheck& c : *checks) *resp->add_chips() = ToProto(c);
   return grpc::Status::OK;
 }
 

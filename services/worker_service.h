@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "core/collective_executor.h"
 #include "core/collective_spec.h"
+#include "core/host_job.h"
 #include "core/pod_config.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
@@ -24,11 +25,11 @@ class WorkerBackend {
  public:
   virtual ~WorkerBackend() = default;
   virtual absl::Status Configure(const PodConfig& config) = 0;
-  virtual absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) = 0;
+  virtual absl::Status PrepareJob(uint64_t job, const JobSpec& spec) = 0;
   // Runs the prepared job (preparing it first if it was not).
-  virtual absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) = 0;
-  // Mismatching elements per local chip of a job that ran; forgets the job.
-  virtual absl::StatusOr<std::map<int, uint64_t>> CheckCollective(uint64_t job) = 0;
+  virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) = 0;
+  // Checks each local chip's result of a job that ran; forgets the job.
+  virtual absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) = 0;
   virtual void Abort(uint64_t job, const std::string& reason) = 0;
   virtual WorkerStatusView Status() = 0;
 };
@@ -40,12 +41,9 @@ class WorkerServiceImpl : public v1::WorkerService::Service {
  public:
   explicit WorkerServiceImpl(WorkerBackend* backend) : backend_(backend) {}
   grpc::Status Configure(grpc::ServerContext*, const v1::ConfigureRequest* req, v1::ConfigureResponse*) override;
-  grpc::Status PrepareCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
-                                 v1::PrepareCollectiveResponse*) override;
-  grpc::Status RunCollective(grpc::ServerContext*, const v1::RunCollectiveRequest* req,
-                             v1::RunCollectiveResponse* resp) override;
-  grpc::Status CheckCollective(grpc::ServerContext*, const v1::CheckCollectiveRequest* req,
-                               v1::CheckCollectiveResponse* resp) override;
+  grpc::Status PrepareJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::PrepareJobResponse*) override;
+  grpc::Status RunJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::RunJobResponse* resp) override;
+  grpc::Status CheckJob(grpc::ServerContext*, const v1::CheckJobRequest* req, v1::CheckJobResponse* resp) override;
   grpc::Status Abort(grpc::ServerContext*, const v1::AbortRequest* req, v1::AbortResponse*) override;
   grpc::Status GetStatus(grpc::ServerContext*, const v1::WorkerStatusRequest*, v1::WorkerStatus* resp) override;
 

@@ -20,7 +20,7 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
   if (!topo.ok()) return topo.status();
   std::unique_lock<std::mutex> run_lock(run_mu_, std::try_to_lock);
   if (!run_lock.owns_lock()) {
-    return absl::FailedPreconditionError("worker is running a collective; configure it when idle");
+    return absl::FailedPreconditionError("worker is running a job; configure it when idle");
   }
   int host;
   {
@@ -43,22 +43,21 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
   return absl::OkStatus();
 }
 
-absl::Status WorkerNode::PrepareCollective(uint64_t job, const CollectiveSpec& spec) {
+absl::Status WorkerNode::PrepareJob(uint64_t job, const JobSpec& spec) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return absl::FailedPreconditionError("worker is not configured yet; wait for the pod to be ready");
-  auto plan = CollectivePlan::Create(p->topo, spec);
-  if (!plan.ok()) return plan.status();
   RunOptions options;
   options.job = job;
-  auto host = std::make_unique<HostCollective>(*std::move(plan), *p->net, options);
-  host->Prepare();
+  auto host = MakeHostJob(spec, *p->net, options);
+  if (!host.ok()) return host.status();
+  (*host)->Prepare();
   std::lock_guard<std::mutex> lock(mu_);
-  prepared_[job] = std::move(host);
+  prepared_[job] = *std::move(host);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunCollective(uint64_t job, const CollectiveSpec& spec) {
-  std::unique_ptr<HostCollective> host;
+absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t job, const JobSpec& spec) {
+  std::unique_ptr<HostJob> host;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = prepared_.find(job);
@@ -68,8 +67,8 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunCollective(uint64_t jo
     }
   }
   if (!host) {
-    if (auto s = PrepareCollective(job, spec); !s.ok()) return s;
-    return RunCollective(job, spec);
+    if (auto s = PrepareJob(job, spec); !s.ok()) return s;
+    return RunJob(job, spec);
   }
   std::lock_guard<std::mutex> run_lock(run_mu_);
   {
@@ -83,9 +82,8 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunCollective(uint64_t jo
   return result;
 }
 
-absl::StatusOr<std::map<int, uint64_t>> WorkerNode::CheckCollective(uint64_t job) {
-  std::unique_ptr<HostCollective> host;
-  std::shared_ptr<Pod> p = pod();
+absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t job) {
+  std::unique_ptr<HostJob> host;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = ran_.find(job);
@@ -93,10 +91,7 @@ absl::StatusOr<std::map<int, uint64_t>> WorkerNode::CheckCollective(uint64_t job
     host = std::move(it->second);
     ran_.erase(it);
   }
-  const std::vector<uint64_t> mismatches = host->Check();
-  std::map<int, uint64_t> out;
-  for (size_t i = 0; i < mismatches.size(); ++i) out[p->net->local_chips()[i]] = mismatches[i];
-  return out;
+  return host->Check();
 }
 
 void WorkerNode::Abort(uint64_t job, const std::string& reason) {

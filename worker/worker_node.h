@@ -1,5 +1,5 @@
 // One emulated TPU host: its chips, their links (paced, clocked) and the
-// gRPC fabric to the other hosts. Runs its chips' share of each collective.
+// gRPC fabric to the other hosts. Runs its chips' share of each job.
 #pragma once
 
 #include <memory>
@@ -8,7 +8,7 @@
 #include <map>
 
 #include "core/host_network.h"
-#include "core/host_collective.h"
+#include "core/host_job.h"
 #include "services/grpc_fabric.h"
 #include "services/worker_service.h"
 
@@ -20,9 +20,9 @@ class WorkerNode : public WorkerBackend {
   void set_global_host(int host);
 
   absl::Status Configure(const PodConfig& config) override;
-  absl::Status PrepareCollective(uint64_t job, const CollectiveSpec& spec) override;
-  absl::StatusOr<std::vector<ChipRunResult>> RunCollective(uint64_t job, const CollectiveSpec& spec) override;
-  absl::StatusOr<std::map<int, uint64_t>> CheckCollective(uint64_t job) override;
+  absl::Status PrepareJob(uint64_t job, const JobSpec& spec) override;
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) override;
+  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) override;
   void Abort(uint64_t job, const std::string& reason) override;
   WorkerStatusView Status() override;
 
@@ -41,9 +41,9 @@ class WorkerNode : public WorkerBackend {
   int host_;
   std::shared_ptr<Pod> pod_;
   uint64_t running_job_ = 0;
-  std::map<uint64_t, std::unique_ptr<HostCollective>> prepared_;  // waiting to run
-  std::map<uint64_t, std::unique_ptr<HostCollective>> ran_;       // waiting to be checked
-  std::mutex run_mu_;  // one collective at a time
+  std::map<uint64_t, std::unique_ptr<HostJob>> prepared_;  // waiting to run
+  std::map<uint64_t, std::unique_ptr<HostJob>> ran_;       // waiting to be checked
+  std::mutex run_mu_;  // one job at a time
 };
 
 }  // namespace tpuemu

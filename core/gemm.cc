@@ -1,0 +1,17 @@
+#include "core/gemm.h"
+
+#include <blis.h>
+
+namespace tpuemu {
+
+void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
+  // One thread whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say: the chips
+  // of a host already run one thread each.
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(1, &rntm);
+  float one = 1.0f, zero = 0.0f;
+  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c.rows, c.cols, a.cols, &one, const_cast<float*>(a.data), a.rs,
+               a.cs, const_cast<float*>(b.data), b.rs, b.cs, &zero, c.data, c.rs, c.cs, nullptr, &rntm);
+}
+
+}  // namespace tpuemu

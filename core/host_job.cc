@@ -1,0 +1,46 @@
+#include "core/host_job.h"
+
+#include <thread>
+
+#include "core/host_collective.h"
+#include "core/host_matmul.h"
+
+namespace tpuemu {
+
+void OnThreads(size_t n, const std::function<void(size_t)>& fn) {
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < n; ++i) threads.emplace_back(fn, i);
+  for (auto& t : threads) t.join();
+}
+
+absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, uint64_t job, size_t n,
+                                                    const std::function<absl::Status(size_t)>& move,
+                                                    const std::function<absl::StatusOr<ChipRunResult>(size_t)>& report) {
+  std::vector<absl::Status> moved(n);
+  OnThreads(n, [&](size_t i) {
+    moved[i] = move(i);
+    if (!moved[i].ok()) net.mailbox().AbortJob(job, moved[i]);
+  });
+  std::vector<ChipRunResult> out;
+  absl::Status first = absl::OkStatus();
+  for (size_t i = 0; i < n && first.ok(); ++i) {
+    auto r = moved[i].ok() ? report(i) : absl::StatusOr<ChipRunResult>(moved[i]);
+    if (r.ok()) out.push_back(*std::move(r)); else first = r.status();
+  }
+  net.ForgetJob(job);
+  if (!first.ok()) return first;
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(const JobSpec& spec, HostNetwork& net, const RunOptions& options) {
+  if (const auto* c = std::get_if<CollectiveSpec>(&spec)) {
+    auto plan = CollectivePlan::Create(net.topology(), *c);
+    if (!plan.ok()) return plan.status();
+    return std::unique_ptr<HostJob>(std::make_unique<HostCollective>(*std::move(plan), net, options));
+  }
+  auto program = MatmulProgram::Create(std::get<MatmulSpec>(spec), net.topology());
+  if (!program.ok()) return program.status();
+  return std::unique_ptr<HostJob>(std::make_unique<HostMatmul>(*std::move(program), net, options));
+}
+
+}  // namespace tpuemu

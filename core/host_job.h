@@ -1,0 +1,52 @@
+// One host's share of a job (a collective or a matmul), run on a thread per
+// local chip in three steps that a pod runs on every host at once, so that no
+// chip's set-up or checking steals the cores another chip is moving data
+// with: Prepare (buffers allocated and filled), Run (timed), Check (results
+// verified).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/collective_executor.h"
+#include "core/collective_spec.h"
+#include "core/host_network.h"
+#include "core/matmul_spec.h"
+
+namespace tpuemu {
+
+using JobSpec = std::variant<CollectiveSpec, MatmulSpec>;
+
+struct ChipCheck {
+  int chip = 0;
+  uint64_t mismatches = 0;  // collectives: elements that differ from the reference
+  double max_abs_err = 0;   // matmuls: max |C - one-device product| over the chip's block
+  double max_abs_ref = 0;   // matmuls: max |one-device product| over the block
+};
+
+class HostJob {
+ public:
+  virtual ~HostJob() = default;
+  virtual void Prepare() = 0;
+  virtual absl::StatusOr<std::vector<ChipRunResult>> Run() = 0;
+  virtual std::vector<ChipCheck> Check() = 0;
+};
+
+// Plans the job for this host's chips; a bad spec fails here.
+absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(const JobSpec& spec, HostNetwork& net, const RunOptions& options);
+
+// Runs fn(0..n-1) on n threads and joins them.
+void OnThreads(size_t n, const std::function<void(size_t)>& fn);
+
+// Runs every chip's `move` at once (the first failure aborts the job's
+// mailbox, so that the other chips stop waiting for data that will never
+// come), then, once all have stopped, collects every chip's `report`.
+absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, uint64_t job, size_t n,
+                                                    const std::function<absl::Status(size_t)>& move,
+                                                    const std::function<absl::StatusOr<ChipRunResult>(size_t)>& report);
+
+}  // namespace tpuemu

@@ -1,0 +1,43 @@
+#include "core/host_matmul.h"
+
+namespace tpuemu {
+
+HostMatmul::HostMatmul(std::shared_ptr<const MatmulProgram> program, HostNetwork& net, const RunOptions& options)
+    : program_(std::move(program)), net_(net), options_(options) {}
+
+void HostMatmul::Prepare() {
+  if (!chips_.empty()) return;
+  for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipMatmul>(program_, chip, net_, options_));
+  OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
+}
+
+absl::StatusOr<std::vector<ChipRunResult>> HostMatmul::Run() {
+  Prepare();
+  results_.assign(chips_.size(), absl::UnknownError("not run"));
+  return RunChips(
+      net_, options_.job, chips_.size(),
+      [&](size_t i) {
+        results_[i] = chips_[i]->Run();
+        return results_[i].status();
+      },
+      [&](size_t i) { return results_[i]; });
+}
+
+std::vector<ChipCheck> HostMatmul::Check() {
+  std::vector<ChipCheck> checks(chips_.size());
+  OnThreads(chips_.size(), [&](size_t i) {
+    const MatmulCheck c = chips_[i]->Check();
+    checks[i].chip = net_.local_chips()[i];
+    checks[i].max_abs_err = c.max_abs_err;
+    checks[i].max_abs_ref = c.max_abs_ref;
+  });
+  return checks;
+}
+
+std::vector<const LocalTensor*> HostMatmul::Results() const {
+  std::vector<const LocalTensor*> out;
+  for (const auto& c : chips_) out.push_back(&c->result());
+  return out;
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,29 @@
+// One host's share of a matmul: a ChipMatmul per local chip.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/chip_matmul.h"
+#include "core/host_job.h"
+
+namespace tpuemu {
+
+class HostMatmul : public HostJob {
+ public:
+  HostMatmul(std::shared_ptr<const MatmulProgram> program, HostNetwork& net, const RunOptions& options);
+  void Prepare() override;
+  absl::StatusOr<std::vector<ChipRunResult>> Run() override;
+  std::vector<ChipCheck> Check() override;
+  // The local chips' blocks of the product (after Run), in local_chips() order.
+  std::vector<const LocalTensor*> Results() const;
+
+ private:
+  std::shared_ptr<const MatmulProgram> program_;
+  HostNetwork& net_;
+  const RunOptions options_;
+  std::vector<std::unique_ptr<ChipMatmul>> chips_;
+  std::vector<absl::StatusOr<ChipRunResult>> results_;
+};
+
+}  // namespace tpuemu
