@@ -2,17 +2,15 @@
 
 #include <cstdio>
 #include <iostream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/pod_state.h"
-#include "client/progress.h"
+#include "client/job_wait.h"
 #include "core/collective_spec.h"
 #include "core/units.h"
 #include "nlohmann/json.hpp"
-#include "services/coordinator_service.h"
 #include "services/proto_conv.h"
 
 namespace tpuemu {
@@ -79,7 +77,6 @@ int Bench(const BenchOptions& o) {
   CoordinatorClient client(*address);
 
   std::vector<v1::Job> done;
-  Progress progress(true);
   bool all_good = true;
   for (uint64_t bytes : *sizes) {
     CollectiveSpec spec;
@@ -92,21 +89,8 @@ int Bench(const BenchOptions& o) {
     spec.chunk_bytes = *chunk;
     v1::SubmitJobRequest req;
     *req.mutable_collective() = ToProto(spec);
-    auto job = client.Submit(req);
+    auto job = RunJob(client, req, absl::StrCat(o.op, " of ", FormatBytes(bytes), " over ", o.axes));
     if (!job.ok()) return Fail(job.status());
-    while (!IsTerminal(job->state())) {
-      progress.Update(absl::StrCat(job->id(), ": ", o.op, " of ", FormatBytes(bytes), " over ", o.axes,
-                                   job->state() == v1::JOB_STATE_PENDING ? " (queued)" : ""));
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      job = client.Get(job->id());
-      if (!job.ok()) return Fail(job.status());
-    }
-    progress.Done();
-    if (job->state() != v1::JOB_STATE_SUCCEEDED) {
-      return Fail(absl::AbortedError(absl::StrCat(job->id(), " ", job->state() == v1::JOB_STATE_CANCELLED
-                                                                     ? "was cancelled"
-                                                                     : "failed: " + job->error())));
-    }
     all_good = all_good && job->result().correct();
     done.push_back(*job);
   }

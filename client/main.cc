@@ -2,6 +2,7 @@
 #include "CLI/CLI.hpp"
 #include "client/bench_commands.h"
 #include "client/cluster_commands.h"
+#include "client/matmul_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -10,12 +11,14 @@ int main(int argc, char** argv) {
       "Start here:\n"
       "  tpuemu cluster up --local --topology v5e:4x4      start a 16-chip pod (4 workers)\n"
       "  tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n"
+      "  tpuemu matmul \"A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]\" --dims I=1024,J=1024,K=1024\n"
       "  tpuemu cluster down\n\n"
       "Every command takes --help."};
   app.require_subcommand(1);
   int exit_code = 0;
   tpuemu::AddClusterCommands(app, &exit_code);
   tpuemu::AddBenchCommands(app, &exit_code);
+  tpuemu::AddMatmulCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

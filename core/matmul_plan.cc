@@ -92,7 +92,7 @@ class CandidateBuilder {
     step.axes = axes;
     const std::string before = t.Notation();
     t.axes[d] += axes;
-    step.notation = absl::StrCat("DynamicSlice_", axes, " ", before, " -> ", t.Notation(), " (local, no communication)");
+    step.notation = absl::StrCat("DynamicSlice_", axes, " ", before, " -> ", t.Notation());
     c_.steps.push_back(step);
   }
 
@@ -283,8 +283,8 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulProblem& p, const Topology& to
   });
   plan.why = plan.candidates.size() == 1
                  ? absl::StrCat("the only valid plan: ", Describe(plan.chosen()))
-                 : absl::StrCat("chose ", Describe(plan.chosen()), " over ", Describe(plan.candidates[1]),
-                                ", the cheapest of ", plan.candidates.size() - 1, " other valid plans");
+                 : absl::StrCat("chose ", Describe(plan.chosen()), " over the runner-up ",
+                                Describe(plan.candidates[1]), "; ", plan.candidates.size(), " valid plans in all");
   return plan;
 }
 

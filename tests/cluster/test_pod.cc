@@ -51,6 +51,12 @@ absl::StatusOr<v1::Job> TestPod::Submit(const CollectiveSpec& spec) {
   return coordinator_->SubmitJob(req);
 }
 
+absl::StatusOr<v1::Job> TestPod::Submit(const MatmulSpec& spec) {
+  v1::SubmitJobRequest req;
+  *req.mutable_matmul() = ToProto(spec);
+  return coordinator_->SubmitJob(req);
+}
+
 v1::Job TestPod::Wait(const std::string& id) {
   int64_t version = -1;
   while (true) {
@@ -62,8 +68,10 @@ v1::Job TestPod::Wait(const std::string& id) {
   }
 }
 
-v1::Job TestPod::Run(const CollectiveSpec& spec) {
-  auto job = Submit(spec);
+v1::Job TestPod::Run(const CollectiveSpec& spec) { return Finish(Submit(spec)); }
+v1::Job TestPod::Run(const MatmulSpec& spec) { return Finish(Submit(spec)); }
+
+v1::Job TestPod::Finish(const absl::StatusOr<v1::Job>& job) {
   EXPECT_TRUE(job.ok()) << job.status();
   if (!job.ok()) return {};
   v1::Job done = Wait(job->id());

@@ -23,10 +23,13 @@ class TestPod {
   int num_workers() const { return static_cast<int>(workers_.size()); }
   // Submits and waits; the job as the coordinator finished it.
   v1::Job Run(const CollectiveSpec& spec);
+  v1::Job Run(const MatmulSpec& spec);
   absl::StatusOr<v1::Job> Submit(const CollectiveSpec& spec);
+  absl::StatusOr<v1::Job> Submit(const MatmulSpec& spec);
   v1::Job Wait(const std::string& id);
 
  private:
+  v1::Job Finish(const absl::StatusOr<v1::Job>& job);
   struct Worker {
     std::unique_ptr<WorkerNode> node;
     std::unique_ptr<WorkerServiceImpl> service;
