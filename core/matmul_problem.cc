@@ -269,6 +269,22 @@ absl::StatusOr<MatmulProblem> BindMatmul(const MatmulExpr& e, const std::string&
       return absl::InvalidArgumentError(absl::StrCat("--dims: ", key, " names no dimension of '", e.text, "'"));
     }
   }
+  // Every count downstream (elements, bytes, 2 I J K flops) must fit in 64 bits.
+  constexpr int kMaxLog2 = 60;
+  unsigned __int128 work = 1;
+  std::vector<std::string> names;
+  for (const TensorSpec* t : {&p.a, &p.b}) {
+    for (size_t d = 0; d < t->dims.size(); ++d) {
+      if (std::find(names.begin(), names.end(), t->dims[d]) != names.end()) continue;
+      names.push_back(t->dims[d]);
+      if (work <= (static_cast<unsigned __int128>(1) << kMaxLog2)) work *= t->sizes[d];
+    }
+  }
+  if (work > (static_cast<unsigned __int128>(1) << kMaxLog2)) {
+    return absl::InvalidArgumentError(absl::StrCat("--dims '", dims_csv, "': the product of the dimension sizes (",
+                                                   absl::StrJoin(names, " x "), ") exceeds 2^", kMaxLog2,
+                                                   "; use smaller sizes"));
+  }
   for (const std::string& d : ca) {
     const int64_t sa = p.a.sizes[p.a.Find(d)], sb = p.b.sizes[p.b.Find(d)];
     if (sa != sb) {

@@ -12,6 +12,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev
   openmpi-bin libopenmpi-dev
   python3 python3-yaml iproute2 procps
+  clang libclang-rt-dev
 )
 
 missing=()

@@ -140,6 +140,67 @@ class BadInputTest(Pod):
         self.assertIn("--time-scale", self.cli("cluster", "up", "--help").stdout)
 
 
+class MatmulTest(Pod):
+    def test_matmul_runs_explains_and_reports_json(self):
+        self.up("--topology", "v5p:2x4")
+        r = self.cli("matmul", "A[I_X, J_Y] * B[J_X, K_Y] -> C[I_X, K_Y]", "--dims", "I=256,J=512,K=128", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        for key in ("plan", "comm_bytes", "flops_per_chip", "emulated_s", "predicted_s", "wall_s", "max_rel_err",
+                    "correct", "why", "alternatives"):
+            self.assertIn(key, res)
+        self.assertTrue(res["correct"])
+        self.assertLessEqual(res["max_rel_err"], 1e-5)
+        self.assertEqual(res["flops_per_chip"], 2 * 256 * 512 * 128 // 8)  # no duplicated work
+        self.assertEqual([s["step"] for s in res["plan"]],
+                         ["AllGather_Y A[I_X, J_Y] -> A[I_X, J]", "AllGather_X B[J_X, K_Y] -> B[J, K_Y]",
+                          "A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]"])
+        self.assertEqual(res["plan"][0]["collective"], "AllGather")
+        self.assertEqual(res["plan"][0]["physical_axes"], ["y"])
+        # Seed rule: a bf16 AllGather of V over N chips sends V (N-1)/N per chip.
+        self.assertEqual(res["comm_bytes"]["y"], 2 * 128 * 512 * 3 // 4)
+        self.assertEqual(res["comm_bytes"]["x"], 2 * 512 * 32 // 2)
+        self.assertAlmostEqual(res["emulated_s"]["total"],
+                               res["emulated_s"]["compute"] + res["emulated_s"]["communication"], places=12)
+
+        explain = self.cli("matmul", "A[I, J_X] * B[J, K] -> C[I, K]", "--dims", "I=64,J=4096,K=8", "--explain",
+                           "--mesh", "X=y")
+        self.assertEqual(explain.returncode, 0, explain.stderr)
+        self.assertIn("why: chose", explain.stdout)
+        self.assertIn("AllReduce_X C[I, K]{U_X} -> C[I, K]", explain.stdout)
+        self.assertIn("alternative 1", explain.stdout)
+        self.assertIn("result: correct", explain.stdout)
+
+    def test_bad_matmul_arguments(self):
+        self.up("--topology", "v5p:2x4")
+        cases = [
+            (["A[I_X, J * B[J, K] -> C[I, K]", "--dims", "I=8,J=8,K=8"], "expected ',' or ']'"),
+            (["A[I_X, J_X] * B[J, K] -> C[I, K]", "--dims", "I=8,J=8,K=8"], "forbidden sharding"),
+            (["A[I_W, J] * B[J, K] -> C[I, K]", "--dims", "I=8,J=8,K=8"], "axis W is not in the mesh"),
+            (["A[I_Y, J] * B[J, K] -> C[I_Y, K]", "--dims", "I=6,J=8,K=8"], "does not split evenly"),
+            (["A[I, J] * B[J, K] -> C[I, K]", "--dims", "I=8,A.J=8,B.J=4,K=8"], "has size 8 in A but 4 in B"),
+            (["A[I, J] * B[J, K] -> C[I, L]", "--dims", "I=8,J=8,K=8,L=8"], "output dimension L is in neither"),
+            (["A[I, J] * B[J, K] -> C[I, K]", "--dims", "I=8,J=8,K=8", "--mesh", "X=w"], "--mesh"),
+            (["A[I, J] * B[J, K] -> C[I, K]", "--dims", "I=8,J=8,K=8", "--values", "gauss"], "--values 'gauss'"),
+        ]
+        for args, needle in cases:
+            r = self.cli("matmul", *args)
+            self.assert_fails(r, needle)
+            self.assertEqual(r.returncode, 2, f"{args}: bad input should exit 2")
+        self.assertIn("^", self.cli("matmul", *cases[0][0]).stderr)
+        jobs = self.cli("matmul", "A[I, J] * B[J, K] -> C[I, K]", "--dims", "I=8,J=8,K=8")
+        self.assertEqual(jobs.returncode, 0, jobs.stderr)  # still usable
+
+    def test_plan_only_needs_no_pod(self):
+        r = self.cli("matmul", "A[I, J_X] * B[J_X, K] -> C[I_X, K]", "--dims", "I=64,J=64,K=64", "--plan-only",
+                     "--topology", "v5p:8", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["plan"][1]["step"], "ReduceScatter_{X,I} C[I, K]{U_X} -> C[I_X, K]")
+        self.assertNotIn("correct", res)  # nothing ran
+        self.assertIn("--plan-only", self.cli("matmul", "--help").stdout)
+
+
 class WorkerFailureTest(Pod):
     def test_killed_worker_fails_the_job_naming_it_within_5s(self):
         # Paced so that the all-reduce runs for seconds.

@@ -92,6 +92,7 @@ TEST(MatmulBindTest, BadExpressionsGetClearErrors) {
       {"A[I, J, L] * B[L, J, K] -> C[I, K]", "I=8,J=8,K=8,L=8", "same order"},
       {"A[J, I, L] * B[J, L, K] -> C[I, K]", "I=8,J=8,K=8,L=8", "interleaves"},
       {"A[I, J] * B[J, K] -> C[K, Q, I]", "I=8,J=8,K=8", "output dimension Q"},
+      {"A[I, J] * B[J, K] -> C[I, K]", "I=4194304,J=4194304,K=4194304", "exceeds 2^60"},
   };
   for (const Case& c : cases) {
     auto plan = Plan(c.expr, c.dims, topo);
