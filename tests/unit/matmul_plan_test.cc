@@ -136,7 +136,7 @@ TEST(MatmulPlanTest, Case2GathersTheShardedContractingDimensionOrReducesAfterwar
   // seed's M/K ratio), and the plan says so with both costs.
   EXPECT_EQ(plan->chosen().summary, reduce->summary);
   EXPECT_THAT(plan->why, HasSubstr("chose 'DynamicSlice_X B, multiply, AllReduce_X'"));
-  EXPECT_THAT(plan->why, HasSubstr("over 'AllGather_X A, multiply'"));
+  EXPECT_THAT(plan->why, HasSubstr("over the runner-up 'AllGather_X A, multiply'"));
 
   // With K >> J the other way round wins.
   auto wide = Plan("A[I, J_X] * B[J, K] -> C[I, K]", "I=1024,J=64,K=8192", topo);
