@@ -181,10 +181,12 @@ class CandidateBuilder {
     auto plan = CollectivePlan::Create(topo_, spec);
     if (!plan.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          StepKindName(step.kind), " over ", axes, " of ", elements, " elements per chip in ", n,
-          " pieces is not possible: ", plan.status().message()));
+          StepKindName(step.kind), "_", axes, " of ", t_[ti].Notation(), " (", elements,
+          " elements per chip) cannot split evenly over its ", n, " chips",
+          spec.axes.size() > 1 ? " and per-axis parts" : "", "; use larger dimension sizes"));
     }
     step.predicted_s = PredictSeconds(*plan, topo_);
+    step.group_size = plan->group_size();
     std::map<int, std::map<std::string, uint64_t>> sent;  // chip -> axis -> bytes
     for (const PlannedTransfer& tr : plan->transfers()) {
       sent[tr.src][AxisName(tr.axis)] += tr.elements() * options_.dtype_bytes;

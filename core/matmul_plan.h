@@ -38,6 +38,7 @@ struct MatmulStep {
   std::string notation;  // the seed's notation, e.g. "AllGather_X A[I_X, J] -> A[I, J]"
   CollectiveSpec collective;  // collectives only
   uint64_t bytes = 0;         // collectives: V, the array it is defined over (emulated bytes)
+  int group_size = 1;         // collectives: N, the chips that share V
   std::map<std::string, uint64_t> bytes_per_chip;  // collectives: what each chip sends, by physical axis
   uint64_t flops = 0;         // multiply: per chip
   double predicted_s = 0;

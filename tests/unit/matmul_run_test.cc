@@ -91,11 +91,26 @@ TEST_P(MatmulRunTest, RandomDataMatchesOneDeviceWithinTolerance) {
   EXPECT_LE(r.max_rel_err, 1e-5);
 }
 
+// The seed's cost rules, per chip: an AllGather or ReduceScatter of an array
+// of V bytes over N chips sends V (N-1)/N, an AllReduce twice that (also
+// when hierarchical: ICI ReduceScatter, DCN AllReduce of the shard, ICI
+// AllGather add up to the same).
+uint64_t SeedRuleBytesPerChip(const MatmulCandidate& plan) {
+  uint64_t total = 0;
+  for (const MatmulStep& s : plan.steps) {
+    if (s.kind == MatmulStepKind::kMultiply || s.kind == MatmulStepKind::kSlice) continue;
+    const uint64_t factor = s.kind == MatmulStepKind::kAllReduce ? 2 : 1;
+    total += factor * s.bytes / s.group_size * (s.group_size - 1);
+  }
+  return total;
+}
+
 TEST_P(MatmulRunTest, LinksCarryWhatThePlanSaysAndTheClockAgrees) {
   const MatmulReport r = Run(ValueKind::kSmallInt);
   ASSERT_FALSE(r.candidates.empty());
   const MatmulCandidate& plan = r.candidates.front();
   EXPECT_EQ(r.comm_bytes_total, plan.comm_bytes_per_chip) << plan.summary;
+  EXPECT_EQ(r.comm_bytes_total, SeedRuleBytesPerChip(plan)) << plan.summary;
   EXPECT_EQ(r.flops_per_chip, plan.flops_per_chip);
   if (*GetParam().plan) EXPECT_EQ(plan.summary, GetParam().plan);
   EXPECT_NEAR(r.compute_s, plan.compute_s, 1e-12);
