@@ -167,7 +167,11 @@ int RunMatmul(const MatmulOptionsCli& o) {
     }
   } else {
     auto address = ResolveCoordinator(o.coordinator);
-    if (!address.ok()) return Fail(address.status());
+    if (!address.ok()) {
+      if (!o.plan_only) return Fail(address.status());
+      return Fail(absl::Status(address.status().code(),
+                               absl::StrCat(address.status().message(), "; or plan without a pod: --topology CHIP:SHAPE")));
+    }
     client = std::make_unique<CoordinatorClient>(*address);
     auto status = client->Status();
     if (!status.ok()) return Fail(status.status());
