@@ -1,0 +1,145 @@
+// The job file's checks and the one-device reference trainer: gradients
+// against finite differences, losses going down, determinism.
+#include <cmath>
+
+#include "core/train_config.h"
+#include "core/train_model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+using testing::HasSubstr;
+
+TrainConfig Tiny(const std::string& extra = "") {
+  auto c = ParseTrainConfig("emb_dim: 8\nmlp_dim: 16\nnum_layers: 2\nglobal_batch_tokens: 12\nseed: 3\n" + extra,
+                            "tiny.yaml");
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(TrainConfigTest, DefaultsFollowMaxText) {
+  const TrainConfig c = Tiny();
+  EXPECT_EQ(c.ici.fsdp, -1);
+  EXPECT_EQ(c.dcn.data, -1);
+  EXPECT_EQ(c.opt_type, "adam");
+  EXPECT_EQ(c.dtype_bytes, 2);
+  EXPECT_EQ(c.wire_dtype_bytes, 4);
+}
+
+TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
+  struct Case {
+    const char* text;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nlearning_rat: 0.1\n", "learning_rat: unknown key (did you mean learning_rate?)"},
+      {"emb_dim: eight\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "emb_dim: 'eight' is not an integer"},
+      {"emb_dim: 8.5\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "emb_dim: '8.5' is not an integer"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nopt_type: lion\n", "opt_type: 'lion': allowed: adam, sgd"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nactivation: swish\n", "allowed: relu, gelu, silu, tanh"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nadam_b2: 1.5\n", "adam_b2: 1.5: must be in [0, 1)"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nfsdp_prefetch: maybe\n", "'maybe' is not true or false"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nici_data_parallelism: 0\n", "must be -1 (fill in)"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nici_pipeline_parallelism: 2\n", "not supported yet"},
+      {"emb_dim: 8\nmlp_dim: 8\n", "global_batch_tokens: missing"},
+      {"emb_dim: [8]\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "emb_dim: expected a single int"},
+      {"- a\n- b\n", "expected a flat map"},
+      {"emb_dim: 8\n  mlp_dim: : 8\n", "not valid YAML"},
+      {"emb_dim: 16384\nmlp_dim: 65536\nnum_layers: 8\nglobal_batch_tokens: 8\n", "MiB of host memory"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseTrainConfig(c.text, "job.yaml");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.says)) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("job.yaml")) << r.status();
+  }
+}
+
+TEST(TrainConfigTest, MeshFillsInAndChecksProductsAndDivisibility) {
+  auto topo = Topology::Create({"v5p:4x4", 2, 4, "auto"});
+  ASSERT_TRUE(topo.ok());
+  TrainConfig c = Tiny("ici_tensor_parallelism: 4\n");
+  c.global_batch_tokens = 16;
+  c.emb_dim = 8;
+  c.mlp_dim = 16;
+  ASSERT_TRUE(ResolveMesh(c, *topo).ok());
+  EXPECT_EQ(c.ici.fsdp, 4);  // 16 chips / tensor 4
+  EXPECT_EQ(c.dcn.data, 2);
+  EXPECT_EQ(c.num_slices, 2);
+
+  struct Case {
+    std::string extra;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"ici_data_parallelism: 3\n", "must divide the chips per slice (16)"},
+      {"ici_data_parallelism: 2\nici_fsdp_parallelism: 2\n", "the product is 4 but must be the chips per slice (16)"},
+      {"ici_data_parallelism: -1\n", "only one of ici_"},
+      {"topology: v5e:4x4\n", "written for v5e:4x4 but the pod is v5p:4x4"},
+      {"num_slices: 1\n", "the pod has 2 slice(s)"},
+      {"ici_tensor_parallelism: 32\n", "the product of the others (32) must divide the chips per slice (16)"},
+  };
+  for (const Case& k : cases) {
+    TrainConfig bad = Tiny(k.extra);
+    auto s = ResolveMesh(bad, *topo);
+    ASSERT_FALSE(s.ok()) << k.extra;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(k.says)) << s;
+  }
+  TrainConfig odd = Tiny();
+  auto s = ResolveMesh(odd, *topo);  // fsdp 16 x dcn data 2 = 32 batch shards of 12 tokens
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("global_batch_tokens: 12 does not split over the 32"));
+  TrainConfig narrow = Tiny("ici_tensor_parallelism: 16\n");
+  narrow.global_batch_tokens = 32;
+  narrow.mlp_dim = 24;
+  s = ResolveMesh(narrow, *topo);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("mlp_dim: 24 does not split over the 16 tensor shards"));
+}
+
+TEST(ReferenceTrainerTest, GradientsMatchFiniteDifferences) {
+  for (const char* act : {"tanh", "gelu", "silu", "linear"}) {
+    TrainConfig c = Tiny(std::string("opt_type: sgd\nactivation: ") + act + "\n");
+    c.learning_rate = 1.0;  // one SGD step moves each weight by exactly -gradient
+    ReferenceTrainer t(c);
+    const ModelWeights before = t.weights();
+    t.Step();
+    const ModelWeights after = t.weights();
+    for (int l = 0; l < c.num_layers; ++l) {
+      for (bool out : {false, true}) {
+        for (int64_t i : {0, 5, 37, 101}) {
+          ModelWeights plus = before, minus = before;
+          const double eps = 1e-2;
+          auto& p = out ? plus.wout[l][i] : plus.win[l][i];
+          auto& m = out ? minus.wout[l][i] : minus.win[l][i];
+          p += eps;
+          m -= eps;
+          const double numeric = (BatchLoss(c, plus, 0) - BatchLoss(c, minus, 0)) / (2 * eps);
+          const double analytic = out ? before.wout[l][i] - after.wout[l][i] : before.win[l][i] - after.win[l][i];
+          EXPECT_NEAR(analytic, numeric, 1e-3 + 2e-2 * std::fabs(numeric))
+              << act << " layer " << l << (out ? " Wout[" : " Win[") << i << "]";
+        }
+      }
+    }
+  }
+}
+
+TEST(ReferenceTrainerTest, LossGoesDownWithAdamAndSgdAndIsDeterministic) {
+  for (const char* opt : {"adam", "sgd"}) {
+    TrainConfig c = Tiny(std::string("opt_type: ") + opt + "\n");
+    c.learning_rate = std::string(opt) == "adam" ? 1e-2 : 0.5;
+    ReferenceTrainer a(c), b(c);
+    std::vector<double> losses;
+    for (int s = 0; s < 20; ++s) {
+      losses.push_back(a.Step().loss);
+      EXPECT_EQ(b.Step().loss, losses.back());  // bit for bit
+    }
+    EXPECT_LT(losses.back(), 0.8 * losses.front()) << opt;
+  }
+}
+
+}  // namespace
+}  // namespace tpuemu
