@@ -3,6 +3,7 @@
 #include "client/bench_commands.h"
 #include "client/cluster_commands.h"
 #include "client/matmul_command.h"
+#include "client/reference_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   tpuemu::AddClusterCommands(app, &exit_code);
   tpuemu::AddBenchCommands(app, &exit_code);
   tpuemu::AddMatmulCommand(app, &exit_code);
+  tpuemu::AddReferenceCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -126,7 +126,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
                       absl::StrCat("unknown key", EditDistance(best->name, key) <= 3
                                                       ? absl::StrCat(" (did you mean ", best->name, "?)")
                                                       : "",
-                                   "; every key is listed by `tpuemu submit --help` and in docs/jobs.md"));
+                                   "; every key is listed by `tpuemu reference --help` and in docs/jobs.md"));
     }
     seen[key] = true;
     const YAML::Node& v = kv.second;

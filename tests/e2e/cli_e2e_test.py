@@ -201,6 +201,34 @@ class MatmulTest(Pod):
         self.assertIn("--plan-only", self.cli("matmul", "--help").stdout)
 
 
+class ReferenceTest(Pod):
+    def test_reference_trains_on_one_device(self):
+        job = os.path.join(os.path.dirname(__file__), "../../examples/jobs/dp.yaml")
+        r = self.cli("reference", job, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["name"], "dp-small")
+        losses = [s["loss"] for s in res["steps"]]
+        self.assertEqual(len(losses), 10)
+        self.assertLess(losses[-1], 0.6 * losses[0])
+        again = json.loads(self.cli("reference", job, "--json").stdout)
+        self.assertEqual(again, res)  # deterministic, bit for bit
+
+    def test_bad_job_files(self):
+        path = os.path.join(self.home, "bad.yaml")
+        for text, needle in [("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nlearning_rat: 1\n",
+                              "did you mean learning_rate"),
+                             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nopt_type: lion\n",
+                              "opt_type: 'lion': allowed: adam, sgd"),
+                             ("emb_dim: 8\nmlp_dim: 8\n", "global_batch_tokens: missing")]:
+            with open(path, "w") as f:
+                f.write(text)
+            r = self.cli("reference", path)
+            self.assert_fails(r, needle, "bad.yaml")
+            self.assertEqual(r.returncode, 2)
+        self.assert_fails(self.cli("reference", os.path.join(self.home, "missing.yaml")), "cannot read")
+
+
 class WorkerFailureTest(Pod):
     def test_killed_worker_fails_the_job_naming_it_within_5s(self):
         # Paced so that the all-reduce runs for seconds.
