@@ -256,6 +256,8 @@ absl::Status ResolveMesh(TrainConfig& c, const Topology& topo) {
   if (auto s = divides("global_batch_tokens", c.global_batch_tokens, batch_ways, "data x fsdp"); !s.ok()) return s;
   if (auto s = divides("emb_dim", c.emb_dim, fsdp_ways, "fsdp"); !s.ok()) return s;
   if (auto s = divides("mlp_dim", c.mlp_dim, tensor_ways, "tensor"); !s.ok()) return s;
+  // Activations between blocks are sharded over tensor along D (Megatron).
+  if (auto s = divides("emb_dim", c.emb_dim, tensor_ways, "tensor"); !s.ok()) return s;
   return absl::OkStatus();
 }
 

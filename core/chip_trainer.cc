@@ -1,0 +1,265 @@
+#include "core/chip_trainer.h"
+
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "core/gemm.h"
+#include "core/link_clock.h"
+#include "core/train_model.h"
+
+namespace tpuemu {
+namespace {
+
+// c[m, n] = a * b with a, b read directly or transposed; shapes from the tensors.
+LocalTensor MatMul(const LocalTensor& a, bool at, const LocalTensor& b, bool bt) {
+  const int64_t ar = a.shape[0], ac = a.shape[1], br = b.shape[0], bc = b.shape[1];
+  const MatrixView va{a.data.get(), at ? ac : ar, at ? ar : ac, at ? 1 : ac, at ? ac : 1};
+  const MatrixView vb{b.data.get(), bt ? bc : br, bt ? br : bc, bt ? 1 : bc, bt ? bc : 1};
+  LocalTensor c = LocalTensor::Allocate({va.rows, vb.cols});
+  Gemm(va, vb, MutableMatrixView{c.data.get(), va.rows, vb.cols, vb.cols, 1});
+  return c;
+}
+
+double MatMulFlops(const LocalTensor& c, int64_t k) { return 2.0 * static_cast<double>(c.elements()) * k; }
+
+// Chunk tags: 12 bits of collective number above the collective's own step.
+constexpr int kTagShift = 52;
+
+}  // namespace
+
+ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job)
+    : c_(config), mesh_(mesh), chip_(chip), net_(net), job_(job) {
+  const int data = mesh.size(MeshAxisKind::kData), fsdp = mesh.size(MeshAxisKind::kFsdp),
+            tensor = mesh.size(MeshAxisKind::kTensor);
+  b_ = c_.global_batch_tokens / (data * fsdp);
+  d_f_ = c_.emb_dim / fsdp;
+  f_t_ = c_.mlp_dim / tensor;
+  d_t_ = c_.emb_dim / tensor;
+  bi_ = mesh.BatchIndex(chip);
+  fi_ = mesh.Index(chip, MeshAxisKind::kFsdp);
+  ti_ = mesh.Index(chip, MeshAxisKind::kTensor);
+}
+
+void ChipTrainer::Prepare() {
+  const int64_t d = c_.emb_dim, f = c_.mlp_dim;
+  for (int l = 0; l < c_.num_layers; ++l) {
+    LocalTensor win = LocalTensor::Allocate({d_f_, f_t_}), wout = LocalTensor::Allocate({f_t_, d_f_});
+    for (int64_t r = 0; r < d_f_; ++r) {
+      for (int64_t k = 0; k < f_t_; ++k) {
+        win.data[r * f_t_ + k] = WeightValue(c_, WeightStream::kStudent, l, false, (d_offset() + r) * f + f_offset() + k);
+      }
+    }
+    for (int64_t r = 0; r < f_t_; ++r) {
+      for (int64_t k = 0; k < d_f_; ++k) {
+        wout.data[r * d_f_ + k] = WeightValue(c_, WeightStream::kStudent, l, true, (f_offset() + r) * d + d_offset() + k);
+      }
+    }
+    win_.push_back(std::move(win));
+    wout_.push_back(std::move(wout));
+    LocalTensor tw = LocalTensor::Allocate({d, f}), to = LocalTensor::Allocate({f, d});
+    for (int64_t i = 0; i < d * f; ++i) tw.data[i] = WeightValue(c_, WeightStream::kTeacher, l, false, i);
+    for (int64_t i = 0; i < f * d; ++i) to.data[i] = WeightValue(c_, WeightStream::kTeacher, l, true, i);
+    teacher_win_.push_back(std::move(tw));
+    teacher_wout_.push_back(std::move(to));
+    m_in_.emplace_back(d_f_ * f_t_, 0.0f);
+    v_in_.emplace_back(d_f_ * f_t_, 0.0f);
+    m_out_.emplace_back(f_t_ * d_f_, 0.0f);
+    v_out_.emplace_back(f_t_ * d_f_, 0.0f);
+  }
+}
+
+const CollectivePlan* ChipTrainer::PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements) {
+  auto [it, fresh] = plans_.try_emplace({static_cast<int>(op), static_cast<int>(axis), elements});
+  std::unique_ptr<CollectivePlan>& slot = it->second;
+  if (fresh) {
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.axes = mesh_.axes(axis);
+    spec.bytes = elements * c_.dtype_bytes;
+    spec.dtype_bytes = c_.dtype_bytes;
+    spec.chunk_bytes = 1 << 20;
+    auto plan = CollectivePlan::Create(net_.topology(), spec);
+    if (plan.ok()) slot = std::make_unique<CollectivePlan>(*std::move(plan));
+  }
+  return slot.get();
+}
+
+absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim) {
+  const int n = mesh_.size(axis);
+  if (n == 1) return absl::OkStatus();
+  const int64_t local = t.elements();
+  const uint64_t elements = static_cast<uint64_t>(op == CollectiveOp::kAllGather ? local * n : local);
+  const CollectivePlan* found = PlanFor(op, axis, elements);
+  if (found == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        c_.name, ": a ", OpName(op), " over ", MeshAxisName(axis), " of ", elements,
+        " elements cannot split evenly over its chips and axis parts; use sizes with more factors of 2"));
+  }
+  const CollectivePlan& plan = *found;
+  std::shared_ptr<float[]> buffer;
+  const int rank = plan.GroupRank(chip_);
+  if (op == CollectiveOp::kAllGather) {
+    buffer.reset(new float[elements]);
+    std::memcpy(buffer.get() + rank * local, t.data.get(), local * sizeof(float));
+  } else if (op == CollectiveOp::kReduceScatter) {
+    buffer.reset(new float[elements]);
+    SplitBlocks(t, n, dim, buffer.get());
+  } else {
+    buffer = t.data;
+  }
+  RunOptions options;
+  options.job = job_;
+  options.tag_base = static_cast<uint64_t>(++collectives_) << kTagShift;
+  uint64_t sent_before = 0;
+  for (const auto& [_, link] : links_) sent_before += static_cast<uint64_t>(link.bytes_sent());
+  ChipCollective collective(plan, chip_, net_, options);
+  collective.PrepareOn(buffer, now_, &links_);
+  if (auto s = collective.Move(); !s.ok()) return s;
+  auto report = collective.Report();
+  if (!report.ok()) return report.status();
+  uint64_t sent_after = 0;
+  for (const auto& [_, link] : links_) sent_after += static_cast<uint64_t>(link.bytes_sent());
+  const int k = static_cast<int>(axis);
+  result_.bytes[k] += sent_after - sent_before;
+  result_.comm_s[k] += report->emulated_s - now_;
+  now_ = report->emulated_s;
+  if (op == CollectiveOp::kAllGather) {
+    t = ConcatBlocks(buffer.get(), n, t.shape, dim);
+  } else if (op == CollectiveOp::kReduceScatter) {
+    t.shape[dim] /= n;
+    t.data = std::shared_ptr<float[]>(buffer, buffer.get() + rank * t.elements());
+  }
+  return absl::OkStatus();
+}
+
+void ChipTrainer::Compute(double flops, double hbm_bytes) {
+  const double dt = RooflineSeconds(net_.topology().profile(), flops, hbm_bytes);
+  now_ += dt;
+  result_.compute_s += dt;
+}
+
+absl::StatusOr<ChipStepResult> ChipTrainer::Step(int step) {
+  const auto wall_start = WallClock::now();
+  result_ = ChipStepResult{};
+  result_.chip = chip_;
+  result_.step = step;
+  links_.clear();
+  now_ = 0;
+  collectives_ = 0;
+  const int64_t d = c_.emb_dim;
+  const double bytes = c_.dtype_bytes;
+  const int layers = c_.num_layers;
+
+  // This chip's tokens, the teacher's targets for them (data generation:
+  // not charged to the chip), and its D / tensor slice of both.
+  const std::vector<float> tokens = BatchTokens(c_, step, bi_ * b_, b_);
+  LocalTensor full = LocalTensor::Allocate({b_, d});
+  std::memcpy(full.data.get(), tokens.data(), tokens.size() * sizeof(float));
+  LocalTensor target = full;
+  for (int l = 0; l < layers; ++l) {
+    LocalTensor th = MatMul(target, false, teacher_win_[l], false);
+    for (int64_t i = 0; i < th.elements(); ++i) th.data[i] = Activate(c_.activation, th.data[i]);
+    target = MatMul(th, false, teacher_wout_[l], false);
+  }
+  const int tensor = mesh_.size(MeshAxisKind::kTensor);
+  LocalTensor x = SliceBlock(full, 1, tensor, ti_);
+  const LocalTensor y = SliceBlock(target, 1, tensor, ti_);
+
+  // Forward.
+  std::vector<LocalTensor> xg(layers), h(layers);
+  for (int l = 0; l < layers; ++l) {
+    xg[l] = x;
+    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, xg[l], 1); !s.ok()) return s;
+    LocalTensor w = win_[l];
+    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, w, 0); !s.ok()) return s;
+    h[l] = MatMul(xg[l], false, w, false);
+    Compute(MatMulFlops(h[l], d), (xg[l].elements() + w.elements() + h[l].elements()) * bytes);
+    LocalTensor a = LocalTensor::Allocate(h[l].shape);
+    for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h[l].data[i]);
+    Compute(static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
+    LocalTensor wo = wout_[l];
+    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, wo, 1); !s.ok()) return s;
+    LocalTensor out = MatMul(a, false, wo, false);
+    Compute(MatMulFlops(out, f_t_), (a.elements() + wo.elements() + out.elements()) * bytes);
+    if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !s.ok()) return s;
+    x = std::move(out);
+  }
+
+  // Loss over the chip's block; the mean's gradient over the whole batch.
+  LocalTensor dx = LocalTensor::Allocate(x.shape);
+  const double scale = 1.0 / static_cast<double>(c_.global_batch_tokens * d);
+  for (int64_t i = 0; i < x.elements(); ++i) {
+    const double e = static_cast<double>(x.data[i]) - y.data[i];
+    result_.loss_sum += e * e;
+    dx.data[i] = static_cast<float>(2 * e * scale);
+  }
+  Compute(3.0 * x.elements(), 3.0 * x.elements() * bytes);
+
+  // Backward, last layer first; each layer's weights are updated once its
+  // gradients are complete (the previous layer's input gradient has been
+  // computed with the old weights by then).
+  for (int l = layers - 1; l >= 0; --l) {
+    LocalTensor dog = dx;
+    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dog, 1); !s.ok()) return s;
+    LocalTensor a = LocalTensor::Allocate(h[l].shape);
+    for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h[l].data[i]);
+    Compute(static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
+    LocalTensor dwout = MatMul(a, true, dog, false);  // [F_t, D], partial over the batch
+    Compute(MatMulFlops(dwout, b_), (a.elements() + dog.elements() + dwout.elements()) * bytes);
+    if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, dwout, 1); !s.ok()) return s;
+    if (auto s = Collective(CollectiveOp::kAllReduce, MeshAxisKind::kData, dwout, 0); !s.ok()) return s;
+    LocalTensor wo = wout_[l];
+    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, wo, 1); !s.ok()) return s;
+    LocalTensor dh = MatMul(dog, false, wo, true);  // [B, F_t]
+    Compute(MatMulFlops(dh, d), (dog.elements() + wo.elements() + dh.elements()) * bytes);
+    for (int64_t i = 0; i < dh.elements(); ++i) dh.data[i] *= ActivateGrad(c_.activation, h[l].data[i]);
+    Compute(2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
+    LocalTensor dwin = MatMul(xg[l], true, dh, false);  // [D, F_t], partial over the batch
+    Compute(MatMulFlops(dwin, b_), (xg[l].elements() + dh.elements() + dwin.elements()) * bytes);
+    if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, dwin, 0); !s.ok()) return s;
+    if (auto s = Collective(CollectiveOp::kAllReduce, MeshAxisKind::kData, dwin, 0); !s.ok()) return s;
+    LocalTensor w = win_[l];
+    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, w, 0); !s.ok()) return s;
+    LocalTensor dxg = MatMul(dh, false, w, true);  // [B, D], partial over tensor
+    Compute(MatMulFlops(dxg, f_t_), (dh.elements() + w.elements() + dxg.elements()) * bytes);
+    if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !s.ok()) return s;
+    Update(wout_[l], dwout, m_out_[l], v_out_[l], step + 1);
+    Update(win_[l], dwin, m_in_[l], v_in_[l], step + 1);
+    dx = std::move(dxg);
+  }
+
+  result_.emulated_s = now_;
+  result_.wall_s = std::chrono::duration<double>(WallClock::now() - wall_start).count();
+  const double time_scale = net_.time_scale();
+  if (time_scale > 0) result_.host_lag_s = std::max(0.0, result_.wall_s - now_ * time_scale);
+  return result_;
+}
+
+void ChipTrainer::Update(LocalTensor& w, const LocalTensor& g, std::vector<float>& m, std::vector<float>& v,
+                         int t) {
+  // A fresh buffer: the old one may still be lent to frames in flight.
+  LocalTensor out = LocalTensor::Allocate(w.shape);
+  const int64_t n = w.elements();
+  const float lr = static_cast<float>(c_.learning_rate);
+  if (c_.opt_type == "sgd") {
+    for (int64_t i = 0; i < n; ++i) out.data[i] = w.data[i] - lr * g.data[i];
+    Compute(2.0 * n, 6.0 * n);
+  } else {
+    const float b1 = static_cast<float>(c_.adam_b1), b2 = static_cast<float>(c_.adam_b2);
+    const float eps = static_cast<float>(c_.adam_eps);
+    const float c1 = 1 - static_cast<float>(std::pow(c_.adam_b1, t));
+    const float c2 = 1 - static_cast<float>(std::pow(c_.adam_b2, t));
+    for (int64_t i = 0; i < n; ++i) {
+      m[i] = b1 * m[i] + (1 - b1) * g.data[i];
+      v[i] = b2 * v[i] + (1 - b2) * g.data[i] * g.data[i];
+      out.data[i] = w.data[i] - lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+    }
+    // bf16 weights read and written, bf16 gradient, fp32 moments read and written.
+    Compute(10.0 * n, 22.0 * n);
+  }
+  w = std::move(out);
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,85 @@
+// One chip's share of a training step (DESIGN §6, seed 001's algorithms):
+// its shards of the batch, the weights and the optimizer state, and the
+// collectives the mesh asks for:
+//   data   : gradients AllReduced (after the fsdp ReduceScatter: hierarchical)
+//   fsdp   : weights AllGathered just in time (forward and again backward),
+//            gradients ReduceScattered, optimizer state sharded (ZeRO-3)
+//   tensor : activations AllGathered before Win, ReduceScattered after Wout;
+//            in the backward pass the same, transposed (Megatron)
+// Layouts: Win[D_fsdp, F_tensor], Wout[F_tensor, D_fsdp], activations
+// between blocks X[B_(data,fsdp), D_tensor]. Every op advances the chip's
+// emulated clock: matmuls and elementwise ops by their roofline time,
+// collectives by what their transfers did.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/collective_executor.h"
+#include "core/collective_plan.h"
+#include "core/host_network.h"
+#include "core/local_tensor.h"
+#include "core/train_config.h"
+#include "core/train_mesh.h"
+
+namespace tpuemu {
+
+struct ChipStepResult {
+  int chip = 0;
+  int step = 0;
+  double loss_sum = 0;      // sum of squared errors over the chip's block of the output
+  double emulated_s = 0;    // the step on the chip's emulated clock
+  double compute_s = 0;
+  double comm_s[3] = {0, 0, 0};  // exposed communication (waiting), by data, fsdp, tensor
+  uint64_t bytes[3] = {0, 0, 0};  // emulated bytes the chip sent, by data, fsdp, tensor
+  double wall_s = 0;
+  double host_lag_s = 0;
+};
+
+class ChipTrainer {
+ public:
+  ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job);
+  // The chip's weight shards and optimizer state (not timed).
+  void Prepare();
+  absl::StatusOr<ChipStepResult> Step(int step);
+
+  // The chip's shard of layer l's Win [D/fsdp, F/tensor] and Wout [F/tensor, D/fsdp].
+  const LocalTensor& win(int l) const { return win_[l]; }
+  const LocalTensor& wout(int l) const { return wout_[l]; }
+  // Where those shards sit in the full matrices.
+  int64_t d_offset() const { return fi_ * d_f_; }  // first row of Win, first column of Wout
+  int64_t f_offset() const { return ti_ * f_t_; }  // first column of Win, first row of Wout
+
+ private:
+  // Runs a collective over a logical axis on `t` along `dim`: AllGather
+  // concatenates blocks, ReduceScatter keeps this chip's block, AllReduce
+  // sums in place. A no-op when the axis has one chip.
+  absl::Status Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim);
+  void Compute(double flops, double hbm_bytes);
+  void Update(LocalTensor& w, const LocalTensor& g, std::vector<float>& m, std::vector<float>& v, int step);
+  // nullptr if the collective cannot split the array evenly.
+  const CollectivePlan* PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements);
+
+  const TrainConfig c_;
+  const TrainMesh& mesh_;
+  const int chip_;
+  HostNetwork& net_;
+  const uint64_t job_;
+  int64_t b_, d_f_, f_t_, d_t_;  // local sizes
+  int bi_, fi_, ti_;             // batch, fsdp and tensor indices
+  std::vector<LocalTensor> win_, wout_;
+  // The teacher, whole: it makes the targets (data generation, not charged).
+  std::vector<LocalTensor> teacher_win_, teacher_wout_;
+  std::vector<std::vector<float>> m_in_, v_in_, m_out_, v_out_;
+  std::map<std::tuple<int, int, uint64_t>, std::unique_ptr<CollectivePlan>> plans_;
+  // Per step.
+  LinkClocks links_;
+  double now_ = 0;
+  int collectives_ = 0;
+  ChipStepResult result_;
+};
+
+}  // namespace tpuemu

@@ -1,0 +1,28 @@
+// One host's share of a training job: a ChipTrainer per local chip, a step
+// at a time (every host runs step k before any runs step k + 1).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/chip_trainer.h"
+#include "core/host_network.h"
+
+namespace tpuemu {
+
+class HostTrainer {
+ public:
+  HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job);
+  void Prepare();
+  absl::StatusOr<std::vector<ChipStepResult>> Step(int step);
+  const std::vector<std::unique_ptr<ChipTrainer>>& chips() const { return chips_; }
+
+ private:
+  const TrainConfig config_;
+  const TrainMesh mesh_;
+  HostNetwork& net_;
+  const uint64_t job_;
+  std::vector<std::unique_ptr<ChipTrainer>> chips_;
+};
+
+}  // namespace tpuemu
