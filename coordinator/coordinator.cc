@@ -1,5 +1,7 @@
 #include "coordinator/coordinator.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "core/collective_plan.h"
 #include "services/proto_conv.h"
@@ -170,7 +172,10 @@ void Coordinator::PodLoop() {
 
 absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   // Validate now so that bad input fails the submit, not a queued job.
-  if (request.has_matmul()) {
+  if (request.has_train()) {
+    auto plan = PlanTrainJob(FromProto(request.train()), topo_);
+    if (!plan.ok()) return plan.status();
+  } else if (request.has_matmul()) {
     auto spec = FromProto(request.matmul());
     if (!spec.ok()) return spec.status();
     auto plan = PlanMatmulSpec(*spec, topo_);
@@ -194,7 +199,9 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
   entry.number = next_job_++;
   entry.job.set_id(absl::StrCat("job-", entry.number));
   entry.job.set_state(v1::JOB_STATE_PENDING);
-  if (request.has_matmul()) {
+  if (request.has_train()) {
+    *entry.job.mutable_train() = request.train();
+  } else if (request.has_matmul()) {
     *entry.job.mutable_matmul() = request.matmul();
   } else {
     *entry.job.mutable_collective() = request.collective();
@@ -282,6 +289,7 @@ void Coordinator::JobLoop() {
       if (status.ok()) {
         j.set_state(v1::JOB_STATE_SUCCEEDED);
         if (job.has_result()) *j.mutable_result() = job.result();
+        if (job.has_train_summary()) *j.mutable_train_summary() = job.train_summary();
         if (job.has_matmul_result()) *j.mutable_matmul_result() = job.matmul_result();
       } else if (entry.cancel_requested && j.error().empty()) {
         j.set_state(v1::JOB_STATE_CANCELLED);
@@ -301,17 +309,18 @@ absl::Status Coordinator::RunJob(const std::string& id, uint64_t number, v1::Job
     if (!plan.ok()) return plan.status();
     std::vector<ChipRunResult> chips;
     std::vector<ChipCheck> checks;
-    if (auto s = FanOut(id, number, *spec, chips, checks); !s.ok()) return s;
+    if (auto s = FanOut(id, number, *spec, 1, Keep(chips), checks); !s.ok()) return s;
     *job.mutable_matmul_result() = ToProto(SummarizeMatmul(*plan, chips, checks, topo_.num_chips()));
     return absl::OkStatus();
   }
+  if (job.has_train()) return RunTraining(id, number, job);
   auto spec = FromProto(job.collective());
   if (!spec.ok()) return spec.status();
   auto plan = CollectivePlan::Create(topo_, *spec);
   if (!plan.ok()) return plan.status();
   std::vector<ChipRunResult> chips;
   std::vector<ChipCheck> checks;
-  if (auto s = FanOut(id, number, *spec, chips, checks); !s.ok()) return s;
+  if (auto s = FanOut(id, number, *spec, 1, Keep(chips), checks); !s.ok()) return s;
   std::map<int, uint64_t> mismatches;
   for (const ChipCheck& c : checks) mismatches[c.chip] = c.mismatches;
   for (ChipRunResult& c : chips) c.mismatches = mismatches[c.chip];
@@ -319,8 +328,48 @@ absl::Status Coordinator::RunJob(const std::string& id, uint64_t number, v1::Job
   return absl::OkStatus();
 }
 
-absl::Status Coordinator::FanOut(const std::string& id, uint64_t job, const JobSpec& spec,
-                                 std::vector<ChipRunResult>& chips, std::vector<ChipCheck>& checks) {
+Coordinator::StepSink Coordinator::Keep(std::vector<ChipRunResult>& chips) {
+  return [&chips](int, std::vector<ChipRunResult>&& ran) {
+    chips = std::move(ran);
+    return absl::OkStatus();
+  };
+}
+
+absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1::Job& job) {
+  const TrainSpec spec = FromProto(job.train());
+  auto plan = PlanTrainJob(spec, topo_);
+  if (!plan.ok()) return plan.status();
+  const TrainConfig& config = plan->config;
+  // Each finished step is published at once, so that `watch` sees it; a
+  // cancel takes effect between steps (and aborts the step in flight).
+  auto on_step = [&](int, std::vector<ChipRunResult>&& chips) -> absl::Status {
+    const v1::TrainStep step = ToProto(SummarizeStep(config, topo_, chips));
+    std::lock_guard<std::mutex> lock(mu_);
+    JobEntry& entry = jobs_[id];
+    *job.add_steps() = step;
+    UpdateJobLocked(entry, [&](v1::Job& j) { *j.add_steps() = step; });
+    if (entry.cancel_requested) return absl::CancelledError("cancelled by the user");
+    return absl::OkStatus();
+  };
+  std::vector<ChipCheck> checks;
+  if (auto s = FanOut(id, number, spec, config.steps, on_step, checks); !s.ok()) return s;
+  v1::TrainSummary& summary = *job.mutable_train_summary();
+  summary.set_mesh(plan->mesh.Describe());
+  for (const MemoryItem& m : ChipMemory(config, plan->mesh)) {
+    v1::MemoryUse* use = summary.add_memory_per_chip();
+    use->set_item(m.name);
+    use->set_bytes(m.bytes);
+  }
+  summary.set_hbm_bytes(ChipHbmBytes(config, topo_));
+  double squares = 0;
+  for (const ChipCheck& c : checks) squares += c.param_squares;
+  summary.set_param_l2(std::sqrt(squares));
+  summary.set_model_flops_per_step(StepModelFlops(config));
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::FanOut(const std::string& id, uint64_t job, const JobSpec& spec, int steps,
+                                 const StepSink& on_step, std::vector<ChipCheck>& checks) {
   std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> clients;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -356,13 +405,22 @@ absl::Status Coordinator::FanOut(const std::string& id, uint64_t job, const JobS
     if (auto s = client.PrepareJob(job, spec); !s.ok()) fail(host, s);
   });
   if (!first_error.ok()) return first_error;
-  on_every_worker([&](int host, WorkerClient& client) {
-    auto r = client.RunJob(job, spec);
-    if (!r.ok()) return fail(host, r.status());
-    std::lock_guard<std::mutex> lock(result_mu);
-    chips.insert(chips.end(), r->begin(), r->end());
-  });
-  if (!first_error.ok()) return first_error;
+  for (int step = 0; step < steps; ++step) {
+    JobSpec step_spec = spec;
+    if (auto* train = std::get_if<TrainSpec>(&step_spec)) train->step = step;
+    std::vector<ChipRunResult> chips;
+    on_every_worker([&](int host, WorkerClient& client) {
+      auto r = client.RunJob(job, step_spec);
+      if (!r.ok()) return fail(host, r.status());
+      std::lock_guard<std::mutex> lock(result_mu);
+      chips.insert(chips.end(), r->begin(), r->end());
+    });
+    if (!first_error.ok()) return first_error;
+    if (auto s = on_step(step, std::move(chips)); !s.ok()) {
+      for (auto& [_, client] : clients) client->Abort(job, std::string(s.message())).IgnoreError();
+      return s;
+    }
+  }
   // Checking starts only once every worker has stopped moving data.
   on_every_worker([&](int host, WorkerClient& client) {
     auto r = client.CheckJob(job);

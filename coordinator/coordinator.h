@@ -15,6 +15,8 @@
 #include "core/collective_report.h"
 #include "core/host_job.h"
 #include "core/matmul_report.h"
+#include "core/train_job.h"
+#include "core/train_report.h"
 #include "core/pod_config.h"
 #include "services/coordinator_service.h"
 #include "services/worker_client.h"
@@ -71,8 +73,13 @@ class Coordinator : public CoordinatorBackend {
   void UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change);
   // Runs outside the lock, on a copy of the job, and fills in its result.
   absl::Status RunJob(const std::string& id, uint64_t number, v1::Job& job);
-  // Prepare, Run and Check on every worker; the first failure aborts all.
-  absl::Status FanOut(const std::string& id, uint64_t job, const JobSpec& spec, std::vector<ChipRunResult>& chips,
+  absl::Status RunTraining(const std::string& id, uint64_t number, v1::Job& job);
+  // Gets every step's results from all workers; a non-OK return stops the job.
+  using StepSink = std::function<absl::Status(int step, std::vector<ChipRunResult>&& chips)>;
+  static StepSink Keep(std::vector<ChipRunResult>& chips);
+  // Prepare on every worker, Run `steps` times, then Check; the first
+  // failure aborts all.
+  absl::Status FanOut(const std::string& id, uint64_t job, const JobSpec& spec, int steps, const StepSink& on_step,
                       std::vector<ChipCheck>& checks);
 
   const CoordinatorOptions options_;

@@ -122,8 +122,8 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   uint64_t sent_after = 0;
   for (const auto& [_, link] : links_) sent_after += static_cast<uint64_t>(link.bytes_sent());
   const int k = static_cast<int>(axis);
-  result_.bytes[k] += sent_after - sent_before;
-  result_.comm_s[k] += report->emulated_s - now_;
+  result_.mesh_bytes[k] += sent_after - sent_before;
+  result_.mesh_comm_s[k] += report->emulated_s - now_;
   now_ = report->emulated_s;
   if (op == CollectiveOp::kAllGather) {
     t = ConcatBlocks(buffer.get(), n, t.shape, dim);
@@ -140,9 +140,9 @@ void ChipTrainer::Compute(double flops, double hbm_bytes) {
   result_.compute_s += dt;
 }
 
-absl::StatusOr<ChipStepResult> ChipTrainer::Step(int step) {
+absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   const auto wall_start = WallClock::now();
-  result_ = ChipStepResult{};
+  result_ = ChipRunResult{};
   result_.chip = chip_;
   result_.step = step;
   links_.clear();
@@ -231,10 +231,27 @@ absl::StatusOr<ChipStepResult> ChipTrainer::Step(int step) {
   }
 
   result_.emulated_s = now_;
+  for (const auto& [key, link] : links_) {
+    const Axis axis = static_cast<Axis>(key.first);
+    result_.links.push_back({chip_, *net_.topology().Neighbor(chip_, axis, key.second), axis, key.second,
+                             static_cast<uint64_t>(link.bytes_sent())});
+  }
   result_.wall_s = std::chrono::duration<double>(WallClock::now() - wall_start).count();
   const double time_scale = net_.time_scale();
   if (time_scale > 0) result_.host_lag_s = std::max(0.0, result_.wall_s - now_ * time_scale);
   return result_;
+}
+
+double ChipTrainer::ParamSquares() const {
+  // Shards are replicated over the data axis: count one replica.
+  if (mesh_.Index(chip_, MeshAxisKind::kData) != 0) return 0;
+  double sum = 0;
+  for (const auto* group : {&win_, &wout_}) {
+    for (const LocalTensor& w : *group) {
+      for (int64_t i = 0; i < w.elements(); ++i) sum += static_cast<double>(w.data[i]) * w.data[i];
+    }
+  }
+  return sum;
 }
 
 void ChipTrainer::Update(LocalTensor& w, const LocalTensor& g, std::vector<float>& m, std::vector<float>& v,

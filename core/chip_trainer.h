@@ -27,24 +27,16 @@
 
 namespace tpuemu {
 
-struct ChipStepResult {
-  int chip = 0;
-  int step = 0;
-  double loss_sum = 0;      // sum of squared errors over the chip's block of the output
-  double emulated_s = 0;    // the step on the chip's emulated clock
-  double compute_s = 0;
-  double comm_s[3] = {0, 0, 0};  // exposed communication (waiting), by data, fsdp, tensor
-  uint64_t bytes[3] = {0, 0, 0};  // emulated bytes the chip sent, by data, fsdp, tensor
-  double wall_s = 0;
-  double host_lag_s = 0;
-};
-
 class ChipTrainer {
  public:
   ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job);
   // The chip's weight shards and optimizer state (not timed).
   void Prepare();
-  absl::StatusOr<ChipStepResult> Step(int step);
+  // One step; the result's training fields are filled in.
+  absl::StatusOr<ChipRunResult> Step(int step);
+  // Sum of squares of the chip's weight shards (checks the final
+  // parameters); 0 on data-parallel replicas other than the first.
+  double ParamSquares() const;
 
   // The chip's shard of layer l's Win [D/fsdp, F/tensor] and Wout [F/tensor, D/fsdp].
   const LocalTensor& win(int l) const { return win_[l]; }
@@ -79,7 +71,7 @@ class ChipTrainer {
   LinkClocks links_;
   double now_ = 0;
   int collectives_ = 0;
-  ChipStepResult result_;
+  ChipRunResult result_;
 };
 
 }  // namespace tpuemu

@@ -32,9 +32,15 @@ struct ChipRunResult {
   double emulated_s = 0;  // when the chip's result was complete, emulated clock
   double wall_s = 0;      // wall time of the data movement (inputs and checks excluded)
   double host_lag_s = 0;  // paced runs: wall time beyond emulated_s * time_scale
-  double compute_s = 0;   // emulated time of local compute ops (matmul jobs)
+  double compute_s = 0;   // emulated time of local compute ops (matmul and training jobs)
   uint64_t flops = 0;     // local compute ops (matmul jobs)
   uint64_t mismatches = 0;
+  // Training jobs: the step, the chip's sum of squared errors, and its
+  // exposed communication and sent bytes by mesh axis (data, fsdp, tensor).
+  int step = 0;
+  double loss_sum = 0;
+  double mesh_comm_s[3] = {0, 0, 0};
+  uint64_t mesh_bytes[3] = {0, 0, 0};
   std::vector<LinkUse> links;
 };
 

@@ -11,7 +11,7 @@ void HostCollective::Prepare() {
   prepared_ = true;
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run() {
+absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run(int) {
   if (!prepared_) Prepare();
   return RunChips(
       net_, options_.job, chips_.size(), [&](size_t i) { return chips_[i]->Move(); },

@@ -15,7 +15,7 @@ class HostCollective : public HostJob {
  public:
   HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options);
   void Prepare() override;
-  absl::StatusOr<std::vector<ChipRunResult>> Run() override;  // mismatches still 0
+  absl::StatusOr<std::vector<ChipRunResult>> Run(int step = 0) override;  // mismatches still 0
   std::vector<ChipCheck> Check() override;
 
  private:

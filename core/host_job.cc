@@ -4,6 +4,7 @@
 
 #include "core/host_collective.h"
 #include "core/host_matmul.h"
+#include "core/host_trainer.h"
 
 namespace tpuemu {
 
@@ -37,6 +38,11 @@ absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(const JobSpec& spec, HostNe
     auto plan = CollectivePlan::Create(net.topology(), *c);
     if (!plan.ok()) return plan.status();
     return std::unique_ptr<HostJob>(std::make_unique<HostCollective>(*std::move(plan), net, options));
+  }
+  if (const auto* t = std::get_if<TrainSpec>(&spec)) {
+    auto job = PlanTrainJob(*t, net.topology());
+    if (!job.ok()) return job.status();
+    return std::unique_ptr<HostJob>(std::make_unique<HostTrainer>(job->config, job->mesh, net, options.job));
   }
   auto program = MatmulProgram::Create(std::get<MatmulSpec>(spec), net.topology());
   if (!program.ok()) return program.status();

@@ -1,4 +1,4 @@
-// One host's share of a job (a collective or a matmul), run on a thread per
+// One host's share of a job (a collective, a matmul or training), run on a thread per
 // local chip in three steps that a pod runs on every host at once, so that no
 // chip's set-up or checking steals the cores another chip is moving data
 // with: Prepare (buffers allocated and filled), Run (timed), Check (results
@@ -16,23 +16,26 @@
 #include "core/collective_spec.h"
 #include "core/host_network.h"
 #include "core/matmul_spec.h"
+#include "core/train_job.h"
 
 namespace tpuemu {
 
-using JobSpec = std::variant<CollectiveSpec, MatmulSpec>;
+using JobSpec = std::variant<CollectiveSpec, MatmulSpec, TrainSpec>;
 
 struct ChipCheck {
   int chip = 0;
   uint64_t mismatches = 0;  // collectives: elements that differ from the reference
   double max_abs_err = 0;   // matmuls: max |C - one-device product| over the chip's block
   double max_abs_ref = 0;   // matmuls: max |one-device product| over the block
+  double param_squares = 0; // training: sum of squares of the chip's weight shards
 };
 
 class HostJob {
  public:
   virtual ~HostJob() = default;
   virtual void Prepare() = 0;
-  virtual absl::StatusOr<std::vector<ChipRunResult>> Run() = 0;
+  // Collectives and matmuls run once (step 0); training jobs a step per call.
+  virtual absl::StatusOr<std::vector<ChipRunResult>> Run(int step) = 0;
   virtual std::vector<ChipCheck> Check() = 0;
 };
 

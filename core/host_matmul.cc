@@ -11,7 +11,7 @@ void HostMatmul::Prepare() {
   OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> HostMatmul::Run() {
+absl::StatusOr<std::vector<ChipRunResult>> HostMatmul::Run(int) {
   Prepare();
   results_.assign(chips_.size(), absl::UnknownError("not run"));
   return RunChips(

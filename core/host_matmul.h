@@ -13,7 +13,7 @@ class HostMatmul : public HostJob {
  public:
   HostMatmul(std::shared_ptr<const MatmulProgram> program, HostNetwork& net, const RunOptions& options);
   void Prepare() override;
-  absl::StatusOr<std::vector<ChipRunResult>> Run() override;
+  absl::StatusOr<std::vector<ChipRunResult>> Run(int step = 0) override;
   std::vector<ChipCheck> Check() override;
   // The local chips' blocks of the product (after Run), in local_chips() order.
   std::vector<const LocalTensor*> Results() const;

@@ -6,15 +6,17 @@
 #include <vector>
 
 #include "core/chip_trainer.h"
+#include "core/host_job.h"
 #include "core/host_network.h"
 
 namespace tpuemu {
 
-class HostTrainer {
+class HostTrainer : public HostJob {
  public:
   HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job);
-  void Prepare();
-  absl::StatusOr<std::vector<ChipStepResult>> Step(int step);
+  void Prepare() override;
+  absl::StatusOr<std::vector<ChipRunResult>> Run(int step) override;
+  std::vector<ChipCheck> Check() override;  // the chips' parameter squares
   const std::vector<std::unique_ptr<ChipTrainer>>& chips() const { return chips_; }
 
  private:

@@ -92,6 +92,12 @@ v1::ChipResult ToProto(const ChipRunResult& r) {
   p.set_mismatches(r.mismatches);
   p.set_compute_s(r.compute_s);
   p.set_flops(r.flops);
+  p.set_step(r.step);
+  p.set_loss_sum(r.loss_sum);
+  for (int k = 0; k < 3; ++k) {
+    p.add_mesh_comm_s(r.mesh_comm_s[k]);
+    p.add_mesh_bytes(r.mesh_bytes[k]);
+  }
   for (const LinkUse& l : r.links) *p.add_links() = ToProto(l);
   return p;
 }
@@ -105,6 +111,10 @@ absl::StatusOr<ChipRunResult> FromProto(const v1::ChipResult& p) {
   r.mismatches = p.mismatches();
   r.compute_s = p.compute_s();
   r.flops = p.flops();
+  r.step = p.step();
+  r.loss_sum = p.loss_sum();
+  for (int k = 0; k < 3 && k < p.mesh_comm_s_size(); ++k) r.mesh_comm_s[k] = p.mesh_comm_s(k);
+  for (int k = 0; k < 3 && k < p.mesh_bytes_size(); ++k) r.mesh_bytes[k] = p.mesh_bytes(k);
   for (const v1::LinkUse& l : p.links()) {
     auto axis = ParseAxis(l.axis());
     if (!axis.ok()) return axis.status();
@@ -208,13 +218,47 @@ v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec) {
   p.set_job(job);
   if (const auto* c = std::get_if<CollectiveSpec>(&spec)) {
     *p.mutable_collective() = ToProto(*c);
+  } else if (const auto* t = std::get_if<TrainSpec>(&spec)) {
+    *p.mutable_train() = ToProto(*t);
   } else {
     *p.mutable_matmul() = ToProto(std::get<MatmulSpec>(spec));
   }
   return p;
 }
 
+v1::TrainSpec ToProto(const TrainSpec& spec) {
+  v1::TrainSpec p;
+  p.set_yaml(spec.yaml);
+  p.set_source(spec.source);
+  p.set_step(spec.step);
+  return p;
+}
+
+TrainSpec FromProto(const v1::TrainSpec& p) { return {p.yaml(), p.source(), p.step()}; }
+
+v1::TrainStep ToProto(const StepReport& r) {
+  v1::TrainStep p;
+  p.set_step(r.step);
+  p.set_loss(r.loss);
+  p.set_emulated_step_s(r.emulated_s);
+  p.set_compute_s(r.compute_s);
+  auto& comm = *p.mutable_exposed_comm_s();
+  auto& bytes = *p.mutable_comm_bytes_per_chip();
+  for (MeshAxisKind k : {MeshAxisKind::kData, MeshAxisKind::kFsdp, MeshAxisKind::kTensor}) {
+    comm[MeshAxisName(k)] = r.exposed_comm_s[static_cast<int>(k)];
+    bytes[MeshAxisName(k)] = r.comm_bytes[static_cast<int>(k)];
+  }
+  bytes["total"] = r.comm_bytes_total;
+  p.set_mfu(r.mfu);
+  p.set_tokens_per_s_emulated(r.tokens_per_s_emulated);
+  p.set_tokens_per_s_wall(r.tokens_per_s_wall);
+  p.set_wall_s(r.wall_s);
+  p.set_host_lag_s(r.host_lag_s);
+  return p;
+}
+
 absl::StatusOr<JobSpec> FromProto(const v1::RunJobRequest& p) {
+  if (p.has_train()) return JobSpec(FromProto(p.train()));
   if (p.has_matmul()) {
     auto m = FromProto(p.matmul());
     if (!m.ok()) return m.status();
@@ -231,11 +275,12 @@ v1::ChipCheck ToProto(const ChipCheck& c) {
   p.set_mismatches(c.mismatches);
   p.set_max_abs_err(c.max_abs_err);
   p.set_max_abs_ref(c.max_abs_ref);
+  p.set_param_squares(c.param_squares);
   return p;
 }
 
 ChipCheck FromProto(const v1::ChipCheck& p) {
-  return {p.chip(), p.mismatches(), p.max_abs_err(), p.max_abs_ref()};
+  return {p.chip(), p.mismatches(), p.max_abs_err(), p.max_abs_ref(), p.param_squares()};
 }
 
 }  // namespace tpuemu

@@ -8,9 +8,11 @@
 #include "core/matmul_report.h"
 #include "core/matmul_spec.h"
 #include "core/pod_config.h"
+#include "core/train_report.h"
 #include "tpuemu/v1/collective.pb.h"
 #include "tpuemu/v1/matmul.pb.h"
 #include "tpuemu/v1/pod.pb.h"
+#include "tpuemu/v1/train.pb.h"
 #include "tpuemu/v1/worker.pb.h"
 
 namespace tpuemu {
@@ -35,6 +37,9 @@ v1::MatmulResult ToProto(const MatmulReport& r);
 v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec);
 absl::StatusOr<JobSpec> FromProto(const v1::RunJobRequest& proto);
 v1::ChipCheck ToProto(const ChipCheck& c);
+v1::TrainSpec ToProto(const TrainSpec& spec);
+TrainSpec FromProto(const v1::TrainSpec& proto);
+v1::TrainStep ToProto(const StepReport& r);
 ChipCheck FromProto(const v1::ChipCheck& proto);
 
 }  // namespace tpuemu

@@ -52,44 +52,44 @@ absl::Status WorkerNode::PrepareJob(uint64_t job, const JobSpec& spec) {
   if (!host.ok()) return host.status();
   (*host)->Prepare();
   std::lock_guard<std::mutex> lock(mu_);
-  prepared_[job] = *std::move(host);
+  jobs_[job] = std::shared_ptr<HostJob>(*std::move(host));
   return absl::OkStatus();
 }
 
+std::shared_ptr<HostJob> WorkerNode::FindJob(uint64_t job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
 absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t job, const JobSpec& spec) {
-  std::unique_ptr<HostJob> host;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = prepared_.find(job);
-    if (it != prepared_.end()) {
-      host = std::move(it->second);
-      prepared_.erase(it);
-    }
-  }
+  std::shared_ptr<HostJob> host = FindJob(job);
   if (!host) {
     if (auto s = PrepareJob(job, spec); !s.ok()) return s;
-    return RunJob(job, spec);
+    host = FindJob(job);
+    if (!host) return absl::AbortedError(absl::StrCat("job ", job, " was aborted while it was being prepared"));
   }
+  const auto* train = std::get_if<TrainSpec>(&spec);
   std::lock_guard<std::mutex> run_lock(run_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_job_ = job;
   }
-  auto result = host->Run();
+  auto result = host->Run(train != nullptr ? train->step : 0);
   std::lock_guard<std::mutex> lock(mu_);
   running_job_ = 0;
-  if (result.ok()) ran_[job] = std::move(host);
+  if (!result.ok()) jobs_.erase(job);
   return result;
 }
 
 absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t job) {
-  std::unique_ptr<HostJob> host;
+  std::shared_ptr<HostJob> host;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = ran_.find(job);
-    if (it == ran_.end()) return absl::NotFoundError(absl::StrCat("job ", job, " has not run on this worker"));
+    auto it = jobs_.find(job);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job, " has not run on this worker"));
     host = std::move(it->second);
-    ran_.erase(it);
+    jobs_.erase(it);
   }
   return host->Check();
 }
@@ -100,8 +100,7 @@ void WorkerNode::Abort(uint64_t job, const std::string& reason) {
   spdlog::warn("aborting job {}: {}", job, reason);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    prepared_.erase(job);
-    ran_.erase(job);
+    jobs_.erase(job);
   }
   p->net->mailbox().AbortJob(job, absl::AbortedError(absl::StrCat("job aborted: ", reason)));
 }

@@ -41,8 +41,10 @@ class WorkerNode : public WorkerBackend {
   int host_;
   std::shared_ptr<Pod> pod_;
   uint64_t running_job_ = 0;
-  std::map<uint64_t, std::unique_ptr<HostJob>> prepared_;  // waiting to run
-  std::map<uint64_t, std::unique_ptr<HostJob>> ran_;       // waiting to be checked
+  std::shared_ptr<HostJob> FindJob(uint64_t job);
+  // Prepared jobs, until they are checked or aborted (training jobs run a
+  // step per RunJob in between).
+  std::map<uint64_t, std::shared_ptr<HostJob>> jobs_;
   std::mutex run_mu_;  // one job at a time
 };
 

@@ -57,6 +57,12 @@ absl::StatusOr<v1::Job> TestPod::Submit(const MatmulSpec& spec) {
   return coordinator_->SubmitJob(req);
 }
 
+absl::StatusOr<v1::Job> TestPod::Submit(const TrainSpec& spec) {
+  v1::SubmitJobRequest req;
+  *req.mutable_train() = ToProto(spec);
+  return coordinator_->SubmitJob(req);
+}
+
 v1::Job TestPod::Wait(const std::string& id) {
   int64_t version = -1;
   while (true) {
@@ -70,6 +76,7 @@ v1::Job TestPod::Wait(const std::string& id) {
 
 v1::Job TestPod::Run(const CollectiveSpec& spec) { return Finish(Submit(spec)); }
 v1::Job TestPod::Run(const MatmulSpec& spec) { return Finish(Submit(spec)); }
+v1::Job TestPod::Run(const TrainSpec& spec) { return Finish(Submit(spec)); }
 
 v1::Job TestPod::Finish(const absl::StatusOr<v1::Job>& job) {
   EXPECT_TRUE(job.ok()) << job.status();

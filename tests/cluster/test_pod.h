@@ -24,8 +24,10 @@ class TestPod {
   // Submits and waits; the job as the coordinator finished it.
   v1::Job Run(const CollectiveSpec& spec);
   v1::Job Run(const MatmulSpec& spec);
+  v1::Job Run(const TrainSpec& spec);
   absl::StatusOr<v1::Job> Submit(const CollectiveSpec& spec);
   absl::StatusOr<v1::Job> Submit(const MatmulSpec& spec);
+  absl::StatusOr<v1::Job> Submit(const TrainSpec& spec);
   v1::Job Wait(const std::string& id);
 
  private:

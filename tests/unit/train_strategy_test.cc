@@ -58,10 +58,10 @@ class StrategyTest : public testing::TestWithParam<StrategyCase> {
     ReferenceTrainer reference(*config);
     std::vector<double> losses;
     for (int s = 0; s < steps; ++s) {
-      auto chips = sharded.Step(s);
+      auto chips = sharded.Run(s);
       ASSERT_TRUE(chips.ok()) << chips.status();
       double sum = 0;
-      for (const ChipStepResult& c : *chips) sum += c.loss_sum;
+      for (const ChipRunResult& c : *chips) sum += c.loss_sum;
       const double loss = sum / static_cast<double>(config->global_batch_tokens * config->emb_dim);
       const double want = reference.Step().loss;
       EXPECT_NEAR(loss, want, 1e-5 * want) << "step " << s << " on " << mesh->Describe();
@@ -98,7 +98,7 @@ class StrategyTest : public testing::TestWithParam<StrategyCase> {
     config_ = *config;
   }
 
-  std::vector<ChipStepResult> last_;
+  std::vector<ChipRunResult> last_;
   std::optional<TrainMesh> mesh_;
   TrainConfig config_;
 };
@@ -122,10 +122,10 @@ TEST_P(StrategyTest, BytesPerChipFollowSeed001sTable) {
   const double want_data = 8 * d * f_t / fsdp * (data - 1) / data * layers;
   const double want_fsdp = 12 * d * f_t * (fsdp - 1) / fsdp * layers;
   const double want_tensor = 8 * b_local * d * (tensor - 1) / tensor * layers;
-  for (const ChipStepResult& c : last_) {
-    EXPECT_DOUBLE_EQ(c.bytes[0], want_data) << "data, chip " << c.chip;
-    EXPECT_DOUBLE_EQ(c.bytes[1], want_fsdp) << "fsdp, chip " << c.chip;
-    EXPECT_DOUBLE_EQ(c.bytes[2], want_tensor) << "tensor, chip " << c.chip;
+  for (const ChipRunResult& c : last_) {
+    EXPECT_DOUBLE_EQ(c.mesh_bytes[0], want_data) << "data, chip " << c.chip;
+    EXPECT_DOUBLE_EQ(c.mesh_bytes[1], want_fsdp) << "fsdp, chip " << c.chip;
+    EXPECT_DOUBLE_EQ(c.mesh_bytes[2], want_tensor) << "tensor, chip " << c.chip;
   }
 }
 

@@ -1,0 +1,51 @@
+// What a training step cost, as users see it (issue 4): the loss, the step on
+// the emulated clock split into compute and exposed communication per mesh
+// axis, MFU, tokens/s, bytes each chip sent, and memory per chip by item.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/chip_trainer.h"
+#include "core/train_config.h"
+#include "core/train_mesh.h"
+
+namespace tpuemu {
+
+// Per-chip memory by item, in emulated bytes (dtype for parameters,
+// gradients, activations and gathered weights; fp32 Adam moments).
+struct MemoryItem {
+  std::string name;
+  double bytes = 0;
+};
+std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh);
+double ChipHbmBytes(const TrainConfig& c, const Topology& topo);
+
+// Refuses a job that does not fit before anything is allocated, naming the
+// largest items like an XLA out-of-memory report.
+absl::Status CheckMemory(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo);
+
+struct StepReport {
+  int step = 0;
+  double loss = 0;
+  double emulated_s = 0;        // slowest chip
+  double compute_s = 0;         // on that chip
+  double exposed_comm_s[3] = {0, 0, 0};  // on that chip, by data, fsdp, tensor
+  double mfu = 0;               // model flops / (chips x C x emulated_s)
+  double tokens_per_s_emulated = 0;
+  double tokens_per_s_wall = 0;
+  double wall_s = 0;
+  uint64_t comm_bytes[3] = {0, 0, 0};  // busiest chip, by data, fsdp, tensor
+  uint64_t comm_bytes_total = 0;       // busiest chip
+  double host_lag_s = 0;
+};
+
+// Model flops of one step: forward 2 matmuls of 2 B D F per layer, backward
+// twice that.
+double StepModelFlops(const TrainConfig& c);
+
+StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::vector<ChipRunResult>& chips);
+
+}  // namespace tpuemu

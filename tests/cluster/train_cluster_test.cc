@@ -1,0 +1,103 @@
+// Training jobs over real gRPC: workers keep their shards between steps, the
+// coordinator publishes every step, and the losses and final parameters equal
+// the one-device reference; cancel stops a job within a step and leaves the
+// pod usable.
+#include <cmath>
+#include <thread>
+
+#include "core/train_model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/test_pod.h"
+
+namespace tpuemu {
+namespace {
+
+TrainSpec Job(const std::string& mesh, int steps, const std::string& opt = "adam") {
+  return {mesh + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\nsteps: " +
+              std::to_string(steps) + "\nopt_type: " + opt + "\nlearning_rate: " + (opt == "adam" ? "0.01" : "20") +
+              "\n",
+          "test.yaml", 0};
+}
+
+void ExpectEqualsReference(const v1::Job& job, const TrainSpec& spec) {
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  auto config = ParseTrainConfig(spec.yaml, spec.source);
+  ASSERT_TRUE(config.ok());
+  ReferenceTrainer reference(*config);
+  ASSERT_EQ(job.steps_size(), config->steps);
+  for (const v1::TrainStep& step : job.steps()) {
+    const double want = reference.Step().loss;
+    EXPECT_NEAR(step.loss(), want, 1e-5 * want) << "step " << step.step();
+    EXPECT_GT(step.emulated_step_s(), 0);
+    EXPECT_GT(step.mfu(), 0);
+    EXPECT_LE(step.mfu(), 1);
+  }
+  double squares = 0;
+  for (const auto& group : {&reference.weights().win, &reference.weights().wout}) {
+    for (const auto& w : *group) {
+      for (float v : w) squares += static_cast<double>(v) * v;
+    }
+  }
+  EXPECT_NEAR(job.train_summary().param_l2(), std::sqrt(squares), 1e-5 * std::sqrt(squares));
+}
+
+TEST(TrainClusterTest, StrategiesAcrossWorkersEqualOneDevice) {
+  TestPod pod({"v5p:2x4", 2, 4, "auto"}, 0);  // 16 chips, 4 workers, 2 slices
+  for (const std::string mesh : {"ici_data_parallelism: -1\nici_fsdp_parallelism: 1\n",  // DP everywhere
+                                 "ici_fsdp_parallelism: -1\n",                               // FSDP in, DP across
+                                 "ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\n"}) {  // FSDP + TP
+    const TrainSpec spec = Job(mesh, 3);
+    ExpectEqualsReference(pod.Run(spec), spec);
+  }
+  const TrainSpec sgd = Job("ici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\n", 3, "sgd");
+  ExpectEqualsReference(pod.Run(sgd), sgd);
+}
+
+TEST(TrainClusterTest, BadJobFilesAreRefusedAtSubmit) {
+  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
+  struct Case {
+    std::string yaml;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"ici_data_parallelism: 3\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "must divide the chips per slice"},
+      {"topology: v5e:4x4\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "the pod is v5p:2x4"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 12\n", "global_batch_tokens: 12 does not split over the 8"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbatch: 3\n", "unknown key"},
+      {"emb_dim: 1024\nmlp_dim: 4096\nnum_layers: 4\nglobal_batch_tokens: 8\nici_fsdp_parallelism: 1\n"
+       "ici_data_parallelism: -1\nhbm_bytes: 1e8\n",
+       "out of memory: each chip needs 0.375 GiB but has 0.093 GiB of HBM (hbm_bytes)"},
+  };
+  for (const Case& c : cases) {
+    auto job = pod.Submit(TrainSpec{c.yaml, "bad.yaml", 0});
+    ASSERT_FALSE(job.ok()) << c.yaml;
+    EXPECT_THAT(std::string(job.status().message()), testing::HasSubstr(c.says)) << job.status();
+  }
+  EXPECT_TRUE(pod.coordinator().ListJobs().empty());
+}
+
+TEST(TrainClusterTest, CancelStopsWithinAStepAndThePodRunsTheNextJob) {
+  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
+  auto job = pod.Submit(Job("ici_fsdp_parallelism: -1\n", 100000));
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Wait for the first step, then cancel.
+  int64_t version = -1;
+  while (true) {
+    auto next = pod.coordinator().WaitJob(job->id(), version, absl::Seconds(5));
+    ASSERT_TRUE(next.ok());
+    version = next->second;
+    if (next->first.steps_size() > 0) break;
+  }
+  const auto asked = std::chrono::steady_clock::now();
+  ASSERT_TRUE(pod.coordinator().CancelJob(job->id()).ok());
+  const v1::Job done = pod.Wait(job->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(2));
+  EXPECT_LT(done.steps_size(), 100000);
+  const TrainSpec next = Job("ici_fsdp_parallelism: -1\n", 2);
+  ExpectEqualsReference(pod.Run(next), next);
+}
+
+}  // namespace
+}  // namespace tpuemu
