@@ -7,6 +7,7 @@
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/pod_state.h"
+#include "client/job_json.h"
 #include "client/job_wait.h"
 #include "core/collective_spec.h"
 #include "core/units.h"
@@ -27,34 +28,6 @@ struct BenchOptions {
   std::string coordinator;
   bool json = false;
 };
-
-nlohmann::json ResultJson(const v1::Job& job) {
-  const v1::CollectiveResult& r = job.result();
-  nlohmann::json links = nlohmann::json::array();
-  for (const auto& l : r.links()) {
-    links.push_back({{"src", l.src()}, {"dst", l.dst()}, {"axis", l.axis()}, {"dir", l.dir() > 0 ? "+" : "-"},
-                     {"bytes", l.emu_bytes()}});
-  }
-  return {{"job", job.id()},
-          {"op", r.op()},
-          {"axes", r.axes()},
-          {"n", r.n()},
-          {"bytes", r.bytes()},
-          {"dtype", r.dtype_bytes() == 2 ? "bf16" : "f32"},
-          {"algorithm", r.algorithm()},
-          {"emulated_s", r.emulated_s()},
-          {"predicted_s", r.predicted_s()},
-          {"ratio", r.ratio()},
-          {"wall_s", r.wall_s()},
-          {"algbw_gbps", r.algbw_gbps()},
-          {"busbw_gbps", r.busbw_gbps()},
-          {"emulated_algbw_gbps", r.emulated_algbw_gbps()},
-          {"emulated_busbw_gbps", r.emulated_busbw_gbps()},
-          {"host_lag_s", r.host_lag_s()},
-          {"link_bytes", links},
-          {"correct", r.correct()},
-          {"mismatches", r.mismatches()}};
-}
 
 std::string Micros(double s) { return absl::StrCat(static_cast<int64_t>(s * 1e7) / 10.0); }
 
@@ -97,7 +70,7 @@ int Bench(const BenchOptions& o) {
 
   if (o.json) {
     nlohmann::json results = nlohmann::json::array();
-    for (const auto& job : done) results.push_back(ResultJson(job));
+    for (const auto& job : done) results.push_back(CollectiveJson(job));
     std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
   } else {
     std::printf("%-14s %-5s %3s %9s %-9s %12s %12s %7s %10s %9s %9s %8s\n", "op", "axes", "n", "bytes",

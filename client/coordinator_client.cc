@@ -56,4 +56,36 @@ absl::StatusOr<v1::Job> CoordinatorClient::Get(const std::string& id) {
   return resp;
 }
 
+absl::StatusOr<std::vector<v1::Job>> CoordinatorClient::List() {
+  grpc::ClientContext ctx;
+  Deadline(&ctx, 5);
+  v1::ListJobsResponse resp;
+  grpc::Status s = stub_->ListJobs(&ctx, v1::ListJobsRequest(), &resp);
+  if (!s.ok()) return Explain(s, address_);
+  return std::vector<v1::Job>(resp.jobs().begin(), resp.jobs().end());
+}
+
+absl::StatusOr<v1::Job> CoordinatorClient::Cancel(const std::string& id) {
+  grpc::ClientContext ctx;
+  Deadline(&ctx, 5);
+  v1::CancelJobRequest req;
+  req.set_id(id);
+  v1::Job resp;
+  grpc::Status s = stub_->CancelJob(&ctx, req, &resp);
+  if (!s.ok()) return Explain(s, address_);
+  return resp;
+}
+
+absl::Status CoordinatorClient::Watch(const std::string& id, const std::function<void(const v1::Job&)>& on_change) {
+  grpc::ClientContext ctx;
+  v1::WatchJobRequest req;
+  req.set_id(id);
+  auto reader = stub_->WatchJob(&ctx, req);
+  v1::JobEvent event;
+  while (reader->Read(&event)) on_change(event.job());
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return Explain(s, address_);
+  return absl::OkStatus();
+}
+
 }  // namespace tpuemu

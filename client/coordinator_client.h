@@ -3,7 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tpuemu/v1/services.grpc.pb.h"
@@ -17,6 +19,10 @@ class CoordinatorClient {
   absl::StatusOr<v1::ClusterStatus> Status(double timeout_s = 3);
   absl::StatusOr<v1::Job> Submit(const v1::SubmitJobRequest& request);
   absl::StatusOr<v1::Job> Get(const std::string& id);
+  absl::StatusOr<std::vector<v1::Job>> List();
+  absl::StatusOr<v1::Job> Cancel(const std::string& id);
+  // Streams the job's every change until it ends; `on_change` sees each.
+  absl::Status Watch(const std::string& id, const std::function<void(const v1::Job&)>& on_change);
 
  private:
   std::string address_;

@@ -2,6 +2,7 @@
 #include "CLI/CLI.hpp"
 #include "client/bench_commands.h"
 #include "client/cluster_commands.h"
+#include "client/job_commands.h"
 #include "client/matmul_command.h"
 #include "client/reference_command.h"
 
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   tpuemu::AddBenchCommands(app, &exit_code);
   tpuemu::AddMatmulCommand(app, &exit_code);
   tpuemu::AddReferenceCommand(app, &exit_code);
+  tpuemu::AddJobCommands(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

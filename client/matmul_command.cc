@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
+#include "client/job_json.h"
 #include "client/job_wait.h"
 #include "client/pod_state.h"
 #include "core/matmul_spec.h"
@@ -33,58 +34,6 @@ struct MatmulOptionsCli {
   int slices = 1;
   std::string coordinator;
 };
-
-nlohmann::json CandidateJson(const v1::MatmulCandidate& c) {
-  nlohmann::json steps = nlohmann::json::array();
-  for (const v1::MatmulStep& s : c.steps()) {
-    nlohmann::json step = {{"step", s.notation()}, {"kind", s.kind()}, {"predicted_s", s.predicted_s()}};
-    if (s.kind() == "Multiply") {
-      step["flops"] = s.flops();
-    } else if (s.kind() != "DynamicSlice") {
-      step["collective"] = s.kind();
-      step["axes"] = s.axes();
-      step["physical_axes"] = s.physical_axes();
-      step["bytes"] = s.bytes();
-      step["bytes_per_chip"] = s.bytes_per_chip();
-    } else {
-      step["axes"] = s.axes();
-    }
-    steps.push_back(step);
-  }
-  return {{"summary", c.summary()},           {"steps", steps},
-          {"predicted_s", c.predicted_s()},   {"compute_s", c.compute_s()},
-          {"comm_s", c.comm_s()},             {"flops_per_chip", c.flops_per_chip()},
-          {"comm_bytes_per_chip", c.comm_bytes_per_chip()}};
-}
-
-nlohmann::json ResultJson(const v1::MatmulResult& r, const std::string& job) {
-  const nlohmann::json plan = CandidateJson(r.plan());
-  nlohmann::json alternatives = nlohmann::json::array();
-  for (const auto& c : r.alternatives()) alternatives.push_back(CandidateJson(c));
-  nlohmann::json out = {{"expr", r.expr()},
-                        {"mesh", r.mesh()},
-                        {"dtype", r.dtype_bytes() == 2 ? "bf16" : "f32"},
-                        {"plan", plan["steps"]},
-                        {"plan_summary", r.plan().summary()},
-                        {"why", r.why()},
-                        {"alternatives", alternatives},
-                        {"flops_per_chip", r.flops_per_chip()},
-                        {"predicted_s", {{"total", r.plan().predicted_s()},
-                                         {"compute", r.plan().compute_s()},
-                                         {"communication", r.plan().comm_s()}}}};
-  if (job.empty()) return out;  // planned only
-  nlohmann::json bytes = {{"total", r.comm_bytes_total()}};
-  for (const auto& [axis, b] : r.comm_bytes()) bytes[axis] = b;
-  out["job"] = job;
-  out["comm_bytes"] = bytes;
-  out["emulated_s"] = {{"total", r.emulated_s()}, {"compute", r.compute_s()}, {"communication", r.comm_s()}};
-  out["ratio"] = r.ratio();
-  out["wall_s"] = r.wall_s();
-  out["host_lag_s"] = r.host_lag_s();
-  out["max_rel_err"] = r.max_rel_err();
-  out["correct"] = r.correct();
-  return out;
-}
 
 std::string StepCost(const v1::MatmulStep& s) {
   if (s.kind() == "Multiply") return absl::StrCat(absl::StrFormat("%.3g", static_cast<double>(s.flops())), " flop/chip");
@@ -185,7 +134,7 @@ int RunMatmul(const MatmulOptionsCli& o) {
   if (o.plan_only) {
     const v1::MatmulResult r = PlanToProto(*plan);
     if (o.json) {
-      std::cout << ResultJson(r, "").dump(2) << "\n";
+      std::cout << MatmulJson(r, "").dump(2) << "\n";
     } else {
       PrintText(r, topo->Describe(), o.explain, false);
     }
@@ -197,7 +146,7 @@ int RunMatmul(const MatmulOptionsCli& o) {
   if (!job.ok()) return Fail(job.status());
   const v1::MatmulResult& r = job->matmul_result();
   if (o.json) {
-    std::cout << ResultJson(r, job->id()).dump(2) << "\n";
+    std::cout << MatmulJson(r, job->id()).dump(2) << "\n";
   } else {
     PrintText(r, topo->Describe(), o.explain, true);
   }

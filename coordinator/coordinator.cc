@@ -351,8 +351,7 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
     if (entry.cancel_requested) return absl::CancelledError("cancelled by the user");
     return absl::OkStatus();
   };
-  std::vector<ChipCheck> checks;
-  if (auto s = FanOut(id, number, spec, config.steps, on_step, checks); !s.ok()) return s;
+  // What the job will hold per chip, published before the first step.
   v1::TrainSummary& summary = *job.mutable_train_summary();
   summary.set_mesh(plan->mesh.Describe());
   for (const MemoryItem& m : ChipMemory(config, plan->mesh)) {
@@ -361,10 +360,16 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
     use->set_bytes(m.bytes);
   }
   summary.set_hbm_bytes(ChipHbmBytes(config, topo_));
+  summary.set_model_flops_per_step(StepModelFlops(config));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    UpdateJobLocked(jobs_[id], [&](v1::Job& j) { *j.mutable_train_summary() = summary; });
+  }
+  std::vector<ChipCheck> checks;
+  if (auto s = FanOut(id, number, spec, config.steps, on_step, checks); !s.ok()) return s;
   double squares = 0;
   for (const ChipCheck& c : checks) squares += c.param_squares;
   summary.set_param_l2(std::sqrt(squares));
-  summary.set_model_flops_per_step(StepModelFlops(config));
   return absl::OkStatus();
 }
 

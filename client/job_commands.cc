@@ -1,0 +1,224 @@
+#include "client/job_commands.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli_errors.h"
+#include "client/coordinator_client.h"
+#include "client/job_json.h"
+#include "client/pod_state.h"
+#include "client/progress.h"
+#include "client/reference_command.h"
+#include "core/train_config.h"
+#include "core/units.h"
+#include "services/coordinator_service.h"
+
+namespace tpuemu {
+namespace {
+
+struct JobOptions {
+  std::string path;
+  std::string id;
+  bool wait = false;
+  bool json = false;
+  std::string coordinator;
+};
+
+absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& coordinator) {
+  auto address = ResolveCoordinator(coordinator);
+  if (!address.ok()) return address.status();
+  return std::make_unique<CoordinatorClient>(*address);
+}
+
+std::string StepLine(const v1::TrainStep& s) {
+  std::string comm;
+  for (const char* axis : {"data", "fsdp", "tensor"}) {
+    auto it = s.exposed_comm_s().find(axis);
+    if (it != s.exposed_comm_s().end() && it->second > 0) absl::StrAppend(&comm, " ", axis, " ", FormatSeconds(it->second));
+  }
+  auto bytes = s.comm_bytes_per_chip().find("total");
+  return absl::StrFormat("step %4d  loss %-12.6g step %-9s compute %-9s comm:%-28s MFU %5.1f%%  %9.4g tok/s  sent/chip %s",
+                         s.step(), s.loss(), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()),
+                         comm.empty() ? " none" : comm, 100 * s.mfu(), s.tokens_per_s_emulated(),
+                         FormatBytes(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
+}
+
+// Follows a job to its end: a line per finished step on stdout (unless
+// quiet) and a progress bar on stderr. Returns the final job.
+absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id, bool quiet) {
+  Progress progress(true);
+  int printed = 0;
+  v1::Job last;
+  auto status = client.Watch(id, [&](const v1::Job& job) {
+    last = job;
+    for (; printed < job.steps_size(); ++printed) {
+      if (quiet) continue;
+      progress.Done();
+      std::printf("%s\n", StepLine(job.steps(printed)).c_str());
+      std::fflush(stdout);
+    }
+    int total = 1;
+    if (job.has_train()) {
+      auto config = ParseTrainConfig(job.train().yaml(), job.train().source());
+      if (config.ok()) total = config->steps;
+    }
+    const int width = 30, done = total > 0 ? width * job.steps_size() / total : 0;
+    progress.Update(absl::StrCat(id, " [", std::string(done, '#'), std::string(width - done, '.'), "] ",
+                                 job.steps_size(), "/", total, " steps"));
+  });
+  progress.Done();
+  if (!status.ok()) return status;
+  return last;
+}
+
+int Finish(const v1::Job& job, bool json) {
+  if (json) {
+    std::cout << JobJson(job).dump(2) << "\n";
+  } else if (job.state() == v1::JOB_STATE_SUCCEEDED && job.has_train()) {
+    std::printf("%s succeeded: %d steps on %s; final parameters L2 %.9g\n", job.id().c_str(), job.steps_size(),
+                job.train_summary().mesh().c_str(), job.train_summary().param_l2());
+  }
+  if (job.state() == v1::JOB_STATE_SUCCEEDED) return 0;
+  std::cerr << "error: " << job.id() << " "
+            << (job.state() == v1::JOB_STATE_CANCELLED ? "was cancelled" : "failed: " + job.error()) << "\n";
+  return 1;
+}
+
+int Submit(const JobOptions& o) {
+  std::ifstream in(o.path);
+  if (!in) return Fail(absl::InvalidArgumentError(absl::StrCat("JOB.yaml: cannot read '", o.path, "'")));
+  std::stringstream text;
+  text << in.rdbuf();
+  // Check locally first: the same errors, without a pod.
+  if (auto config = ParseTrainConfig(text.str(), o.path); !config.ok()) return Fail(config.status());
+  auto client = Connect(o.coordinator);
+  if (!client.ok()) return Fail(client.status());
+  v1::SubmitJobRequest req;
+  req.mutable_train()->set_yaml(text.str());
+  req.mutable_train()->set_source(o.path);
+  auto job = (*client)->Submit(req);
+  if (!job.ok()) return Fail(job.status());
+  if (!o.wait) {
+    if (o.json) {
+      std::cout << JobJson(*job).dump(2) << "\n";
+    } else {
+      std::printf("%s submitted; follow it with `tpuemu watch %s`\n", job->id().c_str(), job->id().c_str());
+    }
+    return 0;
+  }
+  auto done = Follow(**client, job->id(), o.json);
+  if (!done.ok()) return Fail(done.status());
+  return Finish(*done, o.json);
+}
+
+int List(const JobOptions& o) {
+  auto client = Connect(o.coordinator);
+  if (!client.ok()) return Fail(client.status());
+  auto jobs = (*client)->List();
+  if (!jobs.ok()) return Fail(jobs.status());
+  if (o.json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const v1::Job& j : *jobs) all.push_back(JobJson(j));
+    std::cout << nlohmann::json{{"jobs", all}}.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-10s %-10s %-10s %6s  %s\n", "id", "kind", "state", "steps", "what");
+  for (const v1::Job& j : *jobs) {
+    const nlohmann::json js = JobJson(j);
+    std::string what = j.has_train()    ? j.train().source()
+                       : j.has_matmul() ? j.matmul().expr()
+                                        : absl::StrCat(j.collective().op(), " ", FormatBytes(j.collective().bytes()));
+    std::printf("%-10s %-10s %-10s %6d  %s\n", j.id().c_str(), JobKind(j).c_str(),
+                js["state"].get<std::string>().c_str(), j.steps_size(), what.c_str());
+  }
+  return 0;
+}
+
+int Status(const JobOptions& o) {
+  auto client = Connect(o.coordinator);
+  if (!client.ok()) return Fail(client.status());
+  auto job = (*client)->Get(o.id);
+  if (!job.ok()) return Fail(job.status());
+  if (o.json) {
+    std::cout << JobJson(*job).dump(2) << "\n";
+    return 0;
+  }
+  const nlohmann::json js = JobJson(*job);
+  std::printf("%s (%s): %s%s\n", job->id().c_str(), JobKind(*job).c_str(), js["state"].get<std::string>().c_str(),
+              job->error().empty() ? "" : (": " + job->error()).c_str());
+  if (job->has_train()) {
+    std::printf("mesh %s\n", job->train_summary().mesh().c_str());
+    for (const v1::MemoryUse& m : job->train_summary().memory_per_chip()) {
+      std::printf("  %-17s %12s per chip\n", m.item().c_str(), FormatBytes(static_cast<uint64_t>(m.bytes())).c_str());
+    }
+    for (const v1::TrainStep& s : job->steps()) std::printf("%s\n", StepLine(s).c_str());
+  }
+  return 0;
+}
+
+int Watch(const JobOptions& o) {
+  auto client = Connect(o.coordinator);
+  if (!client.ok()) return Fail(client.status());
+  auto done = Follow(**client, o.id, false);
+  if (!done.ok()) return Fail(done.status());
+  return Finish(*done, false);
+}
+
+int Cancel(const JobOptions& o) {
+  auto client = Connect(o.coordinator);
+  if (!client.ok()) return Fail(client.status());
+  auto job = (*client)->Cancel(o.id);
+  if (!job.ok()) return Fail(job.status());
+  auto done = Follow(**client, o.id, true);
+  if (!done.ok()) return Fail(done.status());
+  std::printf("%s: %s\n", o.id.c_str(), JobJson(*done)["state"].get<std::string>().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void AddJobCommands(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<JobOptions>();
+  auto coordinator = [o](CLI::App* c) {
+    c->add_option("--coordinator", o->coordinator,
+                  "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, else the pod `cluster up` started)");
+  };
+  auto* submit = app.add_subcommand(
+      "submit",
+      "submit a training job file to the pod: seed 001's model trained with the data, fsdp and tensor\n"
+      "parallelism its mesh keys ask for (the seed's algorithms), every step reported. Example:\n"
+      "  tpuemu submit examples/jobs/dp.yaml --wait\n\n" +
+          JobKeysHelp());
+  submit->add_option("job", o->path, "JOB.yaml")->required();
+  submit->add_flag("--wait", o->wait, "follow the job to its end, a line per step");
+  submit->add_flag("--json", o->json, "print the job as JSON (with --wait: the finished job, as `status --json`)");
+  coordinator(submit);
+  submit->callback([o, exit_code] { *exit_code = Submit(*o); });
+
+  auto* jobs = app.add_subcommand("jobs", "list the pod's jobs");
+  jobs->add_flag("--json", o->json, "print {\"jobs\": [...]}");
+  coordinator(jobs);
+  jobs->callback([o, exit_code] { *exit_code = List(*o); });
+
+  auto* status = app.add_subcommand("status", "show one job: state, mesh, memory per chip, every finished step");
+  status->add_option("job", o->id, "job id, e.g. job-3")->required();
+  status->add_flag("--json", o->json, "print the job as JSON, with its steps array");
+  coordinator(status);
+  status->callback([o, exit_code] { *exit_code = Status(*o); });
+
+  auto* watch = app.add_subcommand("watch", "follow a job: a line per step and a progress bar, until it ends");
+  watch->add_option("job", o->id, "job id")->required();
+  coordinator(watch);
+  watch->callback([o, exit_code] { *exit_code = Watch(*o); });
+
+  auto* cancel = app.add_subcommand("cancel", "cancel a job: it stops within a step; the pod stays usable");
+  cancel->add_option("job", o->id, "job id")->required();
+  coordinator(cancel);
+  cancel->callback([o, exit_code] { *exit_code = Cancel(*o); });
+}
+
+}  // namespace tpuemu

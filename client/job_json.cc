@@ -1,0 +1,139 @@
+#include "client/job_json.h"
+
+namespace tpuemu {
+
+nlohmann::json CollectiveJson(const v1::Job& job) {
+  const v1::CollectiveResult& r = job.result();
+  nlohmann::json links = nlohmann::json::array();
+  for (const auto& l : r.links()) {
+    links.push_back({{"src", l.src()}, {"dst", l.dst()}, {"axis", l.axis()}, {"dir", l.dir() > 0 ? "+" : "-"},
+                     {"bytes", l.emu_bytes()}});
+  }
+  return {{"job", job.id()},
+          {"op", r.op()},
+          {"axes", r.axes()},
+          {"n", r.n()},
+          {"bytes", r.bytes()},
+          {"dtype", r.dtype_bytes() == 2 ? "bf16" : "f32"},
+          {"algorithm", r.algorithm()},
+          {"emulated_s", r.emulated_s()},
+          {"predicted_s", r.predicted_s()},
+          {"ratio", r.ratio()},
+          {"wall_s", r.wall_s()},
+          {"algbw_gbps", r.algbw_gbps()},
+          {"busbw_gbps", r.busbw_gbps()},
+          {"emulated_algbw_gbps", r.emulated_algbw_gbps()},
+          {"emulated_busbw_gbps", r.emulated_busbw_gbps()},
+          {"host_lag_s", r.host_lag_s()},
+          {"link_bytes", links},
+          {"correct", r.correct()},
+          {"mismatches", r.mismatches()}};
+}
+
+static nlohmann::json CandidateJson(const v1::MatmulCandidate& c) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const v1::MatmulStep& s : c.steps()) {
+    nlohmann::json step = {{"step", s.notation()}, {"kind", s.kind()}, {"predicted_s", s.predicted_s()}};
+    if (s.kind() == "Multiply") {
+      step["flops"] = s.flops();
+    } else if (s.kind() != "DynamicSlice") {
+      step["collective"] = s.kind();
+      step["axes"] = s.axes();
+      step["physical_axes"] = s.physical_axes();
+      step["bytes"] = s.bytes();
+      step["bytes_per_chip"] = s.bytes_per_chip();
+    } else {
+      step["axes"] = s.axes();
+    }
+    steps.push_back(step);
+  }
+  return {{"summary", c.summary()},           {"steps", steps},
+          {"predicted_s", c.predicted_s()},   {"compute_s", c.compute_s()},
+          {"comm_s", c.comm_s()},             {"flops_per_chip", c.flops_per_chip()},
+          {"comm_bytes_per_chip", c.comm_bytes_per_chip()}};
+}
+
+nlohmann::json MatmulJson(const v1::MatmulResult& r, const std::string& job) {
+  const nlohmann::json plan = CandidateJson(r.plan());
+  nlohmann::json alternatives = nlohmann::json::array();
+  for (const auto& c : r.alternatives()) alternatives.push_back(CandidateJson(c));
+  nlohmann::json out = {{"expr", r.expr()},
+                        {"mesh", r.mesh()},
+                        {"dtype", r.dtype_bytes() == 2 ? "bf16" : "f32"},
+                        {"plan", plan["steps"]},
+                        {"plan_summary", r.plan().summary()},
+                        {"why", r.why()},
+                        {"alternatives", alternatives},
+                        {"flops_per_chip", r.flops_per_chip()},
+                        {"predicted_s", {{"total", r.plan().predicted_s()},
+                                         {"compute", r.plan().compute_s()},
+                                         {"communication", r.plan().comm_s()}}}};
+  if (job.empty()) return out;  // planned only
+  nlohmann::json bytes = {{"total", r.comm_bytes_total()}};
+  for (const auto& [axis, b] : r.comm_bytes()) bytes[axis] = b;
+  out["job"] = job;
+  out["comm_bytes"] = bytes;
+  out["emulated_s"] = {{"total", r.emulated_s()}, {"compute", r.compute_s()}, {"communication", r.comm_s()}};
+  out["ratio"] = r.ratio();
+  out["wall_s"] = r.wall_s();
+  out["host_lag_s"] = r.host_lag_s();
+  out["max_rel_err"] = r.max_rel_err();
+  out["correct"] = r.correct();
+  return out;
+}
+
+std::string JobKind(const v1::Job& job) {
+  if (job.has_train()) return "train";
+  if (job.has_matmul()) return "matmul";
+  return "collective";
+}
+
+nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& summary) {
+  nlohmann::json memory = nlohmann::json::object();
+  for (const v1::MemoryUse& m : summary.memory_per_chip()) memory[m.item()] = m.bytes();
+  nlohmann::json exposed = nlohmann::json::object();
+  for (const auto& [axis, t] : s.exposed_comm_s()) exposed[axis] = t;
+  nlohmann::json bytes = nlohmann::json::object();
+  for (const auto& [axis, b] : s.comm_bytes_per_chip()) bytes[axis] = b;
+  return {{"step", s.step()},
+          {"loss", s.loss()},
+          {"emulated_step_s", s.emulated_step_s()},
+          {"compute_s", s.compute_s()},
+          {"exposed_comm_s", exposed},
+          {"mfu", s.mfu()},
+          {"tokens_per_s_emulated", s.tokens_per_s_emulated()},
+          {"tokens_per_s_wall", s.tokens_per_s_wall()},
+          {"wall_s", s.wall_s()},
+          {"comm_bytes_per_chip", bytes},
+          {"memory_per_chip", memory},
+          {"hbm_bytes", summary.hbm_bytes()},
+          {"host_lag_s", s.host_lag_s()}};
+}
+
+nlohmann::json JobJson(const v1::Job& job) {
+  static const char* kStates[] = {"unspecified", "pending", "running", "succeeded", "failed", "cancelled"};
+  nlohmann::json out = {{"id", job.id()},
+                        {"kind", JobKind(job)},
+                        {"state", kStates[job.state()]},
+                        {"submitted_unix_s", job.submitted_unix_s()}};
+  if (!job.error().empty()) out["error"] = job.error();
+  if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();
+  if (job.has_train()) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const v1::TrainStep& s : job.steps()) steps.push_back(TrainStepJson(s, job.train_summary()));
+    out["source"] = job.train().source();
+    out["steps"] = steps;
+    const v1::TrainSummary& sum = job.train_summary();
+    nlohmann::json summary = {{"mesh", sum.mesh()}, {"hbm_bytes", sum.hbm_bytes()},
+                              {"model_flops_per_step", sum.model_flops_per_step()}};
+    if (sum.param_l2() > 0) summary["param_l2"] = sum.param_l2();
+    out["summary"] = summary;
+  } else if (job.has_matmul()) {
+    if (job.has_matmul_result()) out["result"] = MatmulJson(job.matmul_result(), job.id());
+  } else if (job.has_result()) {
+    out["result"] = CollectiveJson(job);
+  }
+  return out;
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,20 @@
+// The JSON every command prints for a job, one shape per job kind, so that
+// `submit --wait --json`, `status --json` and the benchmarks agree.
+#pragma once
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "tpuemu/v1/services.grpc.pb.h"
+
+namespace tpuemu {
+
+nlohmann::json CollectiveJson(const v1::Job& job);
+// `job` empty: a plan that has not run.
+nlohmann::json MatmulJson(const v1::MatmulResult& r, const std::string& job);
+nlohmann::json TrainStepJson(const v1::TrainStep& step, const v1::TrainSummary& summary);
+// Any job: id, state, error, kind, times and the kind's result.
+nlohmann::json JobJson(const v1::Job& job);
+std::string JobKind(const v1::Job& job);  // "collective" | "matmul" | "train"
+
+}  // namespace tpuemu
