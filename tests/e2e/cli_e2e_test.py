@@ -229,6 +229,69 @@ class ReferenceTest(Pod):
         self.assert_fails(self.cli("reference", os.path.join(self.home, "missing.yaml")), "cannot read")
 
 
+class TrainJobTest(Pod):
+    JOB = os.path.join(os.path.dirname(__file__), "../../examples/jobs/dp.yaml")
+
+    def test_submit_wait_json_equals_the_reference_and_status(self):
+        self.up("--topology", "v5p:2x4")
+        r = self.cli("submit", self.JOB, "--wait", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = json.loads(r.stdout)
+        self.assertEqual(job["state"], "succeeded")
+        self.assertEqual(len(job["steps"]), 10)
+        reference = json.loads(self.cli("reference", self.JOB, "--json").stdout)
+        for got, want in zip(job["steps"], reference["steps"]):
+            self.assertAlmostEqual(got["loss"], want["loss"], delta=1e-5 * want["loss"])
+            for key in ("emulated_step_s", "compute_s", "exposed_comm_s", "mfu", "tokens_per_s_emulated",
+                        "tokens_per_s_wall", "comm_bytes_per_chip", "memory_per_chip", "host_lag_s"):
+                self.assertIn(key, got)
+        self.assertAlmostEqual(job["summary"]["param_l2"], reference["param_l2"], delta=1e-5 * reference["param_l2"])
+        # Seed 001's table: DP sends 8 D F (N-1)/N bf16 bytes per layer per chip.
+        self.assertEqual(job["steps"][0]["comm_bytes_per_chip"]["data"], 8 * 256 * 1024 * 7 // 8 * 2)
+        status = json.loads(self.cli("status", job["id"], "--json").stdout)
+        self.assertEqual(status, job)
+        jobs = json.loads(self.cli("jobs", "--json").stdout)["jobs"]
+        self.assertEqual([j["id"] for j in jobs], [job["id"]])
+
+    def test_cancel_stops_within_a_step_and_the_pod_runs_the_next_job(self):
+        self.up("--topology", "v5p:2x4")
+        long_job = os.path.join(self.home, "long.yaml")
+        with open(self.JOB) as f, open(long_job, "w") as g:
+            g.write(f.read().replace("steps: 10", "steps: 100000"))
+        r = self.cli("submit", long_job)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job_id = r.stdout.split()[0]
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if json.loads(self.cli("status", job_id, "--json").stdout)["steps"]:
+                break
+            time.sleep(0.2)
+        start = time.time()
+        r = self.cli("cancel", job_id)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("cancelled", r.stdout)
+        self.assertLess(time.time() - start, 5)
+        r = self.cli("submit", self.JOB, "--wait")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("step    9", r.stdout)
+
+    def test_bad_job_files_are_refused(self):
+        self.up("--topology", "v5p:2x4")
+        bad = os.path.join(self.home, "bad.yaml")
+        for text, needle in [("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 1\nici_data_parallelism: 3\n",
+                              "must divide the chips per slice (8)"),
+                             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 12\n", "does not split over the 8"),
+                             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nstep: 3\n", "did you mean steps"),
+                             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\ntopology: v5e:4x4\n",
+                              "the pod is v5p:2x4")]:
+            with open(bad, "w") as f:
+                f.write(text)
+            r = self.cli("submit", bad)
+            self.assert_fails(r, needle)
+            self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(json.loads(self.cli("jobs", "--json").stdout)["jobs"], [])
+
+
 class WorkerFailureTest(Pod):
     def test_killed_worker_fails_the_job_naming_it_within_5s(self):
         # Paced so that the all-reduce runs for seconds.
