@@ -86,8 +86,9 @@ const CollectivePlan* ChipTrainer::PlanFor(CollectiveOp op, MeshAxisKind axis, u
   return slot.get();
 }
 
-absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim) {
+absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim, double* ready) {
   const int n = mesh_.size(axis);
+  if (ready != nullptr) *ready = now_;
   if (n == 1) return absl::OkStatus();
   const int64_t local = t.elements();
   const uint64_t elements = static_cast<uint64_t>(op == CollectiveOp::kAllGather ? local * n : local);
@@ -112,6 +113,7 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   RunOptions options;
   options.job = job_;
   options.tag_base = static_cast<uint64_t>(++collectives_) << kTagShift;
+  options.wire_bf16 = c_.wire_dtype_bytes == 2;
   uint64_t sent_before = 0;
   for (const auto& [_, link] : links_) sent_before += static_cast<uint64_t>(link.bytes_sent());
   ChipCollective collective(plan, chip_, net_, options);
@@ -123,14 +125,52 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   for (const auto& [_, link] : links_) sent_after += static_cast<uint64_t>(link.bytes_sent());
   const int k = static_cast<int>(axis);
   result_.mesh_bytes[k] += sent_after - sent_before;
-  result_.mesh_comm_s[k] += report->emulated_s - now_;
-  now_ = report->emulated_s;
+  if (ready != nullptr) {
+    *ready = report->emulated_s;  // issued ahead: the chip carries on meanwhile
+  } else {
+    result_.mesh_comm_s[k] += report->emulated_s - now_;
+    now_ = report->emulated_s;
+  }
   if (op == CollectiveOp::kAllGather) {
     t = ConcatBlocks(buffer.get(), n, t.shape, dim);
   } else if (op == CollectiveOp::kReduceScatter) {
     t.shape[dim] /= n;
     t.data = std::shared_ptr<float[]>(buffer, buffer.get() + rank * t.elements());
   }
+  return absl::OkStatus();
+}
+
+ChipTrainer::Ahead& ChipTrainer::Current(int use) {
+  const int layers = c_.num_layers;
+  auto issue = [&](int u) {
+    Ahead& a = ahead_[u];
+    const int layer = u < layers ? u : 2 * layers - 1 - u;
+    a.win = win_[layer];
+    a.wout = wout_[layer];
+    a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.win, 0, &a.in_ready);
+    if (a.status.ok()) a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.wout, 1, &a.out_ready);
+  };
+  for (auto it = ahead_.begin(); it != ahead_.end() && it->first < use;) it = ahead_.erase(it);
+  if (!ahead_.count(use)) issue(use);
+  if (use + 1 < 2 * layers && !ahead_.count(use + 1)) issue(use + 1);
+  return ahead_[use];
+}
+
+absl::Status ChipTrainer::GatheredWeight(int use, bool in, LocalTensor& out) {
+  const int layers = c_.num_layers;
+  const int layer = use < layers ? use : 2 * layers - 1 - use;
+  if (!c_.fsdp_prefetch) {
+    out = in ? win_[layer] : wout_[layer];
+    return Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, out, in ? 0 : 1);
+  }
+  Ahead& a = Current(use);
+  if (!a.status.ok()) return a.status;
+  const double ready = in ? a.in_ready : a.out_ready;
+  if (ready > now_) {
+    result_.mesh_comm_s[static_cast<int>(MeshAxisKind::kFsdp)] += ready - now_;
+    now_ = ready;
+  }
+  out = in ? a.win : a.wout;
   return absl::OkStatus();
 }
 
@@ -146,6 +186,7 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   result_.chip = chip_;
   result_.step = step;
   links_.clear();
+  ahead_.clear();
   now_ = 0;
   collectives_ = 0;
   const int64_t d = c_.emb_dim;
@@ -172,15 +213,15 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   for (int l = 0; l < layers; ++l) {
     xg[l] = x;
     if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, xg[l], 1); !s.ok()) return s;
-    LocalTensor w = win_[l];
-    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, w, 0); !s.ok()) return s;
+    LocalTensor w;
+    if (auto s = GatheredWeight(l, true, w); !s.ok()) return s;
     h[l] = MatMul(xg[l], false, w, false);
     Compute(MatMulFlops(h[l], d), (xg[l].elements() + w.elements() + h[l].elements()) * bytes);
     LocalTensor a = LocalTensor::Allocate(h[l].shape);
     for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h[l].data[i]);
     Compute(static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
-    LocalTensor wo = wout_[l];
-    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, wo, 1); !s.ok()) return s;
+    LocalTensor wo;
+    if (auto s = GatheredWeight(l, false, wo); !s.ok()) return s;
     LocalTensor out = MatMul(a, false, wo, false);
     Compute(MatMulFlops(out, f_t_), (a.elements() + wo.elements() + out.elements()) * bytes);
     if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !s.ok()) return s;
@@ -210,8 +251,8 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
     Compute(MatMulFlops(dwout, b_), (a.elements() + dog.elements() + dwout.elements()) * bytes);
     if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, dwout, 1); !s.ok()) return s;
     if (auto s = Collective(CollectiveOp::kAllReduce, MeshAxisKind::kData, dwout, 0); !s.ok()) return s;
-    LocalTensor wo = wout_[l];
-    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, wo, 1); !s.ok()) return s;
+    LocalTensor wo;
+    if (auto s = GatheredWeight(2 * layers - 1 - l, false, wo); !s.ok()) return s;
     LocalTensor dh = MatMul(dog, false, wo, true);  // [B, F_t]
     Compute(MatMulFlops(dh, d), (dog.elements() + wo.elements() + dh.elements()) * bytes);
     for (int64_t i = 0; i < dh.elements(); ++i) dh.data[i] *= ActivateGrad(c_.activation, h[l].data[i]);
@@ -220,8 +261,8 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
     Compute(MatMulFlops(dwin, b_), (xg[l].elements() + dh.elements() + dwin.elements()) * bytes);
     if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, dwin, 0); !s.ok()) return s;
     if (auto s = Collective(CollectiveOp::kAllReduce, MeshAxisKind::kData, dwin, 0); !s.ok()) return s;
-    LocalTensor w = win_[l];
-    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, w, 0); !s.ok()) return s;
+    LocalTensor w;
+    if (auto s = GatheredWeight(2 * layers - 1 - l, true, w); !s.ok()) return s;
     LocalTensor dxg = MatMul(dh, false, w, true);  // [B, D], partial over tensor
     Compute(MatMulFlops(dxg, f_t_), (dh.elements() + w.elements() + dxg.elements()) * bytes);
     if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !s.ok()) return s;

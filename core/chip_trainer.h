@@ -49,7 +49,20 @@ class ChipTrainer {
   // Runs a collective over a logical axis on `t` along `dim`: AllGather
   // concatenates blocks, ReduceScatter keeps this chip's block, AllReduce
   // sums in place. A no-op when the axis has one chip.
-  absl::Status Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim);
+  // With `ready`, the collective is issued ahead: it starts now on the
+  // emulated clock, the chip does not wait, and *ready says when it is done.
+  absl::Status Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim, double* ready = nullptr);
+  // Layer weights gathered over fsdp for weight use `use` (forward layers
+  // 0..L-1, then backward L-1..0). Without fsdp_prefetch they are gathered
+  // here and now; with it, during the previous use (the chip waits only for
+  // what has not arrived yet), and the next use's gathers are issued.
+  absl::Status GatheredWeight(int use, bool in, LocalTensor& out);
+  struct Ahead {
+    LocalTensor win, wout;
+    double in_ready = 0, out_ready = 0;
+    absl::Status status;
+  };
+  Ahead& Current(int use);
   void Compute(double flops, double hbm_bytes);
   void Update(LocalTensor& w, const LocalTensor& g, std::vector<float>& m, std::vector<float>& v, int step);
   // nullptr if the collective cannot split the array evenly.
@@ -69,6 +82,7 @@ class ChipTrainer {
   std::map<std::tuple<int, int, uint64_t>, std::unique_ptr<CollectivePlan>> plans_;
   // Per step.
   LinkClocks links_;
+  std::map<int, Ahead> ahead_;  // fsdp_prefetch: gathers issued, by weight use
   double now_ = 0;
   int collectives_ = 0;
   ChipRunResult result_;

@@ -12,6 +12,16 @@
 
 namespace tpuemu {
 
+float RoundToBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf and NaN stay as they are
+  u += 0x7fffu + ((u >> 16) & 1u);                  // round to nearest, ties to even
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, sizeof(x));
+  return x;
+}
+
 class ChipCollective::Impl {
  public:
   Impl(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
@@ -104,8 +114,16 @@ class ChipCollective::Impl {
 
     Frame frame;
     frame.header = {options_.job, chip_, op.peer, op.tag | options_.tag_base, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
-    for (const Range& r : op.ranges) frame.lent.push_back({buffer_.get() + r.offset, r.len});
-    frame.lender = buffer_;
+    if (options_.wire_bf16) {
+      frame.payload.resize(op.elements);
+      float* out = frame.payload.data();
+      for (const Range& r : op.ranges) {
+        for (uint64_t i = 0; i < r.len; ++i) *out++ = RoundToBf16(buffer_[r.offset + i]);
+      }
+    } else {
+      for (const Range& r : op.ranges) frame.lent.push_back({buffer_.get() + r.offset, r.len});
+      frame.lender = buffer_;
+    }
     sender->Enqueue(std::move(frame));
     return absl::OkStatus();
   }

@@ -49,8 +49,14 @@ struct RunOptions {
   // ORed into every chunk tag, so that several collectives of one job (the
   // steps of a matmul) never mistake each other's chunks.
   uint64_t tag_base = 0;
+  // Round what crosses links to bf16 (training's wire_dtype: bf16): frames
+  // carry rounded copies instead of lending the buffer.
+  bool wire_bf16 = false;
   absl::Duration recv_timeout = absl::Seconds(120);
 };
+
+// x rounded to the nearest bfloat16 (ties to even), as a float.
+float RoundToBf16(float x);
 
 // One chip's run in three phases, so that a host can keep its chips in step:
 // nobody's allocation or checking competes with another chip's data movement.

@@ -7,6 +7,7 @@
 #include "core/host_trainer.h"
 #include "core/inprocess_pod.h"
 #include "core/train_model.h"
+#include "core/train_report.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {
@@ -131,6 +132,64 @@ TEST_P(StrategyTest, BytesPerChipFollowSeed001sTable) {
 
 INSTANTIATE_TEST_SUITE_P(Meshes, StrategyTest, testing::ValuesIn(kCases),
                          [](const testing::TestParamInfo<StrategyCase>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace tpuemu
+
+namespace tpuemu {
+namespace {
+
+struct Trained {
+  std::vector<double> losses;
+  double exposed_fsdp_s = 0;
+  double step_s = 0;
+};
+
+Trained TrainOn(const std::string& shape, const std::string& extra, int steps = 3) {
+  auto topo = Topology::Create({shape, 1, 1, "auto"});
+  auto config = ParseTrainConfig("ici_fsdp_parallelism: -1\nemb_dim: 64\nmlp_dim: 256\nnum_layers: 3\n"
+                                 "global_batch_tokens: 64\nseed: 11\nlearning_rate: 0.01\n" + extra,
+                                 "t.yaml");
+  EXPECT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(ResolveMesh(*config, *topo).ok());
+  auto mesh = TrainMesh::Create(*config, *topo);
+  InProcessPod pod(*topo, 0);
+  HostTrainer trainer(*config, *mesh, pod.network(), 1);
+  trainer.Prepare();
+  Trained t;
+  for (int s = 0; s < steps; ++s) {
+    auto chips = trainer.Run(s);
+    EXPECT_TRUE(chips.ok()) << chips.status();
+    const StepReport r = SummarizeStep(*config, *topo, *chips);
+    t.losses.push_back(r.loss);
+    t.exposed_fsdp_s = r.exposed_comm_s[static_cast<int>(MeshAxisKind::kFsdp)];
+    t.step_s = r.emulated_s;
+  }
+  return t;
+}
+
+TEST(FsdpPrefetchTest, HidesGathersBehindComputeWithTheSameLosses) {
+  const Trained off = TrainOn("v5p:8", "fsdp_prefetch: false\n");
+  const Trained on = TrainOn("v5p:8", "fsdp_prefetch: true\n");
+  EXPECT_EQ(on.losses, off.losses);  // the same numbers, bit for bit
+  EXPECT_LT(on.exposed_fsdp_s, 0.8 * off.exposed_fsdp_s);
+  EXPECT_LT(on.step_s, off.step_s);
+}
+
+TEST(WireDtypeTest, Bf16RoundsWhatCrossesLinks) {
+  const Trained f32 = TrainOn("v5p:8", "wire_dtype: f32\n");
+  const Trained bf16 = TrainOn("v5p:8", "wire_dtype: bf16\n");
+  for (size_t i = 1; i < f32.losses.size(); ++i) {
+    EXPECT_NE(bf16.losses[i], f32.losses[i]) << "step " << i;
+    EXPECT_NEAR(bf16.losses[i], f32.losses[i], 0.05 * f32.losses[i]) << "step " << i;
+  }
+  // bf16 keeps 7 mantissa bits: steps of 1/128 above 1.
+  EXPECT_EQ(RoundToBf16(1.0f + 1.0f / 512), 1.0f);
+  EXPECT_EQ(RoundToBf16(1.0f + 1.0f / 256), 1.0f);              // a tie, to even
+  EXPECT_EQ(RoundToBf16(1.0f + 3.0f / 256), 1.0f + 1.0f / 64);  // a tie, to even
+  EXPECT_EQ(RoundToBf16(1.0f + 3.0f / 512), 1.0f + 1.0f / 128);
+  EXPECT_EQ(RoundToBf16(-2.5f), -2.5f);
+}
 
 }  // namespace
 }  // namespace tpuemu
