@@ -95,10 +95,13 @@ nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& sum
   for (const auto& [axis, t] : s.exposed_comm_s()) exposed[axis] = t;
   nlohmann::json bytes = nlohmann::json::object();
   for (const auto& [axis, b] : s.comm_bytes_per_chip()) bytes[axis] = b;
+  nlohmann::json split = nlohmann::json::object();
+  for (const auto& [part, t] : s.compute_split_s()) split[part] = t;
   return {{"step", s.step()},
           {"loss", s.loss()},
           {"emulated_step_s", s.emulated_step_s()},
           {"compute_s", s.compute_s()},
+          {"compute_split_s", split},
           {"exposed_comm_s", exposed},
           {"mfu", s.mfu()},
           {"tokens_per_s_emulated", s.tokens_per_s_emulated()},

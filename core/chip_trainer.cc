@@ -88,7 +88,8 @@ const CollectivePlan* ChipTrainer::PlanFor(CollectiveOp op, MeshAxisKind axis, u
 
 absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim, double* ready) {
   const int n = mesh_.size(axis);
-  if (ready != nullptr) *ready = now_;
+  const double start = ready != nullptr ? std::max(now_, *ready) : now_;
+  if (ready != nullptr) *ready = start;
   if (n == 1) return absl::OkStatus();
   const int64_t local = t.elements();
   const uint64_t elements = static_cast<uint64_t>(op == CollectiveOp::kAllGather ? local * n : local);
@@ -117,7 +118,7 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   uint64_t sent_before = 0;
   for (const auto& [_, link] : links_) sent_before += static_cast<uint64_t>(link.bytes_sent());
   ChipCollective collective(plan, chip_, net_, options);
-  collective.PrepareOn(buffer, now_, &links_);
+  collective.PrepareOn(buffer, start, &links_);
   if (auto s = collective.Move(); !s.ok()) return s;
   auto report = collective.Report();
   if (!report.ok()) return report.status();
@@ -138,6 +139,19 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
     t.data = std::shared_ptr<float[]>(buffer, buffer.get() + rank * t.elements());
   }
   return absl::OkStatus();
+}
+
+absl::Status ChipTrainer::ReduceGradient(LocalTensor& g, int d_dim, double& ready) {
+  ready = now_;
+  if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, g, d_dim, &ready); !s.ok()) return s;
+  return Collective(CollectiveOp::kAllReduce, MeshAxisKind::kData, g, 0, &ready);
+}
+
+void ChipTrainer::WaitForGradient(double ready) {
+  if (ready <= now_) return;
+  const MeshAxisKind axis = mesh_.size(MeshAxisKind::kData) > 1 ? MeshAxisKind::kData : MeshAxisKind::kFsdp;
+  result_.mesh_comm_s[static_cast<int>(axis)] += ready - now_;
+  now_ = ready;
 }
 
 ChipTrainer::Ahead& ChipTrainer::Current(int use) {
@@ -174,10 +188,11 @@ absl::Status ChipTrainer::GatheredWeight(int use, bool in, LocalTensor& out) {
   return absl::OkStatus();
 }
 
-void ChipTrainer::Compute(double flops, double hbm_bytes) {
+void ChipTrainer::Compute(ComputeKind kind, double flops, double hbm_bytes) {
   const double dt = RooflineSeconds(net_.topology().profile(), flops, hbm_bytes);
   now_ += dt;
   result_.compute_s += dt;
+  result_.compute_parts_s[static_cast<int>(kind)] += dt;
 }
 
 absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
@@ -216,14 +231,14 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
     LocalTensor w;
     if (auto s = GatheredWeight(l, true, w); !s.ok()) return s;
     h[l] = MatMul(xg[l], false, w, false);
-    Compute(MatMulFlops(h[l], d), (xg[l].elements() + w.elements() + h[l].elements()) * bytes);
+    Compute(ComputeKind::kForwardMatmul, MatMulFlops(h[l], d), (xg[l].elements() + w.elements() + h[l].elements()) * bytes);
     LocalTensor a = LocalTensor::Allocate(h[l].shape);
     for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h[l].data[i]);
-    Compute(static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
+    Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
     LocalTensor wo;
     if (auto s = GatheredWeight(l, false, wo); !s.ok()) return s;
     LocalTensor out = MatMul(a, false, wo, false);
-    Compute(MatMulFlops(out, f_t_), (a.elements() + wo.elements() + out.elements()) * bytes);
+    Compute(ComputeKind::kForwardMatmul, MatMulFlops(out, f_t_), (a.elements() + wo.elements() + out.elements()) * bytes);
     if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !s.ok()) return s;
     x = std::move(out);
   }
@@ -236,39 +251,45 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
     result_.loss_sum += e * e;
     dx.data[i] = static_cast<float>(2 * e * scale);
   }
-  Compute(3.0 * x.elements(), 3.0 * x.elements() * bytes);
+  Compute(ComputeKind::kOther, 3.0 * x.elements(), 3.0 * x.elements() * bytes);
 
-  // Backward, last layer first; each layer's weights are updated once its
-  // gradients are complete (the previous layer's input gradient has been
-  // computed with the old weights by then).
+  // Backward, last layer first. Gradient reductions are not on the critical
+  // path (seed 001): they are issued as soon as a gradient is computed and
+  // run while the chip computes the layers below; the optimizer waits for them.
+  std::vector<LocalTensor> dwouts(layers), dwins(layers);
+  std::vector<double> grad_ready_out(layers), grad_ready_in(layers);
   for (int l = layers - 1; l >= 0; --l) {
     LocalTensor dog = dx;
     if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dog, 1); !s.ok()) return s;
     LocalTensor a = LocalTensor::Allocate(h[l].shape);
     for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h[l].data[i]);
-    Compute(static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
+    Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
     LocalTensor dwout = MatMul(a, true, dog, false);  // [F_t, D], partial over the batch
-    Compute(MatMulFlops(dwout, b_), (a.elements() + dog.elements() + dwout.elements()) * bytes);
-    if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, dwout, 1); !s.ok()) return s;
-    if (auto s = Collective(CollectiveOp::kAllReduce, MeshAxisKind::kData, dwout, 0); !s.ok()) return s;
+    Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwout, b_), (a.elements() + dog.elements() + dwout.elements()) * bytes);
+    if (auto s = ReduceGradient(dwout, 1, grad_ready_out[l]); !s.ok()) return s;
     LocalTensor wo;
     if (auto s = GatheredWeight(2 * layers - 1 - l, false, wo); !s.ok()) return s;
     LocalTensor dh = MatMul(dog, false, wo, true);  // [B, F_t]
-    Compute(MatMulFlops(dh, d), (dog.elements() + wo.elements() + dh.elements()) * bytes);
+    Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dh, d), (dog.elements() + wo.elements() + dh.elements()) * bytes);
     for (int64_t i = 0; i < dh.elements(); ++i) dh.data[i] *= ActivateGrad(c_.activation, h[l].data[i]);
-    Compute(2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
+    Compute(ComputeKind::kOther, 2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
     LocalTensor dwin = MatMul(xg[l], true, dh, false);  // [D, F_t], partial over the batch
-    Compute(MatMulFlops(dwin, b_), (xg[l].elements() + dh.elements() + dwin.elements()) * bytes);
-    if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, dwin, 0); !s.ok()) return s;
-    if (auto s = Collective(CollectiveOp::kAllReduce, MeshAxisKind::kData, dwin, 0); !s.ok()) return s;
+    Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwin, b_), (xg[l].elements() + dh.elements() + dwin.elements()) * bytes);
+    if (auto s = ReduceGradient(dwin, 0, grad_ready_in[l]); !s.ok()) return s;
     LocalTensor w;
     if (auto s = GatheredWeight(2 * layers - 1 - l, true, w); !s.ok()) return s;
     LocalTensor dxg = MatMul(dh, false, w, true);  // [B, D], partial over tensor
-    Compute(MatMulFlops(dxg, f_t_), (dh.elements() + w.elements() + dxg.elements()) * bytes);
+    Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dxg, f_t_), (dh.elements() + w.elements() + dxg.elements()) * bytes);
     if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !s.ok()) return s;
-    Update(wout_[l], dwout, m_out_[l], v_out_[l], step + 1);
-    Update(win_[l], dwin, m_in_[l], v_in_[l], step + 1);
+    dwouts[l] = std::move(dwout);
+    dwins[l] = std::move(dwin);
     dx = std::move(dxg);
+  }
+  // The optimizer step, once each layer's reduced gradients are in.
+  for (int l = layers - 1; l >= 0; --l) {
+    WaitForGradient(std::max(grad_ready_out[l], grad_ready_in[l]));
+    Update(wout_[l], dwouts[l], m_out_[l], v_out_[l], step + 1);
+    Update(win_[l], dwins[l], m_in_[l], v_in_[l], step + 1);
   }
 
   result_.emulated_s = now_;
@@ -303,7 +324,7 @@ void ChipTrainer::Update(LocalTensor& w, const LocalTensor& g, std::vector<float
   const float lr = static_cast<float>(c_.learning_rate);
   if (c_.opt_type == "sgd") {
     for (int64_t i = 0; i < n; ++i) out.data[i] = w.data[i] - lr * g.data[i];
-    Compute(2.0 * n, 6.0 * n);
+    Compute(ComputeKind::kOther, 2.0 * n, 6.0 * n);
   } else {
     const float b1 = static_cast<float>(c_.adam_b1), b2 = static_cast<float>(c_.adam_b2);
     const float eps = static_cast<float>(c_.adam_eps);
@@ -315,7 +336,7 @@ void ChipTrainer::Update(LocalTensor& w, const LocalTensor& g, std::vector<float
       out.data[i] = w.data[i] - lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
     }
     // bf16 weights read and written, bf16 gradient, fp32 moments read and written.
-    Compute(10.0 * n, 22.0 * n);
+    Compute(ComputeKind::kOther, 10.0 * n, 22.0 * n);
   }
   w = std::move(out);
 }

@@ -49,8 +49,9 @@ class ChipTrainer {
   // Runs a collective over a logical axis on `t` along `dim`: AllGather
   // concatenates blocks, ReduceScatter keeps this chip's block, AllReduce
   // sums in place. A no-op when the axis has one chip.
-  // With `ready`, the collective is issued ahead: it starts now on the
-  // emulated clock, the chip does not wait, and *ready says when it is done.
+  // With `ready`, the collective is issued ahead: it starts at max(now,
+  // *ready) on the emulated clock, the chip does not wait, and *ready says
+  // when it is done.
   absl::Status Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim, double* ready = nullptr);
   // Layer weights gathered over fsdp for weight use `use` (forward layers
   // 0..L-1, then backward L-1..0). Without fsdp_prefetch they are gathered
@@ -63,7 +64,12 @@ class ChipTrainer {
     absl::Status status;
   };
   Ahead& Current(int use);
-  void Compute(double flops, double hbm_bytes);
+  enum class ComputeKind { kForwardMatmul = 0, kBackwardMatmul = 1, kOther = 2 };
+  void Compute(ComputeKind kind, double flops, double hbm_bytes);
+  // ReduceScatter over fsdp, then AllReduce over data, issued ahead; `ready`
+  // says when the reduced gradient is in.
+  absl::Status ReduceGradient(LocalTensor& g, int d_dim, double& ready);
+  void WaitForGradient(double ready);
   void Update(LocalTensor& w, const LocalTensor& g, std::vector<float>& m, std::vector<float>& v, int step);
   // nullptr if the collective cannot split the array evenly.
   const CollectivePlan* PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements);

@@ -40,6 +40,7 @@ struct ChipRunResult {
   int step = 0;
   double loss_sum = 0;
   double mesh_comm_s[3] = {0, 0, 0};
+  double compute_parts_s[3] = {0, 0, 0};  // forward matmuls, backward matmuls, the rest
   uint64_t mesh_bytes[3] = {0, 0, 0};
   std::vector<LinkUse> links;
 };

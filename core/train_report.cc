@@ -60,7 +60,10 @@ StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::
     if (chip.emulated_s >= r.emulated_s) {
       r.emulated_s = chip.emulated_s;
       r.compute_s = chip.compute_s;
-      for (int k = 0; k < 3; ++k) r.exposed_comm_s[k] = chip.mesh_comm_s[k];
+      for (int k = 0; k < 3; ++k) {
+        r.exposed_comm_s[k] = chip.mesh_comm_s[k];
+        r.compute_parts_s[k] = chip.compute_parts_s[k];
+      }
     }
     r.wall_s = std::max(r.wall_s, chip.wall_s);
     r.host_lag_s = std::max(r.host_lag_s, chip.host_lag_s);

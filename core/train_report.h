@@ -32,6 +32,7 @@ struct StepReport {
   double loss = 0;
   double emulated_s = 0;        // slowest chip
   double compute_s = 0;         // on that chip
+  double compute_parts_s[3] = {0, 0, 0};  // of which forward matmuls, backward matmuls, the rest
   double exposed_comm_s[3] = {0, 0, 0};  // on that chip, by data, fsdp, tensor
   double mfu = 0;               // model flops / (chips x C x emulated_s)
   double tokens_per_s_emulated = 0;

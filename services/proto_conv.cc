@@ -97,6 +97,7 @@ v1::ChipResult ToProto(const ChipRunResult& r) {
   for (int k = 0; k < 3; ++k) {
     p.add_mesh_comm_s(r.mesh_comm_s[k]);
     p.add_mesh_bytes(r.mesh_bytes[k]);
+    p.add_compute_parts_s(r.compute_parts_s[k]);
   }
   for (const LinkUse& l : r.links) *p.add_links() = ToProto(l);
   return p;
@@ -115,6 +116,7 @@ absl::StatusOr<ChipRunResult> FromProto(const v1::ChipResult& p) {
   r.loss_sum = p.loss_sum();
   for (int k = 0; k < 3 && k < p.mesh_comm_s_size(); ++k) r.mesh_comm_s[k] = p.mesh_comm_s(k);
   for (int k = 0; k < 3 && k < p.mesh_bytes_size(); ++k) r.mesh_bytes[k] = p.mesh_bytes(k);
+  for (int k = 0; k < 3 && k < p.compute_parts_s_size(); ++k) r.compute_parts_s[k] = p.compute_parts_s(k);
   for (const v1::LinkUse& l : p.links()) {
     auto axis = ParseAxis(l.axis());
     if (!axis.ok()) return axis.status();
@@ -249,6 +251,10 @@ v1::TrainStep ToProto(const StepReport& r) {
     bytes[MeshAxisName(k)] = r.comm_bytes[static_cast<int>(k)];
   }
   bytes["total"] = r.comm_bytes_total;
+  auto& split = *p.mutable_compute_split_s();
+  split["forward_matmul"] = r.compute_parts_s[0];
+  split["backward_matmul"] = r.compute_parts_s[1];
+  split["other"] = r.compute_parts_s[2];
   p.set_mfu(r.mfu);
   p.set_tokens_per_s_emulated(r.tokens_per_s_emulated);
   p.set_tokens_per_s_wall(r.tokens_per_s_wall);
