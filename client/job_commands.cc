@@ -75,12 +75,26 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
   return last;
 }
 
+void PrintPerLayer(const v1::TrainSummary& summary) {
+  if (summary.per_layer_size() == 0) return;
+  std::printf("\nper layer and chip, last step: seed 001's table vs the emulated step\n");
+  std::printf("  %-8s %-26s %13s %13s %12s %12s\n", "", "formula", "predicted", "emulated", "predicted", "emulated");
+  for (const v1::LayerCost& l : summary.per_layer()) {
+    const bool compute = l.what() == "compute";
+    std::printf("  %-8s %-26s %13s %13s %12s %12s\n", l.what().c_str(), l.formula().c_str(),
+                compute ? "" : FormatBytes(static_cast<uint64_t>(l.predicted_bytes())).c_str(),
+                compute ? "" : FormatBytes(static_cast<uint64_t>(l.emulated_bytes())).c_str(),
+                FormatSeconds(l.predicted_s()).c_str(), FormatSeconds(l.emulated_s()).c_str());
+  }
+}
+
 int Finish(const v1::Job& job, bool json) {
   if (json) {
     std::cout << JobJson(job).dump(2) << "\n";
   } else if (job.state() == v1::JOB_STATE_SUCCEEDED && job.has_train()) {
     std::printf("%s succeeded: %d steps on %s; final parameters L2 %.9g\n", job.id().c_str(), job.steps_size(),
                 job.train_summary().mesh().c_str(), job.train_summary().param_l2());
+    PrintPerLayer(job.train_summary());
   }
   if (job.state() == v1::JOB_STATE_SUCCEEDED) return 0;
   std::cerr << "error: " << job.id() << " "
@@ -156,6 +170,7 @@ int Status(const JobOptions& o) {
       std::printf("  %-17s %12s per chip\n", m.item().c_str(), FormatBytes(static_cast<uint64_t>(m.bytes())).c_str());
     }
     for (const v1::TrainStep& s : job->steps()) std::printf("%s\n", StepLine(s).c_str());
+    PrintPerLayer(job->train_summary());
   }
   return 0;
 }

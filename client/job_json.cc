@@ -95,6 +95,8 @@ nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& sum
   for (const auto& [axis, t] : s.exposed_comm_s()) exposed[axis] = t;
   nlohmann::json bytes = nlohmann::json::object();
   for (const auto& [axis, b] : s.comm_bytes_per_chip()) bytes[axis] = b;
+  nlohmann::json busy = nlohmann::json::object();
+  for (const auto& [axis, t] : s.comm_s()) busy[axis] = t;
   nlohmann::json split = nlohmann::json::object();
   for (const auto& [part, t] : s.compute_split_s()) split[part] = t;
   return {{"step", s.step()},
@@ -103,6 +105,7 @@ nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& sum
           {"compute_s", s.compute_s()},
           {"compute_split_s", split},
           {"exposed_comm_s", exposed},
+          {"comm_s", busy},
           {"mfu", s.mfu()},
           {"tokens_per_s_emulated", s.tokens_per_s_emulated()},
           {"tokens_per_s_wall", s.tokens_per_s_wall()},
@@ -130,6 +133,13 @@ nlohmann::json JobJson(const v1::Job& job) {
     nlohmann::json summary = {{"mesh", sum.mesh()}, {"hbm_bytes", sum.hbm_bytes()},
                               {"model_flops_per_step", sum.model_flops_per_step()}};
     if (sum.param_l2() > 0) summary["param_l2"] = sum.param_l2();
+    nlohmann::json per_layer = nlohmann::json::array();
+    for (const v1::LayerCost& l : sum.per_layer()) {
+      per_layer.push_back({{"what", l.what()}, {"formula", l.formula()}, {"predicted_bytes", l.predicted_bytes()},
+                           {"emulated_bytes", l.emulated_bytes()}, {"predicted_s", l.predicted_s()},
+                           {"emulated_s", l.emulated_s()}});
+    }
+    summary["per_layer"] = per_layer;
     out["summary"] = summary;
   } else if (job.has_matmul()) {
     if (job.has_matmul_result()) out["result"] = MatmulJson(job.matmul_result(), job.id());

@@ -342,8 +342,10 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
   const TrainConfig& config = plan->config;
   // Each finished step is published at once, so that `watch` sees it; a
   // cancel takes effect between steps (and aborts the step in flight).
+  StepReport last;
   auto on_step = [&](int, std::vector<ChipRunResult>&& chips) -> absl::Status {
-    const v1::TrainStep step = ToProto(SummarizeStep(config, topo_, chips));
+    last = SummarizeStep(config, topo_, chips);
+    const v1::TrainStep step = ToProto(last);
     std::lock_guard<std::mutex> lock(mu_);
     JobEntry& entry = jobs_[id];
     *job.add_steps() = step;
@@ -370,6 +372,15 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
   double squares = 0;
   for (const ChipCheck& c : checks) squares += c.param_squares;
   summary.set_param_l2(std::sqrt(squares));
+  for (const LayerCost& l : PerLayerCosts(config, plan->mesh, topo_, last)) {
+    v1::LayerCost* row = summary.add_per_layer();
+    row->set_what(l.what);
+    row->set_formula(l.formula);
+    row->set_predicted_bytes(l.predicted_bytes);
+    row->set_emulated_bytes(l.emulated_bytes);
+    row->set_predicted_s(l.predicted_s);
+    row->set_emulated_s(l.emulated_s);
+  }
   return absl::OkStatus();
 }
 

@@ -1,5 +1,6 @@
 #include "core/chip_trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -126,6 +127,7 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   for (const auto& [_, link] : links_) sent_after += static_cast<uint64_t>(link.bytes_sent());
   const int k = static_cast<int>(axis);
   result_.mesh_bytes[k] += sent_after - sent_before;
+  busy_[k].push_back({start, report->emulated_s});
   if (ready != nullptr) {
     *ready = report->emulated_s;  // issued ahead: the chip carries on meanwhile
   } else {
@@ -202,6 +204,7 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   result_.step = step;
   links_.clear();
   ahead_.clear();
+  for (auto& b : busy_) b.clear();
   now_ = 0;
   collectives_ = 0;
   const int64_t d = c_.emb_dim;
@@ -293,6 +296,16 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   }
 
   result_.emulated_s = now_;
+  for (int k = 0; k < 3; ++k) {
+    // The union of the axis' collective intervals: its links' busy time,
+    // however much of it the chip's compute hid.
+    std::sort(busy_[k].begin(), busy_[k].end());
+    double end = 0;
+    for (const auto& [from, to] : busy_[k]) {
+      result_.mesh_busy_s[k] += std::max(0.0, to - std::max(from, end));
+      end = std::max(end, to);
+    }
+  }
   for (const auto& [key, link] : links_) {
     const Axis axis = static_cast<Axis>(key.first);
     result_.links.push_back({chip_, *net_.topology().Neighbor(chip_, axis, key.second), axis, key.second,

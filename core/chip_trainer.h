@@ -89,6 +89,7 @@ class ChipTrainer {
   // Per step.
   LinkClocks links_;
   std::map<int, Ahead> ahead_;  // fsdp_prefetch: gathers issued, by weight use
+  std::vector<std::pair<double, double>> busy_[3];  // collective intervals, by mesh axis
   double now_ = 0;
   int collectives_ = 0;
   ChipRunResult result_;

@@ -39,7 +39,8 @@ struct ChipRunResult {
   // exposed communication and sent bytes by mesh axis (data, fsdp, tensor).
   int step = 0;
   double loss_sum = 0;
-  double mesh_comm_s[3] = {0, 0, 0};
+  double mesh_comm_s[3] = {0, 0, 0};  // exposed: the chip waited
+  double mesh_busy_s[3] = {0, 0, 0};  // the axis' collectives ran, hidden or not
   double compute_parts_s[3] = {0, 0, 0};  // forward matmuls, backward matmuls, the rest
   uint64_t mesh_bytes[3] = {0, 0, 0};
   std::vector<LinkUse> links;

@@ -62,6 +62,7 @@ StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::
       r.compute_s = chip.compute_s;
       for (int k = 0; k < 3; ++k) {
         r.exposed_comm_s[k] = chip.mesh_comm_s[k];
+        r.comm_s[k] = chip.mesh_busy_s[k];
         r.compute_parts_s[k] = chip.compute_parts_s[k];
       }
     }
@@ -82,6 +83,43 @@ StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::
   }
   if (r.wall_s > 0) r.tokens_per_s_wall = tokens / r.wall_s;
   return r;
+}
+
+std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo,
+                                     const StepReport& step) {
+  const double d = c.emb_dim, f = c.mlp_dim, layers = c.num_layers, dtype = c.dtype_bytes;
+  const double data = mesh.size(MeshAxisKind::kData), fsdp = mesh.size(MeshAxisKind::kFsdp),
+               tensor = mesh.size(MeshAxisKind::kTensor);
+  const double batch = static_cast<double>(c.global_batch_tokens) / (data * fsdp);
+  // The bidirectional bandwidth a chip has on a logical axis: both
+  // directions of each of its physical axes (the seed's n_axes speed-up).
+  auto bandwidth = [&](MeshAxisKind k) {
+    double w = 0;
+    for (Axis a : mesh.axes(k)) w += 2 * topo.Link(a).bw_dir;
+    return w;
+  };
+  struct Row {
+    MeshAxisKind kind;
+    double ways;
+    const char* formula;
+    double bytes;  // per layer per chip, the seed's table with (N-1)/N
+  };
+  const Row rows[] = {
+      {MeshAxisKind::kData, data, "DP: 8 D F/(T Z) (N-1)/N", 4 * dtype * d * f / (tensor * fsdp) * (data - 1) / data},
+      {MeshAxisKind::kFsdp, fsdp, "FSDP: 12 D F/T (N-1)/N", 6 * dtype * d * f / tensor * (fsdp - 1) / fsdp},
+      {MeshAxisKind::kTensor, tensor, "TP: 8 B D (N-1)/N", 4 * dtype * batch * d * (tensor - 1) / tensor},
+  };
+  std::vector<LayerCost> out;
+  for (const Row& r : rows) {
+    if (r.ways <= 1) continue;
+    const int k = static_cast<int>(r.kind);
+    out.push_back({MeshAxisName(r.kind), r.formula, r.bytes, step.comm_bytes[k] / layers, r.bytes / bandwidth(r.kind),
+                   step.comm_s[k] / layers});
+  }
+  const double flops = 12 * batch * d * f / tensor;  // 2 matmuls forward, 4 backward
+  out.push_back({"compute", "12 B D F/T flops / C", 0, 0, flops / topo.profile().flops_bf16,
+                 (step.compute_parts_s[0] + step.compute_parts_s[1]) / layers});
+  return out;
 }
 
 }  // namespace tpuemu

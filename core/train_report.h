@@ -34,6 +34,7 @@ struct StepReport {
   double compute_s = 0;         // on that chip
   double compute_parts_s[3] = {0, 0, 0};  // of which forward matmuls, backward matmuls, the rest
   double exposed_comm_s[3] = {0, 0, 0};  // on that chip, by data, fsdp, tensor
+  double comm_s[3] = {0, 0, 0};          // on that chip: the axis' collectives ran, hidden or not
   double mfu = 0;               // model flops / (chips x C x emulated_s)
   double tokens_per_s_emulated = 0;
   double tokens_per_s_wall = 0;
@@ -48,5 +49,19 @@ struct StepReport {
 double StepModelFlops(const TrainConfig& c);
 
 StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::vector<ChipRunResult>& chips);
+
+// One row of the per-layer comparison with seed 001's table: what the seed's
+// formula predicts for one layer on one chip, and what the emulated step did
+// (measured bytes and times divided by the layers).
+struct LayerCost {
+  std::string what;     // "data", "fsdp", "tensor" or "compute"
+  std::string formula;  // "8 D F/T/Z (N-1)/N bytes"
+  double predicted_bytes = 0;
+  double emulated_bytes = 0;
+  double predicted_s = 0;  // bytes / W_ici (bidirectional, times the axis' ICI axes); flops / C
+  double emulated_s = 0;   // the axis' collectives' busy time; the matmuls' time
+};
+std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo,
+                                     const StepReport& step);
 
 }  // namespace tpuemu

@@ -98,6 +98,7 @@ v1::ChipResult ToProto(const ChipRunResult& r) {
     p.add_mesh_comm_s(r.mesh_comm_s[k]);
     p.add_mesh_bytes(r.mesh_bytes[k]);
     p.add_compute_parts_s(r.compute_parts_s[k]);
+    p.add_mesh_busy_s(r.mesh_busy_s[k]);
   }
   for (const LinkUse& l : r.links) *p.add_links() = ToProto(l);
   return p;
@@ -117,6 +118,7 @@ absl::StatusOr<ChipRunResult> FromProto(const v1::ChipResult& p) {
   for (int k = 0; k < 3 && k < p.mesh_comm_s_size(); ++k) r.mesh_comm_s[k] = p.mesh_comm_s(k);
   for (int k = 0; k < 3 && k < p.mesh_bytes_size(); ++k) r.mesh_bytes[k] = p.mesh_bytes(k);
   for (int k = 0; k < 3 && k < p.compute_parts_s_size(); ++k) r.compute_parts_s[k] = p.compute_parts_s(k);
+  for (int k = 0; k < 3 && k < p.mesh_busy_s_size(); ++k) r.mesh_busy_s[k] = p.mesh_busy_s(k);
   for (const v1::LinkUse& l : p.links()) {
     auto axis = ParseAxis(l.axis());
     if (!axis.ok()) return axis.status();
@@ -248,6 +250,7 @@ v1::TrainStep ToProto(const StepReport& r) {
   auto& bytes = *p.mutable_comm_bytes_per_chip();
   for (MeshAxisKind k : {MeshAxisKind::kData, MeshAxisKind::kFsdp, MeshAxisKind::kTensor}) {
     comm[MeshAxisName(k)] = r.exposed_comm_s[static_cast<int>(k)];
+    (*p.mutable_comm_s())[MeshAxisName(k)] = r.comm_s[static_cast<int>(k)];
     bytes[MeshAxisName(k)] = r.comm_bytes[static_cast<int>(k)];
   }
   bytes["total"] = r.comm_bytes_total;

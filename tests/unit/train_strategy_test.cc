@@ -123,6 +123,12 @@ TEST_P(StrategyTest, BytesPerChipFollowSeed001sTable) {
   const double want_data = 8 * d * f_t / fsdp * (data - 1) / data * layers;
   const double want_fsdp = 12 * d * f_t * (fsdp - 1) / fsdp * layers;
   const double want_tensor = 8 * b_local * d * (tensor - 1) / tensor * layers;
+  // The per-layer table the coordinator prints says the same.
+  auto topo = Topology::Create({GetParam().topology, GetParam().slices, 1, "auto"});
+  for (const LayerCost& row : PerLayerCosts(config_, *mesh_, *topo, SummarizeStep(config_, *topo, last_))) {
+    EXPECT_DOUBLE_EQ(row.emulated_bytes, row.predicted_bytes) << row.what;
+    EXPECT_GT(row.emulated_s, 0) << row.what;
+  }
   for (const ChipRunResult& c : last_) {
     EXPECT_DOUBLE_EQ(c.mesh_bytes[0], want_data) << "data, chip " << c.chip;
     EXPECT_DOUBLE_EQ(c.mesh_bytes[1], want_fsdp) << "fsdp, chip " << c.chip;
