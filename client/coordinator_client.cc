@@ -76,6 +76,17 @@ absl::StatusOr<v1::Job> CoordinatorClient::Cancel(const std::string& id) {
   return resp;
 }
 
+absl::StatusOr<v1::JobTrace> CoordinatorClient::Trace(const std::string& id) {
+  grpc::ClientContext ctx;
+  Deadline(&ctx, 30);
+  v1::GetJobRequest req;
+  req.set_id(id);
+  v1::JobTrace resp;
+  grpc::Status s = stub_->GetJobTrace(&ctx, req, &resp);
+  if (!s.ok()) return Explain(s, address_);
+  return resp;
+}
+
 absl::Status CoordinatorClient::Watch(const std::string& id, const std::function<void(const v1::Job&)>& on_change) {
   grpc::ClientContext ctx;
   v1::WatchJobRequest req;

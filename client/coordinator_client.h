@@ -21,6 +21,7 @@ class CoordinatorClient {
   absl::StatusOr<v1::Job> Get(const std::string& id);
   absl::StatusOr<std::vector<v1::Job>> List();
   absl::StatusOr<v1::Job> Cancel(const std::string& id);
+  absl::StatusOr<v1::JobTrace> Trace(const std::string& id);
   // Streams the job's every change until it ends; `on_change` sees each.
   absl::Status Watch(const std::string& id, const std::function<void(const v1::Job&)>& on_change);
 

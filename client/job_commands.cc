@@ -1,6 +1,9 @@
 #include "client/job_commands.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <map>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -22,6 +25,7 @@ namespace {
 
 struct JobOptions {
   std::string path;
+  std::string output;
   std::string id;
   bool wait = false;
   bool json = false;
@@ -194,6 +198,80 @@ int Cancel(const JobOptions& o) {
   return 0;
 }
 
+// Chrome / Perfetto trace JSON: a process for the chips and one for the
+// links, a track (thread) each, spans in microseconds of emulated time.
+nlohmann::json ChromeTrace(const v1::JobTrace& trace) {
+  auto natural = [](const std::string& a, const std::string& b) {
+    auto key = [](const std::string& s) {
+      std::vector<std::pair<std::string, long>> parts;
+      std::string word;
+      for (size_t i = 0; i < s.size();) {
+        if (std::isdigit(static_cast<unsigned char>(s[i]))) {
+          size_t j = i;
+          while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+          parts.emplace_back(word, std::stol(s.substr(i, j - i)));
+          word.clear();
+          i = j;
+        } else {
+          word += s[i++];
+        }
+      }
+      parts.emplace_back(word, -1);
+      return parts;
+    };
+    return key(a) < key(b);
+  };
+  std::vector<std::string> tracks;
+  for (const v1::TraceEvent& e : trace.events()) tracks.push_back(e.track());
+  std::sort(tracks.begin(), tracks.end(), natural);
+  tracks.erase(std::unique(tracks.begin(), tracks.end()), tracks.end());
+  std::map<std::string, int> tid;
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "chips"}}}});
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 2}, {"args", {{"name", "links"}}}});
+  for (const std::string& t : tracks) {
+    const int pid = t.rfind("link", 0) == 0 ? 2 : 1;
+    tid[t] = static_cast<int>(tid.size()) + 1;
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid[t]}, {"args", {{"name", t}}}});
+    events.push_back(
+        {{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", tid[t]}, {"args", {{"sort_index", tid[t]}}}});
+  }
+  for (const v1::TraceEvent& e : trace.events()) {
+    nlohmann::json ev = {{"name", e.name()},
+                         {"ph", "X"},
+                         {"pid", e.track().rfind("link", 0) == 0 ? 2 : 1},
+                         {"tid", tid[e.track()]},
+                         {"ts", e.start_s() * 1e6},
+                         {"dur", (e.end_s() - e.start_s()) * 1e6}};
+    if (e.bytes() > 0) ev["args"] = {{"bytes", e.bytes()}};
+    events.push_back(ev);
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ns"},
+          {"otherData", {{"job", trace.id()}, {"clock", "emulated, microseconds"}}}};
+}
+
+int Trace(const JobOptions& o) {
+  if (o.output.empty()) return Fail(absl::InvalidArgumentError("-o: give the file to write, e.g. -o trace.json"));
+  auto client = Connect(o.coordinator);
+  if (!client.ok()) return Fail(client.status());
+  auto trace = (*client)->Trace(o.id);
+  if (!trace.ok()) return Fail(trace.status());
+  const std::string tmp = o.output + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) return Fail(absl::InvalidArgumentError(absl::StrCat("-o: cannot write '", o.output, "'")));
+    out << ChromeTrace(*trace).dump() << "\n";
+    if (!out) return Fail(absl::InternalError(absl::StrCat("writing '", tmp, "' failed")));
+  }
+  // Whole or not at all: a reader never sees half a trace.
+  if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {
+    return Fail(absl::InternalError(absl::StrCat("renaming '", tmp, "' to '", o.output, "' failed")));
+  }
+  std::printf("wrote %d spans of %s to %s; open it in https://ui.perfetto.dev\n", trace->events_size(),
+              o.id.c_str(), o.output.c_str());
+  return 0;
+}
+
 }  // namespace
 
 void AddJobCommands(CLI::App& app, int* exit_code) {
@@ -229,6 +307,16 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   watch->add_option("job", o->id, "job id")->required();
   coordinator(watch);
   watch->callback([o, exit_code] { *exit_code = Watch(*o); });
+
+  auto* trace = app.add_subcommand(
+      "trace",
+      "write a training job's trace as Chrome/Perfetto JSON, on the emulated clock: a track per chip\n"
+      "(compute ops, collectives, waits) and per directed link (transfers). Example:\n"
+      "  tpuemu trace job-1 -o trace.json     # then open it in https://ui.perfetto.dev");
+  trace->add_option("job", o->id, "job id")->required();
+  trace->add_option("-o,--output", o->output, "the JSON file to write")->required();
+  coordinator(trace);
+  trace->callback([o, exit_code] { *exit_code = Trace(*o); });
 
   auto* cancel = app.add_subcommand("cancel", "cancel a job: it stops within a step; the pod stays usable");
   cancel->add_option("job", o->id, "job id")->required();

@@ -262,6 +262,19 @@ absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& id) {
   return entry.job;
 }
 
+absl::StatusOr<v1::JobTrace> Coordinator::GetJobTrace(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
+  if (!it->second.job.has_train()) {
+    return absl::InvalidArgumentError(absl::StrCat(id, " is a ", it->second.job.has_matmul() ? "matmul" : "collective",
+                                                   " job; traces are recorded for training jobs"));
+  }
+  v1::JobTrace trace = it->second.trace;
+  trace.set_id(id);
+  return trace;
+}
+
 void Coordinator::UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change) {
   change(entry.job);
   ++entry.version;
@@ -348,6 +361,17 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
     const v1::TrainStep step = ToProto(last);
     std::lock_guard<std::mutex> lock(mu_);
     JobEntry& entry = jobs_[id];
+    for (const ChipRunResult& chip : chips) {
+      for (const TraceEvent& e : chip.trace) {
+        v1::TraceEvent* t = entry.trace.add_events();
+        t->set_track(e.track);
+        t->set_name(absl::StrCat("step ", last.step, ": ", e.name));
+        t->set_start_s(entry.traced_until_s + e.start_s);
+        t->set_end_s(entry.traced_until_s + e.end_s);
+        t->set_bytes(e.bytes);
+      }
+    }
+    entry.traced_until_s += last.emulated_s;
     *job.add_steps() = step;
     UpdateJobLocked(entry, [&](v1::Job& j) { *j.add_steps() = step; });
     if (entry.cancel_requested) return absl::CancelledError("cancelled by the user");

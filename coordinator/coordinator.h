@@ -46,6 +46,7 @@ class Coordinator : public CoordinatorBackend {
   absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJob(const std::string& id, int64_t after_version,
                                                       absl::Duration timeout) override;
   absl::StatusOr<v1::Job> CancelJob(const std::string& id) override;
+  absl::StatusOr<v1::JobTrace> GetJobTrace(const std::string& id) override;
 
   const Topology& topology() const { return topo_; }
 
@@ -62,6 +63,8 @@ class Coordinator : public CoordinatorBackend {
     uint64_t number = 0;
     int64_t version = 0;
     bool cancel_requested = false;
+    v1::JobTrace trace;           // training jobs: every step's spans
+    double traced_until_s = 0;    // where the next step's spans start
   };
 
   Coordinator(const CoordinatorOptions& options, const Topology& topo, ClientFactory factory);

@@ -114,6 +114,7 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   }
   RunOptions options;
   options.job = job_;
+  options.trace = &result_.trace;
   options.tag_base = static_cast<uint64_t>(++collectives_) << kTagShift;
   options.wire_bf16 = c_.wire_dtype_bytes == 2;
   uint64_t sent_before = 0;
@@ -128,6 +129,8 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   const int k = static_cast<int>(axis);
   result_.mesh_bytes[k] += sent_after - sent_before;
   busy_[k].push_back({start, report->emulated_s});
+  result_.trace.push_back({Track(), absl::StrCat(OpName(op), " ", MeshAxisName(axis), ready != nullptr ? " (ahead)" : ""),
+                           start, report->emulated_s, sent_after - sent_before});
   if (ready != nullptr) {
     *ready = report->emulated_s;  // issued ahead: the chip carries on meanwhile
   } else {
@@ -150,10 +153,7 @@ absl::Status ChipTrainer::ReduceGradient(LocalTensor& g, int d_dim, double& read
 }
 
 void ChipTrainer::WaitForGradient(double ready) {
-  if (ready <= now_) return;
-  const MeshAxisKind axis = mesh_.size(MeshAxisKind::kData) > 1 ? MeshAxisKind::kData : MeshAxisKind::kFsdp;
-  result_.mesh_comm_s[static_cast<int>(axis)] += ready - now_;
-  now_ = ready;
+  Wait(mesh_.size(MeshAxisKind::kData) > 1 ? MeshAxisKind::kData : MeshAxisKind::kFsdp, ready, "reduced gradients");
 }
 
 ChipTrainer::Ahead& ChipTrainer::Current(int use) {
@@ -181,17 +181,24 @@ absl::Status ChipTrainer::GatheredWeight(int use, bool in, LocalTensor& out) {
   }
   Ahead& a = Current(use);
   if (!a.status.ok()) return a.status;
-  const double ready = in ? a.in_ready : a.out_ready;
-  if (ready > now_) {
-    result_.mesh_comm_s[static_cast<int>(MeshAxisKind::kFsdp)] += ready - now_;
-    now_ = ready;
-  }
+  Wait(MeshAxisKind::kFsdp, in ? a.in_ready : a.out_ready, "prefetched weights");
   out = in ? a.win : a.wout;
   return absl::OkStatus();
 }
 
+std::string ChipTrainer::Track() const { return absl::StrCat("chip ", chip_); }
+
+void ChipTrainer::Wait(MeshAxisKind axis, double until, const char* what) {
+  if (until <= now_) return;
+  result_.mesh_comm_s[static_cast<int>(axis)] += until - now_;
+  result_.trace.push_back({Track(), absl::StrCat("wait: ", what), now_, until, 0});
+  now_ = until;
+}
+
 void ChipTrainer::Compute(ComputeKind kind, double flops, double hbm_bytes) {
+  static const char* kNames[] = {"forward matmul", "backward matmul", "elementwise"};
   const double dt = RooflineSeconds(net_.topology().profile(), flops, hbm_bytes);
+  result_.trace.push_back({Track(), kNames[static_cast<int>(kind)], now_, now_ + dt, 0});
   now_ += dt;
   result_.compute_s += dt;
   result_.compute_parts_s[static_cast<int>(kind)] += dt;

@@ -70,6 +70,9 @@ class ChipTrainer {
   // says when the reduced gradient is in.
   absl::Status ReduceGradient(LocalTensor& g, int d_dim, double& ready);
   void WaitForGradient(double ready);
+  // Advances the clock to `until`, counting the wait as exposed communication.
+  void Wait(MeshAxisKind axis, double until, const char* what);
+  std::string Track() const;
   void Update(LocalTensor& w, const LocalTensor& g, std::vector<float>& m, std::vector<float>& v, int step);
   // nullptr if the collective cannot split the array evenly.
   const CollectivePlan* PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements);

@@ -111,6 +111,11 @@ class ChipCollective::Impl {
     const double emu_bytes = static_cast<double>(op.elements) * dtype_;
     auto [it, _] = links_->try_emplace({static_cast<int>(op.axis), op.dir}, net_.topology().Link(op.axis));
     const EmuLink::Booking booking = it->second.Book(emu_bytes, ReadyTime(op));
+    if (options_.trace != nullptr) {
+      options_.trace->push_back({absl::StrCat("link ", chip_, "->", op.peer, " ", AxisName(op.axis), op.dir > 0 ? "+" : "-"),
+                                 absl::StrCat("to chip ", op.peer), booking.start, booking.end,
+                                 static_cast<uint64_t>(emu_bytes)});
+    }
 
     Frame frame;
     frame.header = {options_.job, chip_, op.peer, op.tag | options_.tag_base, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,6 +16,16 @@
 #include "core/link_clock.h"
 
 namespace tpuemu {
+
+// One span on the emulated clock, for traces: a chip's compute op,
+// collective or wait, or a transfer on a directed link.
+struct TraceEvent {
+  std::string track;  // "chip 3" or "link 3->4 x+"
+  std::string name;
+  double start_s = 0;
+  double end_s = 0;
+  uint64_t bytes = 0;  // transfers
+};
 
 struct LinkUse {
   int src = 0;
@@ -43,6 +54,7 @@ struct ChipRunResult {
   double mesh_busy_s[3] = {0, 0, 0};  // the axis' collectives ran, hidden or not
   double compute_parts_s[3] = {0, 0, 0};  // forward matmuls, backward matmuls, the rest
   uint64_t mesh_bytes[3] = {0, 0, 0};
+  std::vector<TraceEvent> trace;  // training jobs: the step's spans on the emulated clock
   std::vector<LinkUse> links;
 };
 
@@ -54,6 +66,8 @@ struct RunOptions {
   // Round what crosses links to bf16 (training's wire_dtype: bf16): frames
   // carry rounded copies instead of lending the buffer.
   bool wire_bf16 = false;
+  // When set, every transfer this chip books on a link is recorded here.
+  std::vector<TraceEvent>* trace = nullptr;
   absl::Duration recv_timeout = absl::Seconds(120);
 };
 

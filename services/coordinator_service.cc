@@ -38,6 +38,11 @@ grpc::Status CoordinatorServiceImpl::SubmitJob(grpc::ServerContext*, const v1::S
   return Fill(backend_->SubmitJob(*req), resp);
 }
 
+grpc::Status CoordinatorServiceImpl::GetJobTrace(grpc::ServerContext*, const v1::GetJobRequest* req,
+                                                 v1::JobTrace* resp) {
+  return Fill(backend_->GetJobTrace(req->id()), resp);
+}
+
 grpc::Status CoordinatorServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* resp) {
   return Fill(backend_->GetJob(req->id()), resp);
 }

@@ -27,6 +27,7 @@ class CoordinatorBackend {
   virtual absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJob(const std::string& id, int64_t after_version,
                                                               absl::Duration timeout) = 0;
   virtual absl::StatusOr<v1::Job> CancelJob(const std::string& id) = 0;
+  virtual absl::StatusOr<v1::JobTrace> GetJobTrace(const std::string& id) = 0;
 };
 
 class CoordinatorServiceImpl : public v1::CoordinatorService::Service {
@@ -34,6 +35,7 @@ class CoordinatorServiceImpl : public v1::CoordinatorService::Service {
   explicit CoordinatorServiceImpl(CoordinatorBackend* backend) : backend_(backend) {}
   grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
                               v1::RegisterWorkerResponse* resp) override;
+  grpc::Status GetJobTrace(grpc::ServerContext*, const v1::GetJobRequest* req, v1::JobTrace* resp) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req, v1::HeartbeatResponse*) override;
   grpc::Status GetClusterStatus(grpc::ServerContext*, const v1::ClusterStatusRequest*,
                                 v1::ClusterStatus* resp) override;

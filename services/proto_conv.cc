@@ -100,6 +100,14 @@ v1::ChipResult ToProto(const ChipRunResult& r) {
     p.add_compute_parts_s(r.compute_parts_s[k]);
     p.add_mesh_busy_s(r.mesh_busy_s[k]);
   }
+  for (const TraceEvent& e : r.trace) {
+    v1::TraceEvent* t = p.add_trace();
+    t->set_track(e.track);
+    t->set_name(e.name);
+    t->set_start_s(e.start_s);
+    t->set_end_s(e.end_s);
+    t->set_bytes(e.bytes);
+  }
   for (const LinkUse& l : r.links) *p.add_links() = ToProto(l);
   return p;
 }
@@ -119,6 +127,7 @@ absl::StatusOr<ChipRunResult> FromProto(const v1::ChipResult& p) {
   for (int k = 0; k < 3 && k < p.mesh_bytes_size(); ++k) r.mesh_bytes[k] = p.mesh_bytes(k);
   for (int k = 0; k < 3 && k < p.compute_parts_s_size(); ++k) r.compute_parts_s[k] = p.compute_parts_s(k);
   for (int k = 0; k < 3 && k < p.mesh_busy_s_size(); ++k) r.mesh_busy_s[k] = p.mesh_busy_s(k);
+  for (const v1::TraceEvent& t : p.trace()) r.trace.push_back({t.track(), t.name(), t.start_s(), t.end_s(), t.bytes()});
   for (const v1::LinkUse& l : p.links()) {
     auto axis = ParseAxis(l.axis());
     if (!axis.ok()) return axis.status();

@@ -3,6 +3,7 @@
 // the one-device reference; cancel stops a job within a step and leaves the
 // pod usable.
 #include <cmath>
+#include <set>
 #include <thread>
 
 #include "core/train_model.h"
@@ -97,6 +98,39 @@ TEST(TrainClusterTest, CancelStopsWithinAStepAndThePodRunsTheNextJob) {
   EXPECT_LT(done.steps_size(), 100000);
   const TrainSpec next = Job("ici_fsdp_parallelism: -1\n", 2);
   ExpectEqualsReference(pod.Run(next), next);
+}
+
+}  // namespace
+}  // namespace tpuemu
+
+namespace tpuemu {
+namespace {
+
+TEST(TrainClusterTest, TraceHasEveryChipAndLinkOnTheEmulatedClock) {
+  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
+  const v1::Job job = pod.Run(Job("ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\nfsdp_prefetch: true\n", 2));
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  auto trace = pod.coordinator().GetJobTrace(job.id());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  std::set<std::string> tracks;
+  double step0_end = 0, step1_start = 1e9;
+  bool matmul = false, collective = false, transfer = false;
+  for (const v1::TraceEvent& e : trace->events()) {
+    tracks.insert(e.track());
+    EXPECT_GE(e.end_s(), e.start_s()) << e.name();
+    if (e.name().rfind("step 0: ", 0) == 0) step0_end = std::max(step0_end, e.end_s());
+    if (e.name().rfind("step 1: ", 0) == 0) step1_start = std::min(step1_start, e.start_s());
+    matmul |= e.name().find("matmul") != std::string::npos;
+    collective |= e.name().find("all-gather fsdp") != std::string::npos;
+    transfer |= e.track().rfind("link", 0) == 0 && e.bytes() > 0;
+  }
+  for (int chip = 0; chip < 8; ++chip) EXPECT_TRUE(tracks.count("chip " + std::to_string(chip))) << chip;
+  EXPECT_TRUE(matmul && collective && transfer);
+  EXPECT_GE(step1_start, job.steps(0).emulated_step_s() - 1e-12);  // steps follow one another
+  EXPECT_LE(step0_end, job.steps(0).emulated_step_s() + 1e-12);
+  // Collectives and matmuls have no trace.
+  auto none = pod.coordinator().GetJobTrace("job-99");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -252,6 +252,15 @@ class TrainJobTest(Pod):
         self.assertEqual(status, job)
         jobs = json.loads(self.cli("jobs", "--json").stdout)["jobs"]
         self.assertEqual([j["id"] for j in jobs], [job["id"]])
+        out = os.path.join(self.home, "trace.json")
+        r = self.cli("trace", job["id"], "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            trace = json.load(f)
+        names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+        self.assertTrue({f"chip {i}" for i in range(8)} <= names)
+        self.assertTrue(any(n.startswith("link ") for n in names))
+        self.assertTrue(any(e["ph"] == "X" and "all-reduce data" in e["name"] for e in trace["traceEvents"]))
 
     def test_cancel_stops_within_a_step_and_the_pod_runs_the_next_job(self):
         self.up("--topology", "v5p:2x4")
