@@ -173,7 +173,7 @@ void Coordinator::PodLoop() {
 absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   // Validate now so that bad input fails the submit, not a queued job.
   if (request.has_train()) {
-    auto plan = PlanTrainJob(FromProto(request.train()), topo_);
+    auto plan = PlanTrainJob(FromProto(request.train()), topo_, options_.time_scale);
     if (!plan.ok()) return plan.status();
   } else if (request.has_matmul()) {
     auto spec = FromProto(request.matmul());
@@ -350,7 +350,7 @@ Coordinator::StepSink Coordinator::Keep(std::vector<ChipRunResult>& chips) {
 
 absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1::Job& job) {
   const TrainSpec spec = FromProto(job.train());
-  auto plan = PlanTrainJob(spec, topo_);
+  auto plan = PlanTrainJob(spec, topo_, options_.time_scale);
   if (!plan.ok()) return plan.status();
   const TrainConfig& config = plan->config;
   // Each finished step is published at once, so that `watch` sees it; a

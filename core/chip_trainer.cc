@@ -124,6 +124,7 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   if (auto s = collective.Move(); !s.ok()) return s;
   auto report = collective.Report();
   if (!report.ok()) return report.status();
+  wall_mark_ = WallClock::now();
   uint64_t sent_after = 0;
   for (const auto& [_, link] : links_) sent_after += static_cast<uint64_t>(link.bytes_sent());
   const int k = static_cast<int>(axis);
@@ -199,6 +200,11 @@ void ChipTrainer::Compute(ComputeKind kind, double flops, double hbm_bytes) {
   static const char* kNames[] = {"forward matmul", "backward matmul", "elementwise"};
   const double dt = RooflineSeconds(net_.topology().profile(), flops, hbm_bytes);
   result_.trace.push_back({Track(), kNames[static_cast<int>(kind)], now_, now_ + dt, 0});
+  // Paced: the op (computed since the last mark) takes at least dt stretched.
+  const double scale = net_.time_scale();
+  if (scale > 0) std::this_thread::sleep_until(wall_mark_ + std::chrono::duration_cast<WallClock::duration>(
+                                                                std::chrono::duration<double>(dt * scale)));
+  wall_mark_ = WallClock::now();
   now_ += dt;
   result_.compute_s += dt;
   result_.compute_parts_s[static_cast<int>(kind)] += dt;
@@ -206,6 +212,7 @@ void ChipTrainer::Compute(ComputeKind kind, double flops, double hbm_bytes) {
 
 absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   const auto wall_start = WallClock::now();
+  wall_mark_ = wall_start;
   result_ = ChipRunResult{};
   result_.chip = chip_;
   result_.step = step;

@@ -93,6 +93,7 @@ class ChipTrainer {
   LinkClocks links_;
   std::map<int, Ahead> ahead_;  // fsdp_prefetch: gathers issued, by weight use
   std::vector<std::pair<double, double>> busy_[3];  // collective intervals, by mesh axis
+  WallClock::time_point wall_mark_;  // paced runs: when the last op ended on the wall clock
   double now_ = 0;
   int collectives_ = 0;
   ChipRunResult result_;

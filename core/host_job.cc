@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(const JobSpec& spec, HostNe
     return std::unique_ptr<HostJob>(std::make_unique<HostCollective>(*std::move(plan), net, options));
   }
   if (const auto* t = std::get_if<TrainSpec>(&spec)) {
-    auto job = PlanTrainJob(*t, net.topology());
+    auto job = PlanTrainJob(*t, net.topology(), net.time_scale());
     if (!job.ok()) return job.status();
     return std::unique_ptr<HostJob>(std::make_unique<HostTrainer>(job->config, job->mesh, net, options.job));
   }

@@ -92,7 +92,7 @@ const std::vector<TrainKey>& TrainKeys() {
       {"activation", "string", "gelu", "the block's nonlinearity: relu | gelu | silu | tanh | linear"},
       {"dtype", "string", "bf16", "emulated dtype of parameters and activations (bytes, roofline): bf16 | f32"},
       {"wire_dtype", "string", "f32", "dtype of what crosses links: f32 (exact) | bf16 (rounded)"},
-      {"time_scale", "number", "0", "wall-clock pacing: 0 runs unpaced; S stretches emulated time S times"},
+      {"time_scale", "number", "(the pod's)", "wall-clock pacing the job expects; must equal the pod's --time-scale"},
       {"fsdp_prefetch", "bool", "false", "gather the next layer's FSDP weights during this layer's compute"},
       {"hbm_bytes", "number", "(the chip's)", "HBM per chip the memory check uses"},
   };

@@ -49,7 +49,7 @@ struct TrainConfig {
   std::string activation = "gelu";  // relu | gelu | silu | tanh | linear
   int dtype_bytes = 2;              // emulated: bf16 (2) | f32 (4)
   int wire_dtype_bytes = 4;         // what crosses links: f32 (4) | bf16 (2)
-  double time_scale = 0;
+  double time_scale = -1;           // -1: whatever the pod runs at
   bool fsdp_prefetch = false;
   double hbm_bytes = 0;             // 0: the chip preset's
 };

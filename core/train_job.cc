@@ -1,12 +1,19 @@
 #include "core/train_job.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/train_report.h"
 
 namespace tpuemu {
 
-absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& topo) {
+absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& topo, double pod_time_scale) {
   auto config = ParseTrainConfig(spec.yaml, spec.source.empty() ? "job file" : spec.source);
   if (!config.ok()) return config.status();
+  // Links are paced per pod, so a job cannot choose its own pacing.
+  if (config->time_scale >= 0 && config->time_scale != pod_time_scale) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config->name, ": time_scale: ", config->time_scale, ", but the pod runs at --time-scale ", pod_time_scale,
+        "; drop the key, or start a pod with `tpuemu cluster up --time-scale ", config->time_scale, "`"));
+  }
   if (auto s = ResolveMesh(*config, topo); !s.ok()) return s;
   auto mesh = TrainMesh::Create(*config, topo);
   if (!mesh.ok()) return mesh.status();

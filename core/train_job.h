@@ -22,8 +22,8 @@ struct TrainJob {
   TrainMesh mesh;
 };
 
-// Parses, fills in the mesh, lays it on the pod and checks memory: every
-// error a job file can have, before anything is allocated.
-absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& topo);
+// Parses, fills in the mesh, lays it on the pod and checks memory and the
+// pacing: every error a job file can have, before anything is allocated.
+absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& topo, double pod_time_scale);
 
 }  // namespace tpuemu

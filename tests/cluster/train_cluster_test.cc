@@ -66,6 +66,7 @@ TEST(TrainClusterTest, BadJobFilesAreRefusedAtSubmit) {
       {"topology: v5e:4x4\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "the pod is v5p:2x4"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 12\n", "global_batch_tokens: 12 does not split over the 8"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbatch: 3\n", "unknown key"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\ntime_scale: 100\n", "the pod runs at --time-scale 0"},
       {"emb_dim: 1024\nmlp_dim: 4096\nnum_layers: 4\nglobal_batch_tokens: 8\nici_fsdp_parallelism: 1\n"
        "ici_data_parallelism: -1\nhbm_bytes: 1e8\n",
        "out of memory: each chip needs 0.375 GiB but has 0.093 GiB of HBM (hbm_bytes)"},
@@ -131,6 +132,22 @@ TEST(TrainClusterTest, TraceHasEveryChipAndLinkOnTheEmulatedClock) {
   // Collectives and matmuls have no trace.
   auto none = pod.coordinator().GetJobTrace("job-99");
   EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tpuemu
+
+namespace tpuemu {
+namespace {
+
+TEST(TrainClusterTest, PacedStepsFollowTheEmulatedClock) {
+  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 1e4);
+  const v1::Job job = pod.Run(Job("ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\n", 2));
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  for (const v1::TrainStep& s : job.steps()) {
+    EXPECT_GE(s.wall_s(), 0.97 * s.emulated_step_s() * 1e4) << "step " << s.step();
+    EXPECT_LE(s.wall_s(), 1.5 * s.emulated_step_s() * 1e4 + 0.05) << "host lag " << s.host_lag_s();
+  }
 }
 
 }  // namespace
