@@ -2,15 +2,10 @@
 
 #include <algorithm>
 
+#include "core/splitmix.h"
+
 namespace tpuemu {
 namespace {
-
-uint64_t Mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Cheap per-element hash (multiply-xorshift): this runs over every element
 // of every chip's input and result.
@@ -21,8 +16,8 @@ float G(uint64_t seed, uint64_t j) {
   x ^= x >> 12;
   return static_cast<float>(static_cast<int>(x % 17u) - 8);
 }
-float W(uint64_t seed, int m) { return static_cast<float>(1 + Mix(seed + 7919 * (m + 1)) % 3); }
-float H(uint64_t seed, int m) { return static_cast<float>(static_cast<int>(Mix(~seed + 104729 * (m + 1)) % 17) - 8); }
+float W(uint64_t seed, int m) { return static_cast<float>(1 + SplitMix64(seed + 7919 * (m + 1)) % 3); }
+float H(uint64_t seed, int m) { return static_cast<float>(static_cast<int>(SplitMix64(~seed + 104729 * (m + 1)) % 17) - 8); }
 
 bool Reduces(CollectiveOp op) { return op == CollectiveOp::kReduceScatter || op == CollectiveOp::kAllReduce; }
 

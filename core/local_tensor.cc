@@ -3,16 +3,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/splitmix.h"
 
 namespace tpuemu {
 namespace {
-
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Sizes of the dimensions before `dim`, of `dim`, and after it.
 struct Split3 {
@@ -51,9 +45,9 @@ absl::StatusOr<ValueKind> ParseValueKind(const std::string& name) {
 std::string ValueKindName(ValueKind kind) { return kind == ValueKind::kUniform ? "uniform" : "int"; }
 
 float TensorValue(ValueKind kind, uint64_t seed, int tensor, uint64_t global_index) {
-  const uint64_t r = SplitMix(SplitMix(seed * 4 + tensor) ^ global_index);
+  const uint64_t r = SplitMix64(SplitMix64(seed * 4 + tensor) ^ global_index);
   if (kind == ValueKind::kSmallInt) return static_cast<float>(static_cast<int>(r % 7) - 3);
-  return static_cast<float>(static_cast<int64_t>(r >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
+  return UnitFloat(r);
 }
 
 LocalTensor GenerateBlock(ValueKind kind, uint64_t seed, int tensor, const std::vector<int64_t>& global_shape,

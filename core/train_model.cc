@@ -4,21 +4,15 @@
 
 #include "core/gemm.h"
 #include "core/local_tensor.h"
+#include "core/splitmix.h"
 
 namespace tpuemu {
 namespace {
 
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // Uniform in [-1, 1), 24 random bits, from a (seed, stream, index) triple.
 float Uniform(uint64_t seed, uint64_t stream, uint64_t index) {
-  const uint64_t r = Mix(Mix(Mix(seed) ^ stream) ^ index);
-  return static_cast<float>(static_cast<int64_t>(r >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
+  const uint64_t r = SplitMix64(SplitMix64(SplitMix64(seed) ^ stream) ^ index);
+  return UnitFloat(r);
 }
 
 constexpr uint64_t kWeightStream = 1, kBatchStream = 2;
@@ -37,7 +31,7 @@ float WeightValue(const TrainConfig& c, WeightStream stream, int layer, bool out
   const int64_t fan_in = out ? c.mlp_dim : c.emb_dim;
   const float scale = std::sqrt(3.0f / static_cast<float>(fan_in));
   const uint64_t which = (static_cast<uint64_t>(stream) << 40) | (static_cast<uint64_t>(layer) << 1) | (out ? 1 : 0);
-  return scale * Uniform(c.seed, kWeightStream, Mix(which) ^ static_cast<uint64_t>(index));
+  return scale * Uniform(c.seed, kWeightStream, SplitMix64(which) ^ static_cast<uint64_t>(index));
 }
 
 ModelWeights InitWeights(const TrainConfig& c, WeightStream stream) {
@@ -76,7 +70,7 @@ std::vector<float> BatchTokens(const TrainConfig& c, int step, int64_t first, in
   std::vector<float> x(count * d);
   for (int64_t t = 0; t < count; ++t) {
     const uint64_t token = (static_cast<uint64_t>(step) << 32) | static_cast<uint64_t>(first + t);
-    for (int64_t j = 0; j < d; ++j) x[t * d + j] = Uniform(c.seed, kBatchStream, Mix(token) ^ static_cast<uint64_t>(j));
+    for (int64_t j = 0; j < d; ++j) x[t * d + j] = Uniform(c.seed, kBatchStream, SplitMix64(token) ^ static_cast<uint64_t>(j));
   }
   return x;
 }
