@@ -29,6 +29,7 @@ const StrategyCase kCases[] = {
     {"FsdpRing8", "v5p:8", 1, "ici_fsdp_parallelism: -1\n"},
     {"Fsdp2x4", "v5p:2x4", 1, "ici_fsdp_parallelism: -1\n"},
     {"FsdpTwoSlicesHierarchical", "v5p:4", 2, "ici_fsdp_parallelism: -1\ndcn_data_parallelism: 2\n"},
+    {"FsdpAcrossSlices", "v5p:4", 2, "ici_fsdp_parallelism: -1\ndcn_data_parallelism: 1\ndcn_fsdp_parallelism: 2\n"},
     {"TpRing8", "v5p:8", 1, "ici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\n"},
     {"Tp2x4", "v5p:2x4", 1, "ici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\n"},
     {"TpTwoSlices", "v5p:4", 2, "ici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\ndcn_data_parallelism: 2\n"},
