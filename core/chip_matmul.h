@@ -39,8 +39,6 @@ class ChipMatmul {
   // The plan's steps, timed on both clocks.
   absl::StatusOr<ChipRunResult> Run();
   MatmulCheck Check() const;
-  // The chip's block of the product, in the requested output sharding.
-  const LocalTensor& result() const { return value_[2]; }
 
  private:
   int ShardIndex(const std::string& letters) const;

@@ -34,10 +34,4 @@ std::vector<ChipCheck> HostMatmul::Check() {
   return checks;
 }
 
-std::vector<const LocalTensor*> HostMatmul::Results() const {
-  std::vector<const LocalTensor*> out;
-  for (const auto& c : chips_) out.push_back(&c->result());
-  return out;
-}
-
 }  // namespace tpuemu

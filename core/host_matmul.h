@@ -15,8 +15,6 @@ class HostMatmul : public HostJob {
   void Prepare() override;
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step = 0) override;
   std::vector<ChipCheck> Check() override;
-  // The local chips' blocks of the product (after Run), in local_chips() order.
-  std::vector<const LocalTensor*> Results() const;
 
  private:
   std::shared_ptr<const MatmulProgram> program_;

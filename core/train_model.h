@@ -44,7 +44,6 @@ class ReferenceTrainer {
   explicit ReferenceTrainer(const TrainConfig& config);
   StepRecord Step();  // the next step
   const ModelWeights& weights() const { return weights_; }
-  int steps_done() const { return step_; }
 
  private:
   void Update(std::vector<float>& w, const std::vector<float>& g, std::vector<float>& m, std::vector<float>& v);
