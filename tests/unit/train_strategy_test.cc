@@ -70,7 +70,9 @@ class StrategyTest : public testing::TestWithParam<StrategyCase> {
       losses.push_back(loss);
       last_ = *chips;
     }
-    if (steps > 1) EXPECT_LT(losses.back(), 0.9 * losses.front()) << "the loss should go down";
+    if (steps > 1) {
+      EXPECT_LT(losses.back(), 0.9 * losses.front()) << "the loss should go down";
+    }
     // Final parameters, shard by shard.
     const ModelWeights& ref = reference.weights();
     const int64_t d = config->emb_dim, f = config->mlp_dim;
