@@ -94,6 +94,7 @@ class CandidateBuilder {
     t.axes[d] += axes;
     step.notation = absl::StrCat("DynamicSlice_", axes, " ", before, " -> ", t.Notation());
     c_.steps.push_back(step);
+    TrackPeak();
   }
 
   void Multiply(const std::map<std::string, std::string>& local) {
@@ -113,6 +114,7 @@ class CandidateBuilder {
     step.predicted_s = RooflineSeconds(topo_.profile(), static_cast<double>(step.flops), hbm);
     step.notation = absl::StrCat(t_[0].Notation(), " * ", t_[1].Notation(), " -> ", out.Notation());
     c_.steps.push_back(step);
+    TrackPeak();
   }
 
   // Partial sums over axes the output does not keep unreduced: ReduceScatter
@@ -195,7 +197,16 @@ class CandidateBuilder {
       for (const auto& [axis, b] : by_axis) step.bytes_per_chip[axis] = std::max(step.bytes_per_chip[axis], b);
     }
     c_.steps.push_back(std::move(step));
+    TrackPeak();
     return absl::OkStatus();
+  }
+
+  void TrackPeak() {
+    const bool multiplied = std::any_of(c_.steps.begin(), c_.steps.end(),
+                                        [](const MatmulStep& s) { return s.kind == MatmulStepKind::kMultiply; });
+    const uint64_t now = LocalElements(t_[0], p_.mesh) + LocalElements(t_[1], p_.mesh) +
+                         (multiplied ? LocalElements(t_[2], p_.mesh) : 0);
+    c_.peak_local_elements = std::max(c_.peak_local_elements, now);
   }
 
   const MatmulProblem& p_;

@@ -52,6 +52,7 @@ struct MatmulCandidate {
   double predicted_s() const { return compute_s + comm_s; }
   uint64_t flops_per_chip = 0;
   uint64_t comm_bytes_per_chip = 0;
+  uint64_t peak_local_elements = 0;  // the chip's blocks of A, B and C at their largest, together
 };
 
 struct MatmulOptions {

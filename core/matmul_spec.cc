@@ -1,5 +1,7 @@
 #include "core/matmul_spec.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace tpuemu {
 
 absl::StatusOr<MatmulPlan> PlanMatmulSpec(const MatmulSpec& spec, const Topology& topo) {
@@ -12,7 +14,19 @@ absl::StatusOr<MatmulPlan> PlanMatmulSpec(const MatmulSpec& spec, const Topology
   if (!mesh.ok()) return mesh.status();
   auto problem = BindMatmul(*expr, spec.dims, *mesh);
   if (!problem.ok()) return problem.status();
-  return PlanMatmul(*problem, topo, MatmulOptions{spec.dtype_bytes, spec.chunk_bytes});
+  auto plan = PlanMatmul(*problem, topo, MatmulOptions{spec.dtype_bytes, spec.chunk_bytes});
+  if (!plan.ok()) return plan.status();
+  // Host memory, fp32: each chip's blocks at their largest, twice (collective
+  // buffers and copies), every chip of the pod; a local pod's chips all share
+  // this machine.
+  const double bytes = 4.0 * 2 * static_cast<double>(plan->chosen().peak_local_elements) * topo.num_chips();
+  if (bytes > kMatmulHostBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dims '", spec.dims, "': the pod's ", topo.num_chips(), " chips would hold about ",
+        static_cast<int64_t>(bytes / (1 << 20)), " MiB of host memory (limit ",
+        static_cast<int64_t>(kMatmulHostBytes / (1 << 20)), " MiB); use smaller sizes"));
+  }
+  return plan;
 }
 
 }  // namespace tpuemu

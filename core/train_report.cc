@@ -25,6 +25,16 @@ std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh) 
   return items;
 }
 
+double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh) {
+  const double d = c.emb_dim, f = c.mlp_dim, l = c.num_layers;
+  const double fsdp = mesh.size(MeshAxisKind::kFsdp), tensor = mesh.size(MeshAxisKind::kTensor);
+  const double batch = static_cast<double>(c.global_batch_tokens) / (mesh.size(MeshAxisKind::kData) * fsdp);
+  const double shard = 2 * l * d * f / (fsdp * tensor);
+  const double copies = c.opt_type == "adam" ? 4 : 2;  // weights, gradients (, two moments)
+  const double gathered = fsdp > 1 ? (c.fsdp_prefetch ? 4 : 2) * d * f / tensor : 0;
+  return 4 * (2 * l * d * f + copies * shard + l * batch * (d + 2 * f / tensor) + gathered + 4 * batch * d);
+}
+
 double ChipHbmBytes(const TrainConfig& c, const Topology& topo) {
   return c.hbm_bytes > 0 ? c.hbm_bytes : topo.profile().hbm_bytes;
 }

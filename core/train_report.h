@@ -23,6 +23,13 @@ struct MemoryItem {
 std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh);
 double ChipHbmBytes(const TrainConfig& c, const Topology& topo);
 
+// Host memory (fp32) one emulated chip holds: the whole teacher, its shards
+// of weights, gradients and Adam moments, activations, gathered weights.
+double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh);
+// Host memory all of a pod's chips may hold together: a local pod's chips
+// share this machine.
+inline constexpr double kPodHostBytes = 12.0 * (1ull << 30);
+
 // Refuses a job that does not fit before anything is allocated, naming the
 // largest items like an XLA out-of-memory report.
 absl::Status CheckMemory(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo);

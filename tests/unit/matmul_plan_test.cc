@@ -93,6 +93,7 @@ TEST(MatmulBindTest, BadExpressionsGetClearErrors) {
       {"A[J, I, L] * B[J, L, K] -> C[I, K]", "I=8,J=8,K=8,L=8", "interleaves"},
       {"A[I, J] * B[J, K] -> C[K, Q, I]", "I=8,J=8,K=8", "output dimension Q"},
       {"A[I, J] * B[J, K] -> C[I, K]", "I=4194304,J=4194304,K=4194304", "exceeds 2^60"},
+      {"A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]", "I=65536,J=65536,K=65536", "MiB of host memory (limit 12288 MiB)"},
       {"A[I_XY, J] * B[J, K] -> C[I, K]", "I=8,J=1,K=1", "cannot split evenly over its 8 chips"},
   };
   for (const Case& c : cases) {
