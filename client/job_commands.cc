@@ -280,12 +280,13 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     c->add_option("--coordinator", o->coordinator,
                   "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, else the pod `cluster up` started)");
   };
-  auto* submit = app.add_subcommand(
-      "submit",
-      "submit a training job file to the pod: seed 001's model trained with the data, fsdp and tensor\n"
-      "parallelism its mesh keys ask for (the seed's algorithms), every step reported. Example:\n"
-      "  tpuemu submit examples/jobs/dp.yaml --wait\n\n" +
-          JobKeysHelp());
+  auto* submit = app.add_subcommand("submit", "submit a training job file to the pod");
+  submit->footer(
+      "Seed 001's model trained with the data, fsdp and tensor parallelism its mesh keys ask for (the\n"
+      "seed's algorithms), every step reported. Example:\n"
+      "  tpuemu submit examples/jobs/dp.yaml --wait\n"
+      "Details: docs/jobs.md\n\n" +
+      JobKeysHelp());
   submit->add_option("job", o->path, "JOB.yaml")->required();
   submit->add_flag("--wait", o->wait, "follow the job to its end, a line per step");
   submit->add_flag("--json", o->json, "print the job as JSON (with --wait: the finished job, as `status --json`)");
@@ -308,10 +309,9 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   coordinator(watch);
   watch->callback([o, exit_code] { *exit_code = Watch(*o); });
 
-  auto* trace = app.add_subcommand(
-      "trace",
-      "write a training job's trace as Chrome/Perfetto JSON, on the emulated clock: a track per chip\n"
-      "(compute ops, collectives, waits) and per directed link (transfers). Example:\n"
+  auto* trace = app.add_subcommand("trace", "write a training job's trace as Chrome/Perfetto JSON (emulated clock)");
+  trace->footer(
+      "A track per chip (compute ops, collectives, waits) and per directed link (transfers). Example:\n"
       "  tpuemu trace job-1 -o trace.json     # then open it in https://ui.perfetto.dev");
   trace->add_option("job", o->id, "job id")->required();
   trace->add_option("-o,--output", o->output, "the JSON file to write")->required();

@@ -158,10 +158,10 @@ int RunMatmul(const MatmulOptionsCli& o) {
 void AddMatmulCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<MatmulOptionsCli>();
   auto* c = app.add_subcommand(
-      "matmul",
-      "multiply two sharded matrices written in the seeds' notation on the pod: tpuemu plans the\n"
-      "communication (the four cases of How To Scale Your Model, part 3), every chip multiplies its\n"
-      "blocks with BLIS, and the result is checked against a one-device BLIS product.\n\n"
+      "matmul", "multiply two sharded matrices written in the seeds' notation on the pod (planned, BLIS, checked)");
+  c->footer(
+      "tpuemu plans the communication (the four cases of How To Scale Your Model, part 3), every chip\n"
+      "multiplies its blocks with BLIS, and the result is checked against a one-device BLIS product.\n\n"
       "Notation: OPERAND[DIM, ...] * OPERAND[DIM, ...] -> OUTPUT[DIM, ...]{U_AXES}\n"
       "  I_X      dimension I sharded over mesh axis X\n"
       "  I_XY     sharded over X and Y, X most significant (order matters)\n"
@@ -172,7 +172,8 @@ void AddMatmulCommand(CLI::App& app, int* exit_code) {
       "  tpuemu matmul \"A[I, J_X] * B[J, K] -> C[I, K]\" --dims I=512,J=8192,K=64 --explain\n"
       "  tpuemu matmul \"In[B_X, M_Y] * Win[M_X, H_Y] -> Out[B_X, H_Y]\" --dims B=256,M=1024,H=4096 --json\n"
       "  tpuemu matmul \"A[I_D, J] * B[J, K] -> C[I_D, K]\" --dims I=64,J=64,K=64 --mesh D=dcn\n"
-      "  tpuemu matmul \"A[I, J_X] * B[J_X, K] -> C[I, K]\" --dims I=8,J=8,K=8 --plan-only --topology v5p:2x4");
+      "  tpuemu matmul \"A[I, J_X] * B[J_X, K] -> C[I, K]\" --dims I=8,J=8,K=8 --plan-only --topology v5p:2x4\n"
+      "Details: docs/matmul.md");
   c->add_option("expr", o->expr, "the matmul in the seeds' notation (quote it)")->required();
   c->add_option("--dims", o->dims,
                 "dimension sizes, NAME=SIZE,...; OPERAND.NAME=SIZE sets one operand's size only")

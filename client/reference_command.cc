@@ -75,15 +75,14 @@ std::string JobKeysHelp() {
 
 void AddReferenceCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ReferenceOptions>();
-  auto* c = app.add_subcommand(
-      "reference",
-      "run a training job on one device, in this process, no pod needed: seed 001's simplified Transformer\n"
-      "(L blocks of In[B,D] * Win[D,F] -> activation -> * Wout[F,D]) against a fixed random teacher, MSE\n"
-      "loss, SGD or Adam, fp32. Prints the loss of every step. Keys about the pod (mesh, topology,\n"
-      "time_scale, wire_dtype, fsdp_prefetch, hbm_bytes) are checked but do not change one device's math.\n"
-      "Example:\n"
+  auto* c = app.add_subcommand("reference", "run a training job on one device, in this process, no pod needed");
+  c->footer(
+      "Seed 001's simplified Transformer (L blocks of In[B,D] * Win[D,F] -> activation -> * Wout[F,D])\n"
+      "against a fixed random teacher, MSE loss, SGD or Adam, fp32. Prints the loss of every step. Keys\n"
+      "about the pod (mesh, topology, time_scale, wire_dtype, fsdp_prefetch, hbm_bytes) are checked but\n"
+      "do not change one device's math. Example:\n"
       "  tpuemu reference examples/jobs/dp.yaml\n\n" +
-          JobKeysHelp());
+      JobKeysHelp());
   c->add_option("job", o->path, "JOB.yaml, the job file")->required();
   c->add_flag("--json", o->json, "print {name, steps: [{step, loss}], param_l2} for scripts");
   c->callback([o, exit_code] { *exit_code = RunReference(*o); });
