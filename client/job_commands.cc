@@ -13,6 +13,7 @@
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/job_json.h"
+#include "client/job_wait.h"
 #include "client/pod_state.h"
 #include "client/progress.h"
 #include "client/reference_command.h"
@@ -56,26 +57,23 @@ std::string StepLine(const v1::TrainStep& s) {
 absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id, bool quiet) {
   Progress progress(true);
   int printed = 0;
-  v1::Job last;
-  auto status = client.Watch(id, [&](const v1::Job& job) {
-    last = job;
+  int total = 0;  // steps the job will run, read from its file once
+  auto last = WaitForJob(client, id, [&](const v1::Job& job) {
     for (; printed < job.steps_size(); ++printed) {
       if (quiet) continue;
       progress.Done();
       std::printf("%s\n", StepLine(job.steps(printed)).c_str());
       std::fflush(stdout);
     }
-    int total = 1;
-    if (job.has_train()) {
+    if (total == 0) {
       auto config = ParseTrainConfig(job.train().yaml(), job.train().source());
-      if (config.ok()) total = config->steps;
+      total = config.ok() ? config->steps : 1;
     }
-    const int width = 30, done = total > 0 ? width * job.steps_size() / total : 0;
+    const int width = 30, done = std::min(width, width * job.steps_size() / total);
     progress.Update(absl::StrCat(id, " [", std::string(done, '#'), std::string(width - done, '.'), "] ",
                                  job.steps_size(), "/", total, " steps"));
   });
   progress.Done();
-  if (!status.ok()) return status;
   return last;
 }
 

@@ -1,29 +1,35 @@
 #include "client/job_wait.h"
 
-#include <thread>
-
 #include "absl/strings/str_cat.h"
 #include "client/progress.h"
-#include "services/coordinator_service.h"
 
 namespace tpuemu {
+
+absl::StatusOr<v1::Job> WaitForJob(CoordinatorClient& client, const std::string& id,
+                                   const std::function<void(const v1::Job&)>& on_change) {
+  v1::Job last;
+  auto status = client.Watch(id, [&](const v1::Job& job) {
+    last = job;
+    on_change(job);
+  });
+  if (!status.ok()) return status;
+  return last;
+}
 
 absl::StatusOr<v1::Job> RunJob(CoordinatorClient& client, const v1::SubmitJobRequest& request, const std::string& what) {
   auto job = client.Submit(request);
   if (!job.ok()) return job.status();
   Progress progress(true);
-  while (!IsTerminal(job->state())) {
-    progress.Update(absl::StrCat(job->id(), ": ", what, job->state() == v1::JOB_STATE_PENDING ? " (queued)" : ""));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    job = client.Get(job->id());
-    if (!job.ok()) return job.status();
-  }
+  auto done = WaitForJob(client, job->id(), [&](const v1::Job& j) {
+    progress.Update(absl::StrCat(j.id(), ": ", what, j.state() == v1::JOB_STATE_PENDING ? " (queued)" : ""));
+  });
   progress.Done();
-  if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+  if (!done.ok()) return done.status();
+  if (done->state() != v1::JOB_STATE_SUCCEEDED) {
     return absl::AbortedError(absl::StrCat(
-        job->id(), " ", job->state() == v1::JOB_STATE_CANCELLED ? "was cancelled" : "failed: " + job->error()));
+        done->id(), " ", done->state() == v1::JOB_STATE_CANCELLED ? "was cancelled" : "failed: " + done->error()));
   }
-  return job;
+  return done;
 }
 
 }  // namespace tpuemu

@@ -1,7 +1,7 @@
-// Submitting a job and waiting for it with a progress line: shared by every
-// command that runs something on the pod.
+// Waiting for jobs: shared by every command that runs something on the pod.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -10,8 +10,13 @@
 
 namespace tpuemu {
 
-// Submits, then polls until the job ends, showing `what` on stderr. A job
-// that did not succeed is an error naming it and why.
+// Follows the job on the coordinator's watch stream until it ends;
+// `on_change` sees every version. Returns the job as it ended.
+absl::StatusOr<v1::Job> WaitForJob(CoordinatorClient& client, const std::string& id,
+                                   const std::function<void(const v1::Job&)>& on_change);
+
+// Submits, then waits with a progress line showing `what`. A job that did
+// not succeed is an error naming it and why.
 absl::StatusOr<v1::Job> RunJob(CoordinatorClient& client, const v1::SubmitJobRequest& request, const std::string& what);
 
 }  // namespace tpuemu

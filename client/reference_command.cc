@@ -48,12 +48,7 @@ int RunReference(const ReferenceOptions& o) {
     }
   }
   progress.Done();
-  double sq = 0;
-  for (const auto& group : {&trainer.weights().win, &trainer.weights().wout}) {
-    for (const auto& w : *group) {
-      for (float v : w) sq += static_cast<double>(v) * v;
-    }
-  }
+  const double sq = SumOfSquares(trainer.weights());
   if (o.json) {
     std::cout << nlohmann::json{{"name", config->name}, {"steps", steps}, {"param_l2", std::sqrt(sq)}}.dump(2)
               << "\n";

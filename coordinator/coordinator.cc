@@ -363,16 +363,12 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
     JobEntry& entry = jobs_[id];
     for (const ChipRunResult& chip : chips) {
       for (const TraceEvent& e : chip.trace) {
-        v1::TraceEvent* t = entry.trace.add_events();
-        t->set_track(e.track);
-        t->set_name(absl::StrCat("step ", last.step, ": ", e.name));
-        t->set_start_s(entry.traced_until_s + e.start_s);
-        t->set_end_s(entry.traced_until_s + e.end_s);
-        t->set_bytes(e.bytes);
+        *entry.trace.add_events() = ToProto(TraceEvent{e.track, absl::StrCat("step ", last.step, ": ", e.name),
+                                                       entry.traced_until_s + e.start_s,
+                                                       entry.traced_until_s + e.end_s, e.bytes});
       }
     }
     entry.traced_until_s += last.emulated_s;
-    *job.add_steps() = step;
     UpdateJobLocked(entry, [&](v1::Job& j) { *j.add_steps() = step; });
     if (entry.cancel_requested) return absl::CancelledError("cancelled by the user");
     return absl::OkStatus();
@@ -380,11 +376,7 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
   // What the job will hold per chip, published before the first step.
   v1::TrainSummary& summary = *job.mutable_train_summary();
   summary.set_mesh(plan->mesh.Describe());
-  for (const MemoryItem& m : ChipMemory(config, plan->mesh)) {
-    v1::MemoryUse* use = summary.add_memory_per_chip();
-    use->set_item(m.name);
-    use->set_bytes(m.bytes);
-  }
+  for (const MemoryItem& m : ChipMemory(config, plan->mesh)) *summary.add_memory_per_chip() = ToProto(m);
   summary.set_hbm_bytes(ChipHbmBytes(config, topo_));
   summary.set_model_flops_per_step(StepModelFlops(config));
   {
@@ -396,15 +388,7 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
   double squares = 0;
   for (const ChipCheck& c : checks) squares += c.param_squares;
   summary.set_param_l2(std::sqrt(squares));
-  for (const LayerCost& l : PerLayerCosts(config, plan->mesh, topo_, last)) {
-    v1::LayerCost* row = summary.add_per_layer();
-    row->set_what(l.what);
-    row->set_formula(l.formula);
-    row->set_predicted_bytes(l.predicted_bytes);
-    row->set_emulated_bytes(l.emulated_bytes);
-    row->set_predicted_s(l.predicted_s);
-    row->set_emulated_s(l.emulated_s);
-  }
+  for (const LayerCost& l : PerLayerCosts(config, plan->mesh, topo_, last)) *summary.add_per_layer() = ToProto(l);
   return absl::OkStatus();
 }
 

@@ -1,12 +1,12 @@
 #include "core/chip_matmul.h"
 
 #include <cmath>
-#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/gemm.h"
 #include "core/link_clock.h"
+#include "core/tensor_collective.h"
 
 namespace tpuemu {
 namespace {
@@ -53,16 +53,6 @@ absl::StatusOr<std::shared_ptr<const MatmulProgram>> MatmulProgram::Create(const
   auto program = std::make_shared<MatmulProgram>();
   program->spec = spec;
   program->plan = *std::move(plan);
-  for (const MatmulStep& step : program->plan.chosen().steps) {
-    const bool collective = step.kind != MatmulStepKind::kSlice && step.kind != MatmulStepKind::kMultiply;
-    if (!collective) {
-      program->collectives.emplace_back();
-      continue;
-    }
-    auto c = CollectivePlan::Create(topo, step.collective);
-    if (!c.ok()) return c.status();
-    program->collectives.push_back(std::make_unique<CollectivePlan>(*std::move(c)));
-  }
   return std::shared_ptr<const MatmulProgram>(std::move(program));
 }
 
@@ -118,12 +108,7 @@ absl::Status ChipMatmul::Step(size_t i) {
   const int n = problem_.mesh.Size(step.axes);
   switch (step.kind) {
     case MatmulStepKind::kAllGather: {
-      LocalTensor& v = value_[step.tensor];
-      const int64_t len = v.elements();
-      std::shared_ptr<float[]> buffer(new float[len * n]);
-      std::memcpy(buffer.get() + program_->collectives[i]->GroupRank(chip_) * len, v.data.get(), len * sizeof(float));
-      if (auto s = RunCollective(i, buffer); !s.ok()) return s;
-      v = ConcatBlocks(buffer.get(), n, v.shape, step.dim);
+      if (auto s = RunCollective(i, value_[step.tensor], step.dim); !s.ok()) return s;
       std::string& axes = spec_[step.tensor].axes[step.dim];
       axes.resize(axes.size() - step.axes.size());
       return absl::OkStatus();
@@ -135,32 +120,23 @@ absl::Status ChipMatmul::Step(size_t i) {
     case MatmulStepKind::kMultiply:
       Multiply();
       return absl::OkStatus();
-    case MatmulStepKind::kReduceScatter: {
-      LocalTensor& c = value_[2];
-      std::shared_ptr<float[]> buffer(new float[c.elements()]);
-      SplitBlocks(c, n, step.dim, buffer.get());
-      if (auto s = RunCollective(i, buffer); !s.ok()) return s;
-      c.shape[step.dim] /= n;
-      // The chip's reduced block, read in place from the collective's buffer.
-      c.data = std::shared_ptr<float[]>(buffer, buffer.get() + program_->collectives[i]->GroupRank(chip_) * c.elements());
+    case MatmulStepKind::kReduceScatter:
+      if (auto s = RunCollective(i, value_[2], step.dim); !s.ok()) return s;
       spec_[2].axes[step.dim] += step.axes;
       break;
-    }
     case MatmulStepKind::kAllReduce:
-      if (auto s = RunCollective(i, value_[2].data); !s.ok()) return s;
+      if (auto s = RunCollective(i, value_[2], 0); !s.ok()) return s;
       break;
   }
   for (char u : step.axes) spec_[2].unreduced.erase(spec_[2].unreduced.find(u), 1);
   return absl::OkStatus();
 }
 
-absl::Status ChipMatmul::RunCollective(size_t i, std::shared_ptr<float[]> buffer) {
+absl::Status ChipMatmul::RunCollective(size_t i, LocalTensor& t, int dim) {
   RunOptions options = options_;
   options.tag_base = static_cast<uint64_t>(i + 1) << 56;
-  ChipCollective collective(*program_->collectives[i], chip_, net_, options);
-  collective.PrepareOn(std::move(buffer), now_, &links_);
-  if (auto s = collective.Move(); !s.ok()) return s;
-  auto report = collective.Report();
+  auto report = RunTensorCollective(*program_->plan.chosen().steps[i].plan, chip_, net_, options, &links_, now_, t,
+                                    dim);
   if (!report.ok()) return report.status();
   now_ = report->emulated_s;
   last_ = *std::move(report);

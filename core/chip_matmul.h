@@ -16,12 +16,10 @@
 
 namespace tpuemu {
 
-// A plan with what every chip needs to run it: one collective plan per step
-// (none for local steps), built once per host.
+// A spec and its plan, built once per host and shared by its chips.
 struct MatmulProgram {
   MatmulSpec spec;
   MatmulPlan plan;
-  std::vector<std::unique_ptr<CollectivePlan>> collectives;
 
   static absl::StatusOr<std::shared_ptr<const MatmulProgram>> Create(const MatmulSpec& spec, const Topology& topo);
 };
@@ -43,7 +41,8 @@ class ChipMatmul {
  private:
   int ShardIndex(const std::string& letters) const;
   absl::Status Step(size_t i);
-  absl::Status RunCollective(size_t i, std::shared_ptr<float[]> buffer);
+  // Step i's collective on `t` along `dim`.
+  absl::Status RunCollective(size_t i, LocalTensor& t, int dim);
   void Multiply();
 
   std::shared_ptr<const MatmulProgram> program_;

@@ -8,18 +8,16 @@
 #include "absl/strings/str_cat.h"
 #include "core/gemm.h"
 #include "core/link_clock.h"
+#include "core/tensor_collective.h"
 #include "core/train_model.h"
 
 namespace tpuemu {
 namespace {
 
-// c[m, n] = a * b with a, b read directly or transposed; shapes from the tensors.
+// c = op(a) * op(b) for two matrices held as tensors.
 LocalTensor MatMul(const LocalTensor& a, bool at, const LocalTensor& b, bool bt) {
-  const int64_t ar = a.shape[0], ac = a.shape[1], br = b.shape[0], bc = b.shape[1];
-  const MatrixView va{a.data.get(), at ? ac : ar, at ? ar : ac, at ? 1 : ac, at ? ac : 1};
-  const MatrixView vb{b.data.get(), bt ? bc : br, bt ? br : bc, bt ? 1 : bc, bt ? bc : 1};
-  LocalTensor c = LocalTensor::Allocate({va.rows, vb.cols});
-  Gemm(va, vb, MutableMatrixView{c.data.get(), va.rows, vb.cols, vb.cols, 1});
+  LocalTensor c = LocalTensor::Allocate({at ? a.shape[1] : a.shape[0], bt ? b.shape[0] : b.shape[1]});
+  tpuemu::MatMul(a.data.get(), a.shape[0], a.shape[1], at, b.data.get(), b.shape[0], b.shape[1], bt, c.data.get());
   return c;
 }
 
@@ -100,18 +98,6 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
         c_.name, ": a ", OpName(op), " over ", MeshAxisName(axis), " of ", elements,
         " elements cannot split evenly over its chips and axis parts; use sizes with more factors of 2"));
   }
-  const CollectivePlan& plan = *found;
-  std::shared_ptr<float[]> buffer;
-  const int rank = plan.GroupRank(chip_);
-  if (op == CollectiveOp::kAllGather) {
-    buffer.reset(new float[elements]);
-    std::memcpy(buffer.get() + rank * local, t.data.get(), local * sizeof(float));
-  } else if (op == CollectiveOp::kReduceScatter) {
-    buffer.reset(new float[elements]);
-    SplitBlocks(t, n, dim, buffer.get());
-  } else {
-    buffer = t.data;
-  }
   RunOptions options;
   options.job = job_;
   options.trace = &result_.trace;
@@ -119,10 +105,7 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   options.wire_bf16 = c_.wire_dtype_bytes == 2;
   uint64_t sent_before = 0;
   for (const auto& [_, link] : links_) sent_before += static_cast<uint64_t>(link.bytes_sent());
-  ChipCollective collective(plan, chip_, net_, options);
-  collective.PrepareOn(buffer, start, &links_);
-  if (auto s = collective.Move(); !s.ok()) return s;
-  auto report = collective.Report();
+  auto report = RunTensorCollective(*found, chip_, net_, options, &links_, start, t, dim);
   if (!report.ok()) return report.status();
   wall_mark_ = WallClock::now();
   uint64_t sent_after = 0;
@@ -137,12 +120,6 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   } else {
     result_.mesh_comm_s[k] += report->emulated_s - now_;
     now_ = report->emulated_s;
-  }
-  if (op == CollectiveOp::kAllGather) {
-    t = ConcatBlocks(buffer.get(), n, t.shape, dim);
-  } else if (op == CollectiveOp::kReduceScatter) {
-    t.shape[dim] /= n;
-    t.data = std::shared_ptr<float[]>(buffer, buffer.get() + rank * t.elements());
   }
   return absl::OkStatus();
 }

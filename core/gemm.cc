@@ -14,4 +14,11 @@ void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) 
                a.cs, const_cast<float*>(b.data), b.rs, b.cs, &zero, c.data, c.rs, c.cs, nullptr, &rntm);
 }
 
+void MatMul(const float* a, int64_t ar, int64_t ac, bool at, const float* b, int64_t br, int64_t bc, bool bt,
+            float* c) {
+  const MatrixView va{a, at ? ac : ar, at ? ar : ac, at ? 1 : ac, at ? ac : 1};
+  const MatrixView vb{b, bt ? bc : br, bt ? br : bc, bt ? 1 : bc, bt ? bc : 1};
+  Gemm(va, vb, MutableMatrixView{c, va.rows, vb.cols, vb.cols, 1});
+}
+
 }  // namespace tpuemu

@@ -20,4 +20,9 @@ struct MutableMatrixView {
 // c = a * b (c is overwritten). Shapes must agree.
 void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c);
 
+// c = op(a) * op(b) for row-major a (ar x ac) and b (br x bc), each read as
+// it is or transposed; c is row-major and overwritten.
+void MatMul(const float* a, int64_t ar, int64_t ac, bool at, const float* b, int64_t br, int64_t bc, bool bt,
+            float* c);
+
 }  // namespace tpuemu

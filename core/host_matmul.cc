@@ -13,14 +13,14 @@ void HostMatmul::Prepare() {
 
 absl::StatusOr<std::vector<ChipRunResult>> HostMatmul::Run(int) {
   Prepare();
-  results_.assign(chips_.size(), absl::UnknownError("not run"));
+  std::vector<absl::StatusOr<ChipRunResult>> results(chips_.size(), absl::UnknownError("not run"));
   return RunChips(
       net_, options_.job, chips_.size(),
       [&](size_t i) {
-        results_[i] = chips_[i]->Run();
-        return results_[i].status();
+        results[i] = chips_[i]->Run();
+        return results[i].status();
       },
-      [&](size_t i) { return results_[i]; });
+      [&](size_t i) { return results[i]; });
 }
 
 std::vector<ChipCheck> HostMatmul::Check() {

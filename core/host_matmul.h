@@ -21,7 +21,6 @@ class HostMatmul : public HostJob {
   HostNetwork& net_;
   const RunOptions options_;
   std::vector<std::unique_ptr<ChipMatmul>> chips_;
-  std::vector<absl::StatusOr<ChipRunResult>> results_;
 };
 
 }  // namespace tpuemu

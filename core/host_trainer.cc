@@ -26,17 +26,13 @@ void HostTrainer::Prepare() {
 
 absl::StatusOr<std::vector<ChipRunResult>> HostTrainer::Run(int step) {
   std::vector<absl::StatusOr<ChipRunResult>> results(chips_.size(), absl::UnknownError("not run"));
-  OnThreads(chips_.size(), [&](size_t i) {
-    results[i] = chips_[i]->Step(step);
-    if (!results[i].ok()) net_.mailbox().AbortJob(job_, results[i].status());
-  });
-  net_.ForgetJob(job_);
-  std::vector<ChipRunResult> out;
-  for (auto& r : results) {
-    if (!r.ok()) return r.status();
-    out.push_back(*std::move(r));
-  }
-  return out;
+  return RunChips(
+      net_, job_, chips_.size(),
+      [&](size_t i) {
+        results[i] = chips_[i]->Step(step);
+        return results[i].status();
+      },
+      [&](size_t i) { return results[i]; });
 }
 
 }  // namespace tpuemu

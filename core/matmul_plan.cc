@@ -173,7 +173,7 @@ class CandidateBuilder {
     step.dim = d;
     step.axes = axes;
     step.notation = std::move(notation);
-    CollectiveSpec& spec = step.collective;
+    CollectiveSpec spec;
     spec.op = op;
     spec.axes = p_.mesh.Physical(axes);
     spec.dtype_bytes = options_.dtype_bytes;
@@ -187,10 +187,10 @@ class CandidateBuilder {
           " elements per chip) cannot split evenly over its ", n, " chips",
           spec.axes.size() > 1 ? " and per-axis parts" : "", "; use larger dimension sizes"));
     }
-    step.predicted_s = PredictSeconds(*plan, topo_);
-    step.group_size = plan->group_size();
+    step.plan = std::make_shared<const CollectivePlan>(*std::move(plan));
+    step.predicted_s = PredictSeconds(*step.plan, topo_);
     std::map<int, std::map<std::string, uint64_t>> sent;  // chip -> axis -> bytes
-    for (const PlannedTransfer& tr : plan->transfers()) {
+    for (const PlannedTransfer& tr : step.plan->transfers()) {
       sent[tr.src][AxisName(tr.axis)] += tr.elements() * options_.dtype_bytes;
     }
     for (const auto& [_, by_axis] : sent) {

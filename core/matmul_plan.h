@@ -17,10 +17,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/collective_plan.h"
 #include "core/collective_spec.h"
 #include "core/matmul_problem.h"
 #include "core/topology.h"
@@ -36,9 +38,9 @@ struct MatmulStep {
   int dim = -1;          // gather, slice, reduce-scatter: the dimension
   std::string axes;      // mesh letters the step works over
   std::string notation;  // the seed's notation, e.g. "AllGather_X A[I_X, J] -> A[I, J]"
-  CollectiveSpec collective;  // collectives only
+  // Collectives: the pod's plan for it, shared by every chip that runs it.
+  std::shared_ptr<const CollectivePlan> plan;
   uint64_t bytes = 0;         // collectives: V, the array it is defined over (emulated bytes)
-  int group_size = 1;         // collectives: N, the chips that share V
   std::map<std::string, uint64_t> bytes_per_chip;  // collectives: what each chip sends, by physical axis
   uint64_t flops = 0;         // multiply: per chip
   double predicted_s = 0;

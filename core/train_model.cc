@@ -17,11 +17,15 @@ float Uniform(uint64_t seed, uint64_t stream, uint64_t index) {
 
 constexpr uint64_t kWeightStream = 1, kBatchStream = 2;
 
-// c = a * b with each operand read directly or transposed (views).
-void Mul(const float* a, int64_t ar, int64_t ac, bool at, const float* b, int64_t br, int64_t bc, bool bt, float* c) {
-  const MatrixView va{a, at ? ac : ar, at ? ar : ac, at ? 1 : ac, at ? ac : 1};
-  const MatrixView vb{b, bt ? bc : br, bt ? br : bc, bt ? 1 : bc, bt ? bc : 1};
-  Gemm(va, vb, MutableMatrixView{c, va.rows, vb.cols, vb.cols, 1});
+// x <- the model's output on x (B x D), forward only.
+void Forward(const TrainConfig& c, const ModelWeights& m, std::vector<float>& x) {
+  const int64_t b = static_cast<int64_t>(x.size()) / c.emb_dim, d = c.emb_dim, f = c.mlp_dim;
+  std::vector<float> h(b * f);
+  for (int l = 0; l < c.num_layers; ++l) {
+    MatMul(x.data(), b, d, false, m.win[l].data(), d, f, false, h.data());
+    for (float& e : h) e = Activate(c.activation, e);
+    MatMul(h.data(), b, f, false, m.wout[l].data(), f, d, false, x.data());
+  }
 }
 
 }  // namespace
@@ -48,21 +52,23 @@ ModelWeights InitWeights(const TrainConfig& c, WeightStream stream) {
 }
 
 double BatchLoss(const TrainConfig& c, const ModelWeights& w, int step) {
-  const int64_t b = c.global_batch_tokens, d = c.emb_dim, f = c.mlp_dim;
-  const ModelWeights teacher = InitWeights(c, WeightStream::kTeacher);
-  std::vector<float> x = BatchTokens(c, step, 0, b), y = x, h(b * f);
-  auto forward = [&](const ModelWeights& m, std::vector<float>& v) {
-    for (int l = 0; l < c.num_layers; ++l) {
-      Mul(v.data(), b, d, false, m.win[l].data(), d, f, false, h.data());
-      for (float& e : h) e = Activate(c.activation, e);
-      Mul(h.data(), b, f, false, m.wout[l].data(), f, d, false, v.data());
-    }
-  };
-  forward(teacher, y);
-  forward(w, x);
+  const int64_t b = c.global_batch_tokens, d = c.emb_dim;
+  std::vector<float> x = BatchTokens(c, step, 0, b), y = x;
+  Forward(c, InitWeights(c, WeightStream::kTeacher), y);
+  Forward(c, w, x);
   double loss = 0;
   for (int64_t i = 0; i < b * d; ++i) loss += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
   return loss / static_cast<double>(b * d);
+}
+
+double SumOfSquares(const ModelWeights& w) {
+  double sum = 0;
+  for (const auto* group : {&w.win, &w.wout}) {
+    for (const auto& m : *group) {
+      for (float v : m) sum += static_cast<double>(v) * v;
+    }
+  }
+  return sum;
 }
 
 std::vector<float> BatchTokens(const TrainConfig& c, int step, int64_t first, int64_t count) {
@@ -124,23 +130,19 @@ StepRecord ReferenceTrainer::Step() {
   const std::vector<float> x0 = BatchTokens(c_, step_, 0, b);
 
   // Teacher targets.
-  std::vector<float> y = x0, h(b * f);
-  for (int l = 0; l < layers; ++l) {
-    Mul(y.data(), b, d, false, teacher_.win[l].data(), d, f, false, h.data());
-    for (float& e : h) e = Activate(c_.activation, e);
-    Mul(h.data(), b, f, false, teacher_.wout[l].data(), f, d, false, y.data());
-  }
+  std::vector<float> y = x0;
+  Forward(c_, teacher_, y);
 
   // Forward, keeping every layer's input and pre-activation.
   std::vector<std::vector<float>> xs(layers + 1), hs(layers);
   xs[0] = x0;
   for (int l = 0; l < layers; ++l) {
     hs[l].resize(b * f);
-    Mul(xs[l].data(), b, d, false, weights_.win[l].data(), d, f, false, hs[l].data());
+    MatMul(xs[l].data(), b, d, false, weights_.win[l].data(), d, f, false, hs[l].data());
     std::vector<float> a(b * f);
     for (int64_t i = 0; i < b * f; ++i) a[i] = Activate(c_.activation, hs[l][i]);
     xs[l + 1].resize(b * d);
-    Mul(a.data(), b, f, false, weights_.wout[l].data(), f, d, false, xs[l + 1].data());
+    MatMul(a.data(), b, f, false, weights_.wout[l].data(), f, d, false, xs[l + 1].data());
   }
   double loss = 0;
   std::vector<float> dx(b * d);
@@ -157,11 +159,11 @@ StepRecord ReferenceTrainer::Step() {
   for (int l = layers - 1; l >= 0; --l) {
     std::vector<float> a(b * f), da(b * f), dwout(f * d), dwin(d * f), dprev(b * d);
     for (int64_t i = 0; i < b * f; ++i) a[i] = Activate(c_.activation, hs[l][i]);
-    Mul(a.data(), b, f, true, dx.data(), b, d, false, dwout.data());                   // dWout = A^T dOut
-    Mul(dx.data(), b, d, false, weights_.wout[l].data(), f, d, true, da.data());      // dA = dOut Wout^T
+    MatMul(a.data(), b, f, true, dx.data(), b, d, false, dwout.data());                   // dWout = A^T dOut
+    MatMul(dx.data(), b, d, false, weights_.wout[l].data(), f, d, true, da.data());      // dA = dOut Wout^T
     for (int64_t i = 0; i < b * f; ++i) da[i] *= ActivateGrad(c_.activation, hs[l][i]);  // dH
-    Mul(xs[l].data(), b, d, true, da.data(), b, f, false, dwin.data());               // dWin = X^T dH
-    Mul(da.data(), b, f, false, weights_.win[l].data(), d, f, true, dprev.data());    // dX = dH Win^T
+    MatMul(xs[l].data(), b, d, true, da.data(), b, f, false, dwin.data());               // dWin = X^T dH
+    MatMul(da.data(), b, f, false, weights_.win[l].data(), d, f, true, dprev.data());    // dX = dH Win^T
     Update(weights_.wout[l], dwout, m_.wout[l], v_.wout[l]);
     Update(weights_.win[l], dwin, m_.win[l], v_.win[l]);
     dx = std::move(dprev);

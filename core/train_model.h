@@ -26,6 +26,9 @@ ModelWeights InitWeights(const TrainConfig& c, WeightStream stream);
 // The loss of `weights` on the batch of `step` (forward only).
 double BatchLoss(const TrainConfig& c, const ModelWeights& weights, int step);
 
+// Sum of squares of every weight (the final parameters' checksum).
+double SumOfSquares(const ModelWeights& w);
+
 // Tokens [first, first + count) of the batch of `step`: count x D, row-major.
 std::vector<float> BatchTokens(const TrainConfig& c, int step, int64_t first, int64_t count);
 

@@ -11,7 +11,9 @@ v1::MatmulCandidate ToProto(const MatmulCandidate& c) {
     step->set_kind(StepKindName(s.kind));
     step->set_notation(s.notation);
     step->set_axes(s.axes);
-    for (Axis a : s.collective.axes) step->add_physical_axes(AxisName(a));
+    if (s.plan) {
+      for (Axis a : s.plan->spec().axes) step->add_physical_axes(AxisName(a));
+    }
     step->set_bytes(s.bytes);
     for (const auto& [axis, b] : s.bytes_per_chip) (*step->mutable_bytes_per_chip())[axis] = b;
     step->set_flops(s.flops);
@@ -100,14 +102,7 @@ v1::ChipResult ToProto(const ChipRunResult& r) {
     p.add_compute_parts_s(r.compute_parts_s[k]);
     p.add_mesh_busy_s(r.mesh_busy_s[k]);
   }
-  for (const TraceEvent& e : r.trace) {
-    v1::TraceEvent* t = p.add_trace();
-    t->set_track(e.track);
-    t->set_name(e.name);
-    t->set_start_s(e.start_s);
-    t->set_end_s(e.end_s);
-    t->set_bytes(e.bytes);
-  }
+  for (const TraceEvent& e : r.trace) *p.add_trace() = ToProto(e);
   for (const LinkUse& l : r.links) *p.add_links() = ToProto(l);
   return p;
 }
@@ -236,6 +231,34 @@ v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec) {
   } else {
     *p.mutable_matmul() = ToProto(std::get<MatmulSpec>(spec));
   }
+  return p;
+}
+
+v1::TraceEvent ToProto(const TraceEvent& e) {
+  v1::TraceEvent p;
+  p.set_track(e.track);
+  p.set_name(e.name);
+  p.set_start_s(e.start_s);
+  p.set_end_s(e.end_s);
+  p.set_bytes(e.bytes);
+  return p;
+}
+
+v1::MemoryUse ToProto(const MemoryItem& m) {
+  v1::MemoryUse p;
+  p.set_item(m.name);
+  p.set_bytes(m.bytes);
+  return p;
+}
+
+v1::LayerCost ToProto(const LayerCost& l) {
+  v1::LayerCost p;
+  p.set_what(l.what);
+  p.set_formula(l.formula);
+  p.set_predicted_bytes(l.predicted_bytes);
+  p.set_emulated_bytes(l.emulated_bytes);
+  p.set_predicted_s(l.predicted_s);
+  p.set_emulated_s(l.emulated_s);
   return p;
 }
 

@@ -40,6 +40,9 @@ v1::ChipCheck ToProto(const ChipCheck& c);
 v1::TrainSpec ToProto(const TrainSpec& spec);
 TrainSpec FromProto(const v1::TrainSpec& proto);
 v1::TrainStep ToProto(const StepReport& r);
+v1::TraceEvent ToProto(const TraceEvent& e);
+v1::MemoryUse ToProto(const MemoryItem& m);
+v1::LayerCost ToProto(const LayerCost& l);
 ChipCheck FromProto(const v1::ChipCheck& proto);
 
 }  // namespace tpuemu

@@ -34,12 +34,7 @@ void ExpectEqualsReference(const v1::Job& job, const TrainSpec& spec) {
     EXPECT_GT(step.mfu(), 0);
     EXPECT_LE(step.mfu(), 1);
   }
-  double squares = 0;
-  for (const auto& group : {&reference.weights().win, &reference.weights().wout}) {
-    for (const auto& w : *group) {
-      for (float v : w) squares += static_cast<double>(v) * v;
-    }
-  }
+  const double squares = SumOfSquares(reference.weights());
   EXPECT_NEAR(job.train_summary().param_l2(), std::sqrt(squares), 1e-5 * std::sqrt(squares));
 }
 
@@ -102,11 +97,6 @@ TEST(TrainClusterTest, CancelStopsWithinAStepAndThePodRunsTheNextJob) {
   ExpectEqualsReference(pod.Run(next), next);
 }
 
-}  // namespace
-}  // namespace tpuemu
-
-namespace tpuemu {
-namespace {
 
 TEST(TrainClusterTest, TraceHasEveryChipAndLinkOnTheEmulatedClock) {
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
@@ -130,16 +120,11 @@ TEST(TrainClusterTest, TraceHasEveryChipAndLinkOnTheEmulatedClock) {
   EXPECT_TRUE(matmul && collective && transfer);
   EXPECT_GE(step1_start, job.steps(0).emulated_step_s() - 1e-12);  // steps follow one another
   EXPECT_LE(step0_end, job.steps(0).emulated_step_s() + 1e-12);
-  // Collectives and matmuls have no trace.
+  // An unknown job has none.
   auto none = pod.coordinator().GetJobTrace("job-99");
   EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
 }
 
-}  // namespace
-}  // namespace tpuemu
-
-namespace tpuemu {
-namespace {
 
 TEST(TrainClusterTest, PacedStepsFollowTheEmulatedClock) {
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 1e4);

@@ -108,7 +108,8 @@ uint64_t SeedRuleBytesPerChip(const MatmulCandidate& plan) {
   for (const MatmulStep& s : plan.steps) {
     if (s.kind == MatmulStepKind::kMultiply || s.kind == MatmulStepKind::kSlice) continue;
     const uint64_t factor = s.kind == MatmulStepKind::kAllReduce ? 2 : 1;
-    total += factor * s.bytes / s.group_size * (s.group_size - 1);
+    const uint64_t n = s.plan->group_size();
+    total += factor * s.bytes / n * (n - 1);
   }
   return total;
 }

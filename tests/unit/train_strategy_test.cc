@@ -142,11 +142,6 @@ TEST_P(StrategyTest, BytesPerChipFollowSeed001sTable) {
 INSTANTIATE_TEST_SUITE_P(Meshes, StrategyTest, testing::ValuesIn(kCases),
                          [](const testing::TestParamInfo<StrategyCase>& info) { return std::string(info.param.name); });
 
-}  // namespace
-}  // namespace tpuemu
-
-namespace tpuemu {
-namespace {
 
 struct Trained {
   std::vector<double> losses;
