@@ -41,15 +41,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& co
 
 std::string StepLine(const v1::TrainStep& s) {
   std::string comm;
-  for (const char* axis : {"data", "fsdp", "tensor"}) {
+  for (const char* axis : {"data", "fsdp", "tensor", "pipeline"}) {
     auto it = s.exposed_comm_s().find(axis);
     if (it != s.exposed_comm_s().end() && it->second > 0) absl::StrAppend(&comm, " ", axis, " ", FormatSeconds(it->second));
   }
   auto bytes = s.comm_bytes_per_chip().find("total");
-  return absl::StrFormat("step %4d  loss %-12.6g step %-9s compute %-9s comm:%-28s MFU %5.1f%%  %9.4g tok/s  sent/chip %s",
-                         s.step(), s.loss(), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()),
-                         comm.empty() ? " none" : comm, 100 * s.mfu(), s.tokens_per_s_emulated(),
-                         FormatBytes(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
+  std::string line = absl::StrFormat(
+      "step %4d  loss %-12.6g step %-9s compute %-9s comm:%-28s MFU %5.1f%%  %9.4g tok/s  sent/chip %s", s.step(),
+      s.loss(), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()), comm.empty() ? " none" : comm,
+      100 * s.mfu(), s.tokens_per_s_emulated(), FormatBytes(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
+  if (s.bubble_formula() > 0) {
+    absl::StrAppend(&line, absl::StrFormat("  bubble %.1f%% (formula %.1f%%)  activations/chip %s",
+                                           100 * s.bubble_fraction(), 100 * s.bubble_formula(),
+                                           FormatBytes(s.peak_activation_bytes())));
+  }
+  return line;
 }
 
 // Follows a job to its end: a line per finished step on stdout (unless
@@ -80,10 +86,10 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
 void PrintPerLayer(const v1::TrainSummary& summary) {
   if (summary.per_layer_size() == 0) return;
   std::printf("\nper layer and chip, last step: seed 001's table vs the emulated step\n");
-  std::printf("  %-8s %-26s %13s %13s %12s %12s\n", "", "formula", "predicted", "emulated", "predicted", "emulated");
+  std::printf("  %-8s %-34s %13s %13s %12s %12s\n", "", "formula", "predicted", "emulated", "predicted", "emulated");
   for (const v1::LayerCost& l : summary.per_layer()) {
     const bool compute = l.what() == "compute";
-    std::printf("  %-8s %-26s %13s %13s %12s %12s\n", l.what().c_str(), l.formula().c_str(),
+    std::printf("  %-8s %-34s %13s %13s %12s %12s\n", l.what().c_str(), l.formula().c_str(),
                 compute ? "" : FormatBytes(static_cast<uint64_t>(l.predicted_bytes())).c_str(),
                 compute ? "" : FormatBytes(static_cast<uint64_t>(l.emulated_bytes())).c_str(),
                 FormatSeconds(l.predicted_s()).c_str(), FormatSeconds(l.emulated_s()).c_str());

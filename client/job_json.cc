@@ -113,7 +113,10 @@ nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& sum
           {"comm_bytes_per_chip", bytes},
           {"memory_per_chip", memory},
           {"hbm_bytes", summary.hbm_bytes()},
-          {"host_lag_s", s.host_lag_s()}};
+          {"host_lag_s", s.host_lag_s()},
+          {"bubble_fraction", s.bubble_fraction()},
+          {"bubble_formula", s.bubble_formula()},
+          {"peak_activation_bytes", s.peak_activation_bytes()}};
 }
 
 nlohmann::json JobJson(const v1::Job& job) {
@@ -133,6 +136,8 @@ nlohmann::json JobJson(const v1::Job& job) {
     nlohmann::json summary = {{"mesh", sum.mesh()}, {"hbm_bytes", sum.hbm_bytes()},
                               {"model_flops_per_step", sum.model_flops_per_step()}};
     if (sum.param_l2() > 0) summary["param_l2"] = sum.param_l2();
+    summary["pipeline"] = {{"schedule", sum.pipeline_schedule()}, {"stages", sum.stages()},
+                           {"microbatches", sum.microbatches()}, {"repeats", sum.repeats()}};
     nlohmann::json per_layer = nlohmann::json::array();
     for (const v1::LayerCost& l : sum.per_layer()) {
       per_layer.push_back({{"what", l.what()}, {"formula", l.formula()}, {"predicted_bytes", l.predicted_bytes()},

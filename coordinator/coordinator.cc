@@ -376,6 +376,10 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
   // What the job will hold per chip, published before the first step.
   v1::TrainSummary& summary = *job.mutable_train_summary();
   summary.set_mesh(plan->mesh.Describe());
+  summary.set_pipeline_schedule(config.pipeline_schedule);
+  summary.set_stages(config.stages());
+  summary.set_microbatches(config.num_microbatches);
+  summary.set_repeats(config.pipeline_repeats);
   for (const MemoryItem& m : ChipMemory(config, plan->mesh)) *summary.add_memory_per_chip() = ToProto(m);
   summary.set_hbm_bytes(ChipHbmBytes(config, topo_));
   summary.set_model_flops_per_step(StepModelFlops(config));

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/gemm.h"
 #include "core/link_clock.h"
+#include "core/permute.h"
 #include "core/tensor_collective.h"
 #include "core/train_model.h"
 
@@ -23,8 +24,9 @@ LocalTensor MatMul(const LocalTensor& a, bool at, const LocalTensor& b, bool bt)
 
 double MatMulFlops(const LocalTensor& c, int64_t k) { return 2.0 * static_cast<double>(c.elements()) * k; }
 
-// Chunk tags: 12 bits of collective number above the collective's own step.
+// Chunk tags: 11 bits of collective number above the collective's own step.
 constexpr int kTagShift = 52;
+constexpr int kCollectiveTags = 2047;
 
 }  // namespace
 
@@ -33,17 +35,30 @@ ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int c
   const int data = mesh.size(MeshAxisKind::kData), fsdp = mesh.size(MeshAxisKind::kFsdp),
             tensor = mesh.size(MeshAxisKind::kTensor);
   b_ = c_.global_batch_tokens / (data * fsdp);
+  b_mb_ = b_ / c_.num_microbatches;
   d_f_ = c_.emb_dim / fsdp;
   f_t_ = c_.mlp_dim / tensor;
   d_t_ = c_.emb_dim / tensor;
   bi_ = mesh.BatchIndex(chip);
   fi_ = mesh.Index(chip, MeshAxisKind::kFsdp);
   ti_ = mesh.Index(chip, MeshAxisKind::kTensor);
+  stages_ = mesh.stages();
+  stage_ = mesh.Stage(chip);
+  layers_per_group_ = c_.num_layers / (stages_ * c_.pipeline_repeats);
 }
 
 void ChipTrainer::Prepare() {
   const int64_t d = c_.emb_dim, f = c_.mlp_dim;
+  owned_.assign(c_.num_layers, false);
+  win_.resize(c_.num_layers);
+  wout_.resize(c_.num_layers);
+  m_in_.resize(c_.num_layers);
+  v_in_.resize(c_.num_layers);
+  m_out_.resize(c_.num_layers);
+  v_out_.resize(c_.num_layers);
   for (int l = 0; l < c_.num_layers; ++l) {
+    owned_[l] = (l / layers_per_group_) % stages_ == stage_;
+    if (!owned_[l]) continue;  // another stage's layer
     LocalTensor win = LocalTensor::Allocate({d_f_, f_t_}), wout = LocalTensor::Allocate({f_t_, d_f_});
     for (int64_t r = 0; r < d_f_; ++r) {
       for (int64_t k = 0; k < f_t_; ++k) {
@@ -55,17 +70,21 @@ void ChipTrainer::Prepare() {
         wout.data[r * d_f_ + k] = WeightValue(c_, WeightStream::kStudent, l, true, (f_offset() + r) * d + d_offset() + k);
       }
     }
-    win_.push_back(std::move(win));
-    wout_.push_back(std::move(wout));
+    win_[l] = std::move(win);
+    wout_[l] = std::move(wout);
+    m_in_[l].assign(d_f_ * f_t_, 0.0f);
+    v_in_[l].assign(d_f_ * f_t_, 0.0f);
+    m_out_[l].assign(f_t_ * d_f_, 0.0f);
+    v_out_[l].assign(f_t_ * d_f_, 0.0f);
+  }
+  if (stage_ != stages_ - 1) return;
+  // The last stage computes the loss: it makes the targets with the teacher.
+  for (int l = 0; l < c_.num_layers; ++l) {
     LocalTensor tw = LocalTensor::Allocate({d, f}), to = LocalTensor::Allocate({f, d});
     for (int64_t i = 0; i < d * f; ++i) tw.data[i] = WeightValue(c_, WeightStream::kTeacher, l, false, i);
     for (int64_t i = 0; i < f * d; ++i) to.data[i] = WeightValue(c_, WeightStream::kTeacher, l, true, i);
     teacher_win_.push_back(std::move(tw));
     teacher_wout_.push_back(std::move(to));
-    m_in_.emplace_back(d_f_ * f_t_, 0.0f);
-    v_in_.emplace_back(d_f_ * f_t_, 0.0f);
-    m_out_.emplace_back(f_t_ * d_f_, 0.0f);
-    v_out_.emplace_back(f_t_ * d_f_, 0.0f);
   }
 }
 
@@ -85,6 +104,14 @@ const CollectivePlan* ChipTrainer::PlanFor(CollectiveOp op, MeshAxisKind axis, u
   return slot.get();
 }
 
+RunOptions ChipTrainer::Options() {
+  RunOptions options;
+  options.job = job_;
+  options.trace = &result_.trace;
+  options.wire_bf16 = c_.wire_dtype_bytes == 2;
+  return options;
+}
+
 absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim, double* ready) {
   const int n = mesh_.size(axis);
   const double start = ready != nullptr ? std::max(now_, *ready) : now_;
@@ -98,11 +125,10 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
         c_.name, ": a ", OpName(op), " over ", MeshAxisName(axis), " of ", elements,
         " elements cannot split evenly over its chips and axis parts; use sizes with more factors of 2"));
   }
-  RunOptions options;
-  options.job = job_;
-  options.trace = &result_.trace;
-  options.tag_base = static_cast<uint64_t>(++collectives_) << kTagShift;
-  options.wire_bf16 = c_.wire_dtype_bytes == 2;
+  RunOptions options = Options();
+  // Numbers wrap long after a collective's chunks are all delivered; tags
+  // never reach the permutes' top bit.
+  options.tag_base = static_cast<uint64_t>(1 + collectives_++ % kCollectiveTags) << kTagShift;
   uint64_t sent_before = 0;
   for (const auto& [_, link] : links_) sent_before += static_cast<uint64_t>(link.bytes_sent());
   auto report = RunTensorCollective(*found, chip_, net_, options, &links_, start, t, dim);
@@ -124,6 +150,34 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
   return absl::OkStatus();
 }
 
+uint64_t ChipTrainer::PermuteTag(bool forward, const PipelineOp& op, int group) const {
+  return kPermuteTagBit | (forward ? 0 : uint64_t{1} << 62) | (static_cast<uint64_t>(op.microbatch) << 44) |
+         (static_cast<uint64_t>(group) << 24);
+}
+
+absl::Status ChipTrainer::SendToStage(int delta, bool forward, const PipelineOp& op, int group, const LocalTensor& t) {
+  const StageLink to = mesh_.StageNeighbor(chip_, delta);
+  auto arrival = PermuteSend(net_, links_, Options(), chip_, to.peer, to.axis, to.dir, PermuteTag(forward, op, group),
+                             t, c_.dtype_bytes, now_);
+  if (!arrival.ok()) return arrival.status();
+  const int k = static_cast<int>(MeshAxisKind::kPipeline);
+  result_.mesh_bytes[k] += static_cast<uint64_t>(t.elements()) * c_.dtype_bytes;
+  busy_[k].push_back({now_, *arrival});
+  return absl::OkStatus();
+}
+
+absl::Status ChipTrainer::ReceiveFromStage(int delta, bool forward, const PipelineOp& op, int group, LocalTensor& t) {
+  const StageLink from = mesh_.StageNeighbor(chip_, delta);
+  auto arrival = PermuteReceive(net_, Options(), chip_, from.peer, PermuteTag(forward, op, group), t);
+  if (!arrival.ok()) return arrival.status();
+  wall_mark_ = WallClock::now();
+  if (*arrival > now_) pipeline_wait_s_ += *arrival - now_;
+  Wait(MeshAxisKind::kPipeline, *arrival,
+       absl::StrCat("stage ", mesh_.Stage(from.peer), ": ", forward ? "activations" : "gradients", " of mb ",
+                    op.microbatch));
+  return absl::OkStatus();
+}
+
 absl::Status ChipTrainer::ReduceGradient(LocalTensor& g, int d_dim, double& ready) {
   ready = now_;
   if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, g, d_dim, &ready); !s.ok()) return s;
@@ -135,24 +189,27 @@ void ChipTrainer::WaitForGradient(double ready) {
 }
 
 ChipTrainer::Ahead& ChipTrainer::Current(int use) {
-  const int layers = c_.num_layers;
   auto issue = [&](int u) {
     Ahead& a = ahead_[u];
-    const int layer = u < layers ? u : 2 * layers - 1 - u;
-    a.win = win_[layer];
-    a.wout = wout_[layer];
+    a.win = win_[weight_uses_[u]];
+    a.wout = wout_[weight_uses_[u]];
     a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.win, 0, &a.in_ready);
     if (a.status.ok()) a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.wout, 1, &a.out_ready);
   };
   for (auto it = ahead_.begin(); it != ahead_.end() && it->first < use;) it = ahead_.erase(it);
   if (!ahead_.count(use)) issue(use);
-  if (use + 1 < 2 * layers && !ahead_.count(use + 1)) issue(use + 1);
+  if (use + 1 < static_cast<int>(weight_uses_.size()) && !ahead_.count(use + 1)) issue(use + 1);
   return ahead_[use];
 }
 
 absl::Status ChipTrainer::GatheredWeight(int use, bool in, LocalTensor& out) {
-  const int layers = c_.num_layers;
-  const int layer = use < layers ? use : 2 * layers - 1 - use;
+  const int layer = weight_uses_[use];
+  if (!gathered_once_.empty()) {
+    const Ahead& a = gathered_once_.at(layer);
+    Wait(MeshAxisKind::kFsdp, in ? a.in_ready : a.out_ready, "weights gathered once per step");
+    out = in ? a.win : a.wout;
+    return absl::OkStatus();
+  }
   if (!c_.fsdp_prefetch) {
     out = in ? win_[layer] : wout_[layer];
     return Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, out, in ? 0 : 1);
@@ -164,9 +221,23 @@ absl::Status ChipTrainer::GatheredWeight(int use, bool in, LocalTensor& out) {
   return absl::OkStatus();
 }
 
+absl::Status ChipTrainer::GatherOnce() {
+  // Issued back to back at the step's start, in the order of first use; the
+  // chip waits for each at that use.
+  for (int layer : weight_uses_) {
+    if (gathered_once_.count(layer)) continue;
+    Ahead& a = gathered_once_[layer];
+    a.win = win_[layer];
+    a.wout = wout_[layer];
+    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.win, 0, &a.in_ready); !s.ok()) return s;
+    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.wout, 1, &a.out_ready); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 std::string ChipTrainer::Track() const { return absl::StrCat("chip ", chip_); }
 
-void ChipTrainer::Wait(MeshAxisKind axis, double until, const char* what) {
+void ChipTrainer::Wait(MeshAxisKind axis, double until, const std::string& what) {
   if (until <= now_) return;
   result_.mesh_comm_s[static_cast<int>(axis)] += until - now_;
   result_.trace.push_back({Track(), absl::StrCat("wait: ", what), now_, until, 0});
@@ -187,108 +258,220 @@ void ChipTrainer::Compute(ComputeKind kind, double flops, double hbm_bytes) {
   result_.compute_parts_s[static_cast<int>(kind)] += dt;
 }
 
+void ChipTrainer::HoldActivations(int64_t elements) {
+  activation_elements_ += elements;
+  result_.peak_activation_bytes = std::max<uint64_t>(
+      result_.peak_activation_bytes, static_cast<uint64_t>(activation_elements_) * c_.dtype_bytes);
+}
+
+LocalTensor ChipTrainer::MicrobatchTokens(int m, bool targets) const {
+  // Microbatch m is rows [m B/M, (m+1) B/M) of the global batch; the chip
+  // has its batch shard's share of them.
+  const int64_t first = m * (c_.global_batch_tokens / c_.num_microbatches) + bi_ * b_mb_;
+  const std::vector<float> tokens = BatchTokens(c_, step_, first, b_mb_);
+  LocalTensor x = LocalTensor::Allocate({b_mb_, c_.emb_dim});
+  std::memcpy(x.data.get(), tokens.data(), tokens.size() * sizeof(float));
+  for (int l = 0; targets && l < c_.num_layers; ++l) {
+    LocalTensor th = MatMul(x, false, teacher_win_[l], false);
+    for (int64_t i = 0; i < th.elements(); ++i) th.data[i] = Activate(c_.activation, th.data[i]);
+    x = MatMul(th, false, teacher_wout_[l], false);
+  }
+  return SliceBlock(x, 1, mesh_.size(MeshAxisKind::kTensor), ti_);
+}
+
+absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
+  const int use = next_use_++;
+  const double bytes = c_.dtype_bytes;
+  LocalTensor xg = x;
+  if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, xg, 1); !s.ok()) return s;
+  LocalTensor w;
+  if (auto s = GatheredWeight(use, true, w); !s.ok()) return s;
+  LocalTensor h = MatMul(xg, false, w, false);
+  Compute(ComputeKind::kForwardMatmul, MatMulFlops(h, c_.emb_dim), (xg.elements() + w.elements() + h.elements()) * bytes);
+  LocalTensor a = LocalTensor::Allocate(h.shape);
+  for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h.data[i]);
+  Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
+  LocalTensor wo;
+  if (auto s = GatheredWeight(use, false, wo); !s.ok()) return s;
+  LocalTensor out = MatMul(a, false, wo, false);
+  Compute(ComputeKind::kForwardMatmul, MatMulFlops(out, f_t_), (a.elements() + wo.elements() + out.elements()) * bytes);
+  if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !s.ok()) return s;
+  HoldActivations(xg.elements() + h.elements());
+  saved_[{m, l}] = {std::move(xg), std::move(h)};
+  x = std::move(out);
+  return absl::OkStatus();
+}
+
+LocalTensor ChipTrainer::Loss(int m, const LocalTensor& x) {
+  // The chip's block of the mean squared error; its gradient is that of the
+  // mean over the whole batch.
+  const LocalTensor y = MicrobatchTokens(m, true);
+  LocalTensor dx = LocalTensor::Allocate(x.shape);
+  const double scale = 1.0 / static_cast<double>(c_.global_batch_tokens * c_.emb_dim);
+  for (int64_t i = 0; i < x.elements(); ++i) {
+    const double e = static_cast<double>(x.data[i]) - y.data[i];
+    result_.loss_sum += e * e;
+    dx.data[i] = static_cast<float>(2 * e * scale);
+  }
+  Compute(ComputeKind::kOther, 3.0 * x.elements(), 3.0 * x.elements() * c_.dtype_bytes);
+  return dx;
+}
+
+absl::Status ChipTrainer::Accumulate(LocalTensor& sum, LocalTensor&& g) {
+  if (sum.data == nullptr) {
+    sum = std::move(g);
+    return absl::OkStatus();
+  }
+  for (int64_t i = 0; i < g.elements(); ++i) sum.data[i] += g.data[i];
+  Compute(ComputeKind::kOther, static_cast<double>(g.elements()), 3.0 * g.elements() * c_.dtype_bytes);
+  return absl::OkStatus();
+}
+
+absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
+  const int use = next_use_++;
+  const double bytes = c_.dtype_bytes;
+  Saved saved = std::move(saved_.at({m, l}));
+  saved_.erase({m, l});
+  HoldActivations(-(saved.xg.elements() + saved.h.elements()));
+  // The layer's gradients are complete with its last microbatch: then they
+  // are reduced, ahead, while the chip computes on.
+  const bool last = ++grads_in_[l] == c_.num_microbatches;
+  LocalTensor dog = dx;
+  if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dog, 1); !s.ok()) return s;
+  LocalTensor a = LocalTensor::Allocate(saved.h.shape);
+  for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, saved.h.data[i]);
+  Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
+  LocalTensor dwout = MatMul(a, true, dog, false);  // [F_t, D], partial over the batch
+  Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwout, b_mb_), (a.elements() + dog.elements() + dwout.elements()) * bytes);
+  if (auto s = Accumulate(dwouts_[l], std::move(dwout)); !s.ok()) return s;
+  if (last) {
+    if (auto s = ReduceGradient(dwouts_[l], 1, grad_ready_out_[l]); !s.ok()) return s;
+  }
+  LocalTensor wo;
+  if (auto s = GatheredWeight(use, false, wo); !s.ok()) return s;
+  LocalTensor dh = MatMul(dog, false, wo, true);  // [B, F_t]
+  Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dh, c_.emb_dim), (dog.elements() + wo.elements() + dh.elements()) * bytes);
+  for (int64_t i = 0; i < dh.elements(); ++i) dh.data[i] *= ActivateGrad(c_.activation, saved.h.data[i]);
+  Compute(ComputeKind::kOther, 2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
+  LocalTensor dwin = MatMul(saved.xg, true, dh, false);  // [D, F_t], partial over the batch
+  Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwin, b_mb_), (saved.xg.elements() + dh.elements() + dwin.elements()) * bytes);
+  if (auto s = Accumulate(dwins_[l], std::move(dwin)); !s.ok()) return s;
+  if (last) {
+    if (auto s = ReduceGradient(dwins_[l], 0, grad_ready_in_[l]); !s.ok()) return s;
+  }
+  LocalTensor w;
+  if (auto s = GatheredWeight(use, true, w); !s.ok()) return s;
+  LocalTensor dxg = MatMul(dh, false, w, true);  // [B, D], partial over tensor
+  Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dxg, f_t_), (dh.elements() + w.elements() + dxg.elements()) * bytes);
+  if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !s.ok()) return s;
+  dx = std::move(dxg);
+  return absl::OkStatus();
+}
+
+std::string ChipTrainer::SpanName(const PipelineOp& op, int group) const {
+  const int first = first_layer(group), last = first + layers_per_group_ - 1;
+  return absl::StrCat(op.forward ? "forward" : "backward", " mb ", op.microbatch,
+                      c_.pipeline_repeats > 1 ? absl::StrCat(" repeat ", op.repeat) : "", " (layer",
+                      first == last ? absl::StrCat(" ", first) : absl::StrCat("s ", first, "-", last), ")");
+}
+
+absl::Status ChipTrainer::Forward(const PipelineOp& op) {
+  const int group = op.group(stages_, stage_), groups = stages_ * c_.pipeline_repeats;
+  LocalTensor x;
+  if (group == 0) {
+    x = MicrobatchTokens(op.microbatch, false);
+  } else {
+    x = LocalTensor::Allocate({b_mb_, d_t_});
+    if (auto s = ReceiveFromStage(-1, true, op, group, x); !s.ok()) return s;
+  }
+  const double start = now_;
+  for (int l = first_layer(group); l < first_layer(group + 1); ++l) {
+    if (auto s = LayerForward(op.microbatch, l, x); !s.ok()) return s;
+  }
+  if (group == groups - 1) {
+    loss_grad_[op.microbatch] = Loss(op.microbatch, x);
+  } else if (auto s = SendToStage(+1, true, op, group + 1, x); !s.ok()) {
+    return s;
+  }
+  result_.trace.push_back({Track(), SpanName(op, group), start, now_, 0});
+  return absl::OkStatus();
+}
+
+absl::Status ChipTrainer::Backward(const PipelineOp& op) {
+  const int group = op.group(stages_, stage_), groups = stages_ * c_.pipeline_repeats;
+  LocalTensor dx;
+  if (group == groups - 1) {
+    dx = std::move(loss_grad_.at(op.microbatch));
+    loss_grad_.erase(op.microbatch);
+  } else {
+    dx = LocalTensor::Allocate({b_mb_, d_t_});
+    if (auto s = ReceiveFromStage(+1, false, op, group, dx); !s.ok()) return s;
+  }
+  const double start = now_;
+  for (int l = first_layer(group + 1) - 1; l >= first_layer(group); --l) {
+    if (auto s = LayerBackward(op.microbatch, l, dx); !s.ok()) return s;
+  }
+  if (group > 0) {
+    if (auto s = SendToStage(-1, false, op, group - 1, dx); !s.ok()) return s;
+  }
+  result_.trace.push_back({Track(), SpanName(op, group), start, now_, 0});
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   const auto wall_start = WallClock::now();
   wall_mark_ = wall_start;
   result_ = ChipRunResult{};
   result_.chip = chip_;
   result_.step = step;
+  step_ = step;
   links_.clear();
   ahead_.clear();
+  gathered_once_.clear();
+  saved_.clear();
+  loss_grad_.clear();
   for (auto& b : busy_) b.clear();
   now_ = 0;
   collectives_ = 0;
-  const int64_t d = c_.emb_dim;
-  const double bytes = c_.dtype_bytes;
+  activation_elements_ = 0;
+  pipeline_wait_s_ = 0;
   const int layers = c_.num_layers;
+  dwins_.assign(layers, LocalTensor{});
+  dwouts_.assign(layers, LocalTensor{});
+  grads_in_.assign(layers, 0);
+  grad_ready_in_.assign(layers, 0);
+  grad_ready_out_.assign(layers, 0);
 
-  // This chip's tokens, the teacher's targets for them (data generation:
-  // not charged to the chip), and its D / tensor slice of both.
-  const std::vector<float> tokens = BatchTokens(c_, step, bi_ * b_, b_);
-  LocalTensor full = LocalTensor::Allocate({b_, d});
-  std::memcpy(full.data.get(), tokens.data(), tokens.size() * sizeof(float));
-  LocalTensor target = full;
-  for (int l = 0; l < layers; ++l) {
-    LocalTensor th = MatMul(target, false, teacher_win_[l], false);
-    for (int64_t i = 0; i < th.elements(); ++i) th.data[i] = Activate(c_.activation, th.data[i]);
-    target = MatMul(th, false, teacher_wout_[l], false);
+  schedule_ = StageSchedule(c_.pipeline_schedule, stages_, stage_, c_.num_microbatches, c_.pipeline_repeats);
+  weight_uses_.clear();
+  for (const PipelineOp& op : schedule_) {
+    const int first = first_layer(op.group(stages_, stage_));
+    for (int j = 0; j < layers_per_group_; ++j) weight_uses_.push_back(op.forward ? first + j : first + layers_per_group_ - 1 - j);
   }
-  const int tensor = mesh_.size(MeshAxisKind::kTensor);
-  LocalTensor x = SliceBlock(full, 1, tensor, ti_);
-  const LocalTensor y = SliceBlock(target, 1, tensor, ti_);
-
-  // Forward.
-  std::vector<LocalTensor> xg(layers), h(layers);
-  for (int l = 0; l < layers; ++l) {
-    xg[l] = x;
-    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, xg[l], 1); !s.ok()) return s;
-    LocalTensor w;
-    if (auto s = GatheredWeight(l, true, w); !s.ok()) return s;
-    h[l] = MatMul(xg[l], false, w, false);
-    Compute(ComputeKind::kForwardMatmul, MatMulFlops(h[l], d), (xg[l].elements() + w.elements() + h[l].elements()) * bytes);
-    LocalTensor a = LocalTensor::Allocate(h[l].shape);
-    for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h[l].data[i]);
-    Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
-    LocalTensor wo;
-    if (auto s = GatheredWeight(l, false, wo); !s.ok()) return s;
-    LocalTensor out = MatMul(a, false, wo, false);
-    Compute(ComputeKind::kForwardMatmul, MatMulFlops(out, f_t_), (a.elements() + wo.elements() + out.elements()) * bytes);
-    if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !s.ok()) return s;
-    x = std::move(out);
+  next_use_ = 0;
+  if (c_.pipeline_fsdp_ag_once && mesh_.size(MeshAxisKind::kFsdp) > 1) {
+    if (auto s = GatherOnce(); !s.ok()) return s;
   }
 
-  // Loss over the chip's block; the mean's gradient over the whole batch.
-  LocalTensor dx = LocalTensor::Allocate(x.shape);
-  const double scale = 1.0 / static_cast<double>(c_.global_batch_tokens * d);
-  for (int64_t i = 0; i < x.elements(); ++i) {
-    const double e = static_cast<double>(x.data[i]) - y.data[i];
-    result_.loss_sum += e * e;
-    dx.data[i] = static_cast<float>(2 * e * scale);
+  // The stage's microbatches, in its schedule's order.
+  for (const PipelineOp& op : schedule_) {
+    if (auto s = op.forward ? Forward(op) : Backward(op); !s.ok()) return s;
   }
-  Compute(ComputeKind::kOther, 3.0 * x.elements(), 3.0 * x.elements() * bytes);
-
-  // Backward, last layer first. Gradient reductions are not on the critical
-  // path (seed 001): they are issued as soon as a gradient is computed and
-  // run while the chip computes the layers below; the optimizer waits for them.
-  std::vector<LocalTensor> dwouts(layers), dwins(layers);
-  std::vector<double> grad_ready_out(layers), grad_ready_in(layers);
-  for (int l = layers - 1; l >= 0; --l) {
-    LocalTensor dog = dx;
-    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dog, 1); !s.ok()) return s;
-    LocalTensor a = LocalTensor::Allocate(h[l].shape);
-    for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h[l].data[i]);
-    Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
-    LocalTensor dwout = MatMul(a, true, dog, false);  // [F_t, D], partial over the batch
-    Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwout, b_), (a.elements() + dog.elements() + dwout.elements()) * bytes);
-    if (auto s = ReduceGradient(dwout, 1, grad_ready_out[l]); !s.ok()) return s;
-    LocalTensor wo;
-    if (auto s = GatheredWeight(2 * layers - 1 - l, false, wo); !s.ok()) return s;
-    LocalTensor dh = MatMul(dog, false, wo, true);  // [B, F_t]
-    Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dh, d), (dog.elements() + wo.elements() + dh.elements()) * bytes);
-    for (int64_t i = 0; i < dh.elements(); ++i) dh.data[i] *= ActivateGrad(c_.activation, h[l].data[i]);
-    Compute(ComputeKind::kOther, 2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
-    LocalTensor dwin = MatMul(xg[l], true, dh, false);  // [D, F_t], partial over the batch
-    Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwin, b_), (xg[l].elements() + dh.elements() + dwin.elements()) * bytes);
-    if (auto s = ReduceGradient(dwin, 0, grad_ready_in[l]); !s.ok()) return s;
-    LocalTensor w;
-    if (auto s = GatheredWeight(2 * layers - 1 - l, true, w); !s.ok()) return s;
-    LocalTensor dxg = MatMul(dh, false, w, true);  // [B, D], partial over tensor
-    Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dxg, f_t_), (dh.elements() + w.elements() + dxg.elements()) * bytes);
-    if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !s.ok()) return s;
-    dwouts[l] = std::move(dwout);
-    dwins[l] = std::move(dwin);
-    dx = std::move(dxg);
-  }
+  result_.pipeline_end_s = now_;
+  result_.pipeline_busy_s = now_ - pipeline_wait_s_;
   // The optimizer step, once each layer's reduced gradients are in.
   for (int l = layers - 1; l >= 0; --l) {
-    WaitForGradient(std::max(grad_ready_out[l], grad_ready_in[l]));
-    Update(wout_[l], dwouts[l], m_out_[l], v_out_[l], step + 1);
-    Update(win_[l], dwins[l], m_in_[l], v_in_[l], step + 1);
+    if (!owns(l)) continue;
+    WaitForGradient(std::max(grad_ready_out_[l], grad_ready_in_[l]));
+    Update(wout_[l], dwouts_[l], m_out_[l], v_out_[l], step + 1);
+    Update(win_[l], dwins_[l], m_in_[l], v_in_[l], step + 1);
   }
+  dwins_.clear();
+  dwouts_.clear();
 
   result_.emulated_s = now_;
-  for (int k = 0; k < 3; ++k) {
-    // The union of the axis' collective intervals: its links' busy time,
+  for (int k = 0; k < kMeshAxes; ++k) {
+    // The union of the axis' transfer intervals: its links' busy time,
     // however much of it the chip's compute hid.
     std::sort(busy_[k].begin(), busy_[k].end());
     double end = 0;
@@ -309,12 +492,14 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
 }
 
 double ChipTrainer::ParamSquares() const {
-  // Shards are replicated over the data axis: count one replica.
+  // Shards are replicated over the data axis: count one replica. Stages
+  // hold different layers; layers a chip does not own are empty.
   if (mesh_.Index(chip_, MeshAxisKind::kData) != 0) return 0;
   double sum = 0;
-  for (const auto* group : {&win_, &wout_}) {
-    for (const LocalTensor& w : *group) {
-      for (int64_t i = 0; i < w.elements(); ++i) sum += static_cast<double>(w.data[i]) * w.data[i];
+  for (int l = 0; l < c_.num_layers; ++l) {
+    if (!owned_[l]) continue;
+    for (const LocalTensor* w : {&win_[l], &wout_[l]}) {
+      for (int64_t i = 0; i < w->elements(); ++i) sum += static_cast<double>(w->data[i]) * w->data[i];
     }
   }
   return sum;

@@ -47,13 +47,20 @@ struct ChipRunResult {
   uint64_t flops = 0;     // local compute ops (matmul jobs)
   uint64_t mismatches = 0;
   // Training jobs: the step, the chip's sum of squared errors, and its
-  // exposed communication and sent bytes by mesh axis (data, fsdp, tensor).
+  // exposed communication and sent bytes by mesh axis (data, fsdp, tensor,
+  // pipeline).
   int step = 0;
   double loss_sum = 0;
-  double mesh_comm_s[3] = {0, 0, 0};  // exposed: the chip waited
-  double mesh_busy_s[3] = {0, 0, 0};  // the axis' collectives ran, hidden or not
+  double mesh_comm_s[4] = {0, 0, 0, 0};  // exposed: the chip waited
+  double mesh_busy_s[4] = {0, 0, 0, 0};  // the axis' transfers ran, hidden or not
   double compute_parts_s[3] = {0, 0, 0};  // forward matmuls, backward matmuls, the rest
-  uint64_t mesh_bytes[3] = {0, 0, 0};
+  uint64_t mesh_bytes[4] = {0, 0, 0, 0};
+  // Pipelined training: when the chip finished its microbatches, how long
+  // of that it was not waiting for a neighbouring stage, and the most
+  // activation bytes it held for backward passes at once.
+  double pipeline_end_s = 0;
+  double pipeline_busy_s = 0;
+  uint64_t peak_activation_bytes = 0;
   std::vector<TraceEvent> trace;  // training jobs: the step's spans on the emulated clock
   std::vector<LinkUse> links;
 };

@@ -34,14 +34,14 @@ absl::Status KeyError(const std::string& source, const std::string& key, const s
 // Fills the -1 of one level and checks the product.
 absl::Status Resolve(Parallelism& p, int total, const std::string& level, const std::string& what,
                      const std::string& source) {
-  int* fields[] = {&p.data, &p.fsdp, &p.tensor};
+  int* fields[] = {&p.data, &p.fsdp, &p.tensor, &p.pipeline};
   int* fill = nullptr;
   int known = 1;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     if (*fields[i] == -1) {
       if (fill != nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(source, ": only one of ", level, "_{data,fsdp,tensor}_",
-                                                       "parallelism may be -1"));
+        return absl::InvalidArgumentError(absl::StrCat(source, ": only one of ", level,
+                                                       "_{data,fsdp,tensor,pipeline}_parallelism may be -1"));
       }
       fill = fields[i];
     } else {
@@ -49,7 +49,8 @@ absl::Status Resolve(Parallelism& p, int total, const std::string& level, const 
     }
   }
   const std::string given = absl::StrCat(level, "_data_parallelism=", p.data, ", ", level, "_fsdp_parallelism=",
-                                         p.fsdp, ", ", level, "_tensor_parallelism=", p.tensor);
+                                         p.fsdp, ", ", level, "_tensor_parallelism=", p.tensor, ", ", level,
+                                         "_pipeline_parallelism=", p.pipeline);
   if (fill != nullptr) {
     if (total % known != 0) {
       return absl::InvalidArgumentError(absl::StrCat(source, ": ", given, ": the product of the others (", known,
@@ -59,6 +60,39 @@ absl::Status Resolve(Parallelism& p, int total, const std::string& level, const 
   } else if (known != total) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", given, ": the product is ", known, " but must be ",
                                                    what, " (", total, "); set one of them to -1 to fill in"));
+  }
+  return absl::OkStatus();
+}
+
+// Stages, microbatches and repeats: what the schedules need of them.
+absl::Status ResolvePipeline(TrainConfig& c, int64_t batch_ways) {
+  const std::string& source = c.name;
+  if (c.ici.pipeline > 1 && c.dcn.pipeline > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": ici_pipeline_parallelism=", c.ici.pipeline, ", dcn_pipeline_parallelism=", c.dcn.pipeline,
+        ": pipeline stages lie on one physical axis, inside a slice or across slices; set one of them to 1"));
+  }
+  const int stages = c.stages();
+  if (c.num_microbatches == -1) c.num_microbatches = stages;
+  const int64_t groups = int64_t{stages} * c.pipeline_repeats;
+  if (c.num_layers % groups != 0) {
+    return KeyError(source, "num_layers",
+                    absl::StrCat(c.num_layers, " layers do not split into ", stages, " stage(s) x ",
+                                 c.pipeline_repeats, " repeat(s) = ", groups,
+                                 " equal layer groups; use a multiple of ", groups));
+  }
+  if (c.pipeline_schedule == "circular" && c.num_microbatches < stages) {
+    return KeyError(source, "num_pipeline_microbatches",
+                    absl::StrCat(c.num_microbatches, " is fewer than the ", stages,
+                                 " stages; the circular schedule needs at least one microbatch per stage (MaxText "
+                                 "recommends 2 x stages)"));
+  }
+  const int64_t ways = batch_ways * c.num_microbatches;
+  if (c.global_batch_tokens % ways != 0) {
+    return KeyError(source, "global_batch_tokens",
+                    absl::StrCat(c.global_batch_tokens, " does not split into ", c.num_microbatches,
+                                 " microbatches over ", batch_ways, " data x fsdp shard(s); use a multiple of ",
+                                 ways));
   }
   return absl::OkStatus();
 }
@@ -73,16 +107,21 @@ const std::vector<TrainKey>& TrainKeys() {
       {"ici_data_parallelism", "int", "1", "data-parallel ways inside a slice (-1: fill in)"},
       {"ici_fsdp_parallelism", "int", "-1", "FSDP (ZeRO-3) ways inside a slice (-1: fill in)"},
       {"ici_tensor_parallelism", "int", "1", "tensor-parallel (Megatron) ways inside a slice (-1: fill in)"},
-      {"ici_pipeline_parallelism", "int", "1", "pipeline stages inside a slice; only 1 for now"},
+      {"ici_pipeline_parallelism", "int", "1", "pipeline stages inside a slice, on one physical axis (-1: fill in)"},
       {"dcn_data_parallelism", "int", "-1", "data-parallel ways across slices (-1: fill in)"},
       {"dcn_fsdp_parallelism", "int", "1", "FSDP ways across slices (-1: fill in)"},
       {"dcn_tensor_parallelism", "int", "1", "tensor-parallel ways across slices (-1: fill in)"},
-      {"dcn_pipeline_parallelism", "int", "1", "pipeline stages across slices; only 1 for now"},
+      {"dcn_pipeline_parallelism", "int", "1", "pipeline stages across slices, one per slice (-1: fill in)"},
       {"emb_dim", "int", "(required)", "D, the model (residual stream) width"},
       {"mlp_dim", "int", "(required)", "F, the feed-forward width"},
       {"num_layers", "int", "1", "L, the number of In*Win -> act -> *Wout blocks"},
       {"global_batch_tokens", "int", "(required)", "B, tokens per step across the pod"},
       {"steps", "int", "1", "training steps"},
+      {"num_pipeline_microbatches", "int", "-1",
+       "microbatches per step (-1: one per pipeline stage); gradients are accumulated over them"},
+      {"num_pipeline_repeats", "int", "1", "layer groups per stage; above 1 needs pipeline_schedule: circular"},
+      {"pipeline_schedule", "string", "gpipe", "gpipe (all forwards, then all backwards) | 1f1b | circular"},
+      {"pipeline_fsdp_ag_once", "bool", "false", "gather a stage's FSDP weights once per step, not per microbatch"},
       {"seed", "int", "0", "seed of the weights, the teacher and the batches"},
       {"opt_type", "string", "adam", "optimizer: adam | sgd"},
       {"learning_rate", "number", "0.001", "step size"},
@@ -110,7 +149,6 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     return absl::InvalidArgumentError(absl::StrCat(source, ": expected a flat map of keys (key: value per line)"));
   }
   TrainConfig c;
-  int ici_pipeline = 1, dcn_pipeline = 1;
   std::map<std::string, bool> seen;
   std::string dtype = "bf16", wire = "f32";
   for (const auto& kv : root) {
@@ -142,8 +180,9 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
             {"num_slices", &c.num_slices}, {"ici_data_parallelism", &c.ici.data},
             {"ici_fsdp_parallelism", &c.ici.fsdp}, {"ici_tensor_parallelism", &c.ici.tensor},
             {"dcn_data_parallelism", &c.dcn.data}, {"dcn_fsdp_parallelism", &c.dcn.fsdp},
-            {"dcn_tensor_parallelism", &c.dcn.tensor}, {"ici_pipeline_parallelism", &ici_pipeline},
-            {"dcn_pipeline_parallelism", &dcn_pipeline}, {"num_layers", &c.num_layers}, {"steps", &c.steps}};
+            {"dcn_tensor_parallelism", &c.dcn.tensor}, {"ici_pipeline_parallelism", &c.ici.pipeline},
+            {"dcn_pipeline_parallelism", &c.dcn.pipeline}, {"num_layers", &c.num_layers}, {"steps", &c.steps},
+            {"num_pipeline_microbatches", &c.num_microbatches}, {"num_pipeline_repeats", &c.pipeline_repeats}};
         const std::map<std::string, int64_t*> longs = {
             {"emb_dim", &c.emb_dim}, {"mlp_dim", &c.mlp_dim}, {"global_batch_tokens", &c.global_batch_tokens}};
         if (key == "seed") {
@@ -155,10 +194,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
           }
           *it->second = n;
         } else {
-          const bool parallelism = key.find("parallelism") != std::string::npos;
+          const bool parallelism = key.find("parallelism") != std::string::npos || key == "num_pipeline_microbatches";
           const bool ok = parallelism ? (n == -1 || (n >= 1 && n <= 65536)) : (n >= 1 && n <= 1000000);
           if (!ok) {
-            return KeyError(source, key, absl::StrCat(n, parallelism ? ": must be -1 (fill in) or a positive count"
+            return KeyError(source, key, absl::StrCat(n, parallelism ? ": must be -1 or a positive count"
                                                                      : ": must be a positive integer"));
           }
           *ints.at(key) = static_cast<int>(n);
@@ -182,7 +221,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
       } else if (spec->type == "bool") {
         bool b = false;
         if (!YAML::convert<bool>::decode(v, b)) return KeyError(source, key, absl::StrCat("'", raw, "' is not true or false"));
-        c.fsdp_prefetch = b;
+        (key == "fsdp_prefetch" ? c.fsdp_prefetch : c.pipeline_fsdp_ag_once) = b;
       } else {
         auto one_of = [&](std::initializer_list<const char*> allowed) -> absl::Status {
           for (const char* a : allowed) {
@@ -195,6 +234,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
         if (key == "activation") s = one_of({"relu", "gelu", "silu", "tanh", "linear"});
         if (key == "dtype") s = one_of({"bf16", "f32"});
         if (key == "wire_dtype") s = one_of({"f32", "bf16"});
+        if (key == "pipeline_schedule") s = one_of({"gpipe", "1f1b", "circular"});
         if (!s.ok()) return s;
         if (key == "name") c.name = raw;
         if (key == "topology") c.topology = raw;
@@ -202,6 +242,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
         if (key == "activation") c.activation = raw;
         if (key == "dtype") dtype = raw;
         if (key == "wire_dtype") wire = raw;
+        if (key == "pipeline_schedule") c.pipeline_schedule = raw;
       }
     } catch (const YAML::Exception&) {
       return KeyError(source, key, absl::StrCat("'", raw, "' is not a ", spec->type));
@@ -210,9 +251,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   for (const char* required : {"emb_dim", "mlp_dim", "global_batch_tokens"}) {
     if (!seen[required]) return KeyError(source, required, "missing; it has no default");
   }
-  if (ici_pipeline != 1 || dcn_pipeline != 1) {
-    return KeyError(source, ici_pipeline != 1 ? "ici_pipeline_parallelism" : "dcn_pipeline_parallelism",
-                    "pipeline parallelism is not supported yet; set it to 1");
+  if (c.pipeline_repeats > 1 && c.pipeline_schedule != "circular") {
+    return KeyError(source, "num_pipeline_repeats",
+                    absl::StrCat(c.pipeline_repeats, ": several layer groups per stage need pipeline_schedule: "
+                                                     "circular (it is ", c.pipeline_schedule, ")"));
   }
   if (c.name.empty()) c.name = "job";
   c.dtype_bytes = dtype == "bf16" ? 2 : 4;
@@ -254,6 +296,7 @@ absl::Status ResolveMesh(TrainConfig& c, const Topology& topo) {
                                                    " ", by, " shards; use a multiple of ", ways));
   };
   if (auto s = divides("global_batch_tokens", c.global_batch_tokens, batch_ways, "data x fsdp"); !s.ok()) return s;
+  if (auto s = ResolvePipeline(c, batch_ways); !s.ok()) return s;
   if (auto s = divides("emb_dim", c.emb_dim, fsdp_ways, "fsdp"); !s.ok()) return s;
   if (auto s = divides("mlp_dim", c.mlp_dim, tensor_ways, "tensor"); !s.ok()) return s;
   // Activations between blocks are sharded over tensor along D (Megatron).

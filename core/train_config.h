@@ -20,21 +20,22 @@ struct TrainKey {
 };
 const std::vector<TrainKey>& TrainKeys();
 
-// Data, fsdp and tensor parallelism of one level (ICI inside a slice, DCN
-// across slices); -1 is "whatever is left", as in MaxText.
+// Data, fsdp, tensor and pipeline parallelism of one level (ICI inside a
+// slice, DCN across slices); -1 is "whatever is left", as in MaxText.
 struct Parallelism {
   int data = 1;
   int fsdp = 1;
   int tensor = 1;
-  int product() const { return data * fsdp * tensor; }
+  int pipeline = 1;
+  int product() const { return data * fsdp * tensor * pipeline; }
 };
 
 struct TrainConfig {
   std::string name;
   std::string topology;  // optional; must match the pod's
   int num_slices = 0;    // 0: all of the pod's
-  Parallelism ici{1, -1, 1};
-  Parallelism dcn{-1, 1, 1};
+  Parallelism ici{1, -1, 1, 1};
+  Parallelism dcn{-1, 1, 1, 1};
   int64_t emb_dim = 0;              // D
   int64_t mlp_dim = 0;              // F
   int num_layers = 1;               // L
@@ -52,6 +53,14 @@ struct TrainConfig {
   double time_scale = -1;           // -1: whatever the pod runs at
   bool fsdp_prefetch = false;
   double hbm_bytes = 0;             // 0: the chip preset's
+  // Pipelining (issue 5). Microbatches: -1 until ResolveMesh makes it one
+  // per stage. Each stage holds `pipeline_repeats` groups of layers.
+  int num_microbatches = -1;
+  int pipeline_repeats = 1;
+  std::string pipeline_schedule = "gpipe";  // gpipe | 1f1b | circular
+  bool pipeline_fsdp_ag_once = false;
+
+  int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
 };
 
 // Parses and checks a job file's text. `source` names it in errors.

@@ -1,5 +1,7 @@
 #include "core/train_mesh.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -10,6 +12,7 @@ std::string MeshAxisName(MeshAxisKind kind) {
     case MeshAxisKind::kData: return "data";
     case MeshAxisKind::kFsdp: return "fsdp";
     case MeshAxisKind::kTensor: return "tensor";
+    case MeshAxisKind::kPipeline: return "pipeline";
   }
   return "?";
 }
@@ -18,9 +21,9 @@ absl::StatusOr<TrainMesh> TrainMesh::Create(const TrainConfig& c, const Topology
   TrainMesh mesh;
   mesh.topo_ = topo;
   // DCN: one physical axis, so at most one logical axis may cross slices.
-  const int dcn[3] = {c.dcn.data, c.dcn.fsdp, c.dcn.tensor};
+  const int dcn[kMeshAxes] = {c.dcn.data, c.dcn.fsdp, c.dcn.tensor, c.dcn.pipeline};
   int crossing = 0;
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < kMeshAxes; ++k) {
     if (dcn[k] > 1) {
       mesh.axes_[k].push_back(Axis::kDcn);
       ++crossing;
@@ -29,37 +32,66 @@ absl::StatusOr<TrainMesh> TrainMesh::Create(const TrainConfig& c, const Topology
   if (crossing > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         c.name, ": dcn_data_parallelism=", c.dcn.data, ", dcn_fsdp_parallelism=", c.dcn.fsdp,
-        ", dcn_tensor_parallelism=", c.dcn.tensor,
+        ", dcn_tensor_parallelism=", c.dcn.tensor, ", dcn_pipeline_parallelism=", c.dcn.pipeline,
         ": the slices form one DCN ring, so only one of them may be above 1"));
   }
-  // ICI: hand the physical axes longer than 1 to data, fsdp and tensor so
-  // that the products match; the first assignment in (x, y, z) x (data,
-  // fsdp, tensor) order wins.
+  // ICI: hand the physical axes longer than 1 to data, fsdp, tensor and
+  // pipeline so that the products match, pipeline on at most one axis; the
+  // first assignment in (x, y, z) x (data, fsdp, tensor, pipeline) order wins.
   std::vector<Axis> physical;
   for (Axis a : {Axis::kX, Axis::kY, Axis::kZ}) {
     if (topo.AxisSize(a) > 1) physical.push_back(a);
   }
-  const int want[3] = {c.ici.data, c.ici.fsdp, c.ici.tensor};
+  const int want[kMeshAxes] = {c.ici.data, c.ici.fsdp, c.ici.tensor, c.ici.pipeline};
   const int n = static_cast<int>(physical.size());
   int total = 1;
-  for (int i = 0; i < n; ++i) total *= 3;
+  for (int i = 0; i < n; ++i) total *= kMeshAxes;
   for (int code = 0; code < total; ++code) {
-    int product[3] = {1, 1, 1};
+    int product[kMeshAxes] = {1, 1, 1, 1};
+    int pipeline_axes = 0;
     std::vector<int> owner(n);
-    for (int i = 0, rest = code; i < n; ++i, rest /= 3) {
-      owner[i] = rest % 3;
+    for (int i = 0, rest = code; i < n; ++i, rest /= kMeshAxes) {
+      owner[i] = rest % kMeshAxes;
       product[owner[i]] *= topo.AxisSize(physical[i]);
+      if (owner[i] == static_cast<int>(MeshAxisKind::kPipeline)) ++pipeline_axes;
     }
-    if (product[0] != want[0] || product[1] != want[1] || product[2] != want[2]) continue;
+    if (!std::equal(product, product + kMeshAxes, want) || pipeline_axes > 1) continue;
     for (int i = 0; i < n; ++i) mesh.axes_[owner[i]].push_back(physical[i]);
-    return mesh;
+    return mesh.CheckPipeline(c);
   }
   std::vector<std::string> sizes;
   for (Axis a : physical) sizes.push_back(absl::StrCat(AxisName(a), "=", topo.AxisSize(a)));
   return absl::InvalidArgumentError(absl::StrCat(
       c.name, ": ici_data_parallelism=", c.ici.data, ", ici_fsdp_parallelism=", c.ici.fsdp,
-      ", ici_tensor_parallelism=", c.ici.tensor, " cannot be laid on whole physical axes of ", topo.ShapeString(),
-      " (", absl::StrJoin(sizes, ", "), "); each must be a product of some of them"));
+      ", ici_tensor_parallelism=", c.ici.tensor, ", ici_pipeline_parallelism=", c.ici.pipeline,
+      " cannot be laid on whole physical axes of ", topo.ShapeString(), " (", absl::StrJoin(sizes, ", "),
+      "); each must be a product of some of them, and the pipeline the size of one of them"));
+}
+
+absl::StatusOr<TrainMesh> TrainMesh::CheckPipeline(const TrainConfig& c) const {
+  // The circular schedule sends from the last stage back to the first: one
+  // hop only if the pipeline axis wraps around (or has two stages).
+  if (c.pipeline_schedule != "circular" || stages() <= 2) return *this;
+  const Axis axis = axes(MeshAxisKind::kPipeline)[0];
+  if (topo_.AxisWraps(axis)) return *this;
+  return absl::InvalidArgumentError(absl::StrCat(
+      c.name, ": pipeline_schedule: circular sends from the last of the ", stages(), " stages back to the first, but ",
+      axis == Axis::kDcn ? "2 slices do not form a DCN ring" : absl::StrCat("axis ", AxisName(axis), " of ",
+                                                                             topo_.ShapeString(), " has no wraparound"),
+      "; use gpipe or 1f1b, or a pipeline axis with wraparound"));
+}
+
+StageLink TrainMesh::StageNeighbor(int chip, int delta) const {
+  const int n = stages();
+  const Axis axis = axes(MeshAxisKind::kPipeline)[0];
+  Coord coord = topo_.CoordOf(chip);
+  const int from = coord.Get(axis);
+  coord.Set(axis, ((from + delta) % n + n) % n);
+  const int peer = topo_.ChipId(coord);
+  // Forward on the axis' + links, unless that way has no link to the peer
+  // (the last stage of a line, or two stages without wraparound).
+  const int dir = topo_.Neighbor(chip, axis, delta > 0 ? +1 : -1) == peer ? (delta > 0 ? +1 : -1) : (delta > 0 ? -1 : +1);
+  return {peer, axis, dir};
 }
 
 int TrainMesh::size(MeshAxisKind kind) const {
@@ -81,7 +113,7 @@ int TrainMesh::BatchIndex(int chip) const {
 
 std::string TrainMesh::Describe() const {
   std::vector<std::string> parts;
-  for (MeshAxisKind k : {MeshAxisKind::kData, MeshAxisKind::kFsdp, MeshAxisKind::kTensor}) {
+  for (MeshAxisKind k : kAllMeshAxes) {
     std::vector<std::string> names;
     for (Axis a : axes(k)) names.push_back(AxisName(a));
     parts.push_back(absl::StrCat(MeshAxisName(k), "=", names.empty() ? "-" : absl::StrJoin(names, ","), "(",

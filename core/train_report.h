@@ -40,15 +40,25 @@ struct StepReport {
   double emulated_s = 0;        // slowest chip
   double compute_s = 0;         // on that chip
   double compute_parts_s[3] = {0, 0, 0};  // of which forward matmuls, backward matmuls, the rest
-  double exposed_comm_s[3] = {0, 0, 0};  // on that chip, by data, fsdp, tensor
-  double comm_s[3] = {0, 0, 0};          // on that chip: the axis' collectives ran, hidden or not
+  // On that chip, by data, fsdp, tensor, pipeline: waits (for pipeline:
+  // waits for the neighbouring stages, the bubble included) and the time
+  // the axis' transfers ran, hidden or not.
+  double exposed_comm_s[kMeshAxes] = {0, 0, 0, 0};
+  double comm_s[kMeshAxes] = {0, 0, 0, 0};
   double mfu = 0;               // model flops / (chips x C x emulated_s)
   double tokens_per_s_emulated = 0;
   double tokens_per_s_wall = 0;
   double wall_s = 0;
-  uint64_t comm_bytes[3] = {0, 0, 0};  // busiest chip, by data, fsdp, tensor
-  uint64_t comm_bytes_total = 0;       // busiest chip
+  uint64_t comm_bytes[kMeshAxes] = {0, 0, 0, 0};  // busiest chip, by mesh axis
+  uint64_t comm_bytes_total = 0;                  // busiest chip
   double host_lag_s = 0;
+  // Pipelines: the stages' idle time over the span of the microbatches
+  // (from the step's start to the last stage to finish them), over chips x
+  // span; the seeds' formula for it; the most activation bytes any chip
+  // held for backward passes at once.
+  double bubble_fraction = 0;
+  double bubble_formula = 0;
+  uint64_t peak_activation_bytes = 0;
 };
 
 // Model flops of one step: forward 2 matmuls of 2 B D F per layer, backward
@@ -59,9 +69,9 @@ StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::
 
 // One row of the per-layer comparison with seed 001's table: what the seed's
 // formula predicts for one layer on one chip, and what the emulated step did
-// (measured bytes and times divided by the layers).
+// (measured bytes and times divided by the layers a chip holds).
 struct LayerCost {
-  std::string what;     // "data", "fsdp", "tensor" or "compute"
+  std::string what;     // "data", "fsdp", "tensor", "pipeline" or "compute"
   std::string formula;  // "8 D F/T/Z (N-1)/N bytes"
   double predicted_bytes = 0;
   double emulated_bytes = 0;

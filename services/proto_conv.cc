@@ -96,12 +96,15 @@ v1::ChipResult ToProto(const ChipRunResult& r) {
   p.set_flops(r.flops);
   p.set_step(r.step);
   p.set_loss_sum(r.loss_sum);
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < kMeshAxes; ++k) {
     p.add_mesh_comm_s(r.mesh_comm_s[k]);
     p.add_mesh_bytes(r.mesh_bytes[k]);
-    p.add_compute_parts_s(r.compute_parts_s[k]);
     p.add_mesh_busy_s(r.mesh_busy_s[k]);
   }
+  for (double part : r.compute_parts_s) p.add_compute_parts_s(part);
+  p.set_pipeline_end_s(r.pipeline_end_s);
+  p.set_pipeline_busy_s(r.pipeline_busy_s);
+  p.set_peak_activation_bytes(r.peak_activation_bytes);
   for (const TraceEvent& e : r.trace) *p.add_trace() = ToProto(e);
   for (const LinkUse& l : r.links) *p.add_links() = ToProto(l);
   return p;
@@ -118,10 +121,13 @@ absl::StatusOr<ChipRunResult> FromProto(const v1::ChipResult& p) {
   r.flops = p.flops();
   r.step = p.step();
   r.loss_sum = p.loss_sum();
-  for (int k = 0; k < 3 && k < p.mesh_comm_s_size(); ++k) r.mesh_comm_s[k] = p.mesh_comm_s(k);
-  for (int k = 0; k < 3 && k < p.mesh_bytes_size(); ++k) r.mesh_bytes[k] = p.mesh_bytes(k);
+  for (int k = 0; k < kMeshAxes && k < p.mesh_comm_s_size(); ++k) r.mesh_comm_s[k] = p.mesh_comm_s(k);
+  for (int k = 0; k < kMeshAxes && k < p.mesh_bytes_size(); ++k) r.mesh_bytes[k] = p.mesh_bytes(k);
   for (int k = 0; k < 3 && k < p.compute_parts_s_size(); ++k) r.compute_parts_s[k] = p.compute_parts_s(k);
-  for (int k = 0; k < 3 && k < p.mesh_busy_s_size(); ++k) r.mesh_busy_s[k] = p.mesh_busy_s(k);
+  for (int k = 0; k < kMeshAxes && k < p.mesh_busy_s_size(); ++k) r.mesh_busy_s[k] = p.mesh_busy_s(k);
+  r.pipeline_end_s = p.pipeline_end_s();
+  r.pipeline_busy_s = p.pipeline_busy_s();
+  r.peak_activation_bytes = p.peak_activation_bytes();
   for (const v1::TraceEvent& t : p.trace()) r.trace.push_back({t.track(), t.name(), t.start_s(), t.end_s(), t.bytes()});
   for (const v1::LinkUse& l : p.links()) {
     auto axis = ParseAxis(l.axis());
@@ -280,7 +286,7 @@ v1::TrainStep ToProto(const StepReport& r) {
   p.set_compute_s(r.compute_s);
   auto& comm = *p.mutable_exposed_comm_s();
   auto& bytes = *p.mutable_comm_bytes_per_chip();
-  for (MeshAxisKind k : {MeshAxisKind::kData, MeshAxisKind::kFsdp, MeshAxisKind::kTensor}) {
+  for (MeshAxisKind k : kAllMeshAxes) {
     comm[MeshAxisName(k)] = r.exposed_comm_s[static_cast<int>(k)];
     (*p.mutable_comm_s())[MeshAxisName(k)] = r.comm_s[static_cast<int>(k)];
     bytes[MeshAxisName(k)] = r.comm_bytes[static_cast<int>(k)];
@@ -295,6 +301,9 @@ v1::TrainStep ToProto(const StepReport& r) {
   p.set_tokens_per_s_wall(r.tokens_per_s_wall);
   p.set_wall_s(r.wall_s);
   p.set_host_lag_s(r.host_lag_s);
+  p.set_bubble_fraction(r.bubble_fraction);
+  p.set_bubble_formula(r.bubble_formula);
+  p.set_peak_activation_bytes(r.peak_activation_bytes);
   return p;
 }
 

@@ -9,6 +9,7 @@
 #include "core/train_model.h"
 #include "core/train_report.h"
 #include "gtest/gtest.h"
+#include "tests/unit/train_compare.h"
 
 namespace tpuemu {
 namespace {
@@ -44,67 +45,17 @@ class StrategyTest : public testing::TestWithParam<StrategyCase> {
   // Trains `steps` steps sharded and on one device, comparing as it goes.
   void TrainAndCompare(const std::string& optimizer, int steps) {
     const StrategyCase& k = GetParam();
-    auto topo = Topology::Create({k.topology, k.slices, 1, "auto"});
-    ASSERT_TRUE(topo.ok()) << topo.status();
     const std::string text = std::string(k.mesh) + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\n" +
                              "global_batch_tokens: 64\nseed: 7\nactivation: gelu\nopt_type: " + optimizer +
                              (optimizer == "adam" ? "\nlearning_rate: 0.01\n" : "\nlearning_rate: 20\n");
-    auto config = ParseTrainConfig(text, k.name);
-    ASSERT_TRUE(config.ok()) << config.status();
-    ASSERT_TRUE(ResolveMesh(*config, *topo).ok());
-    auto mesh = TrainMesh::Create(*config, *topo);
-    ASSERT_TRUE(mesh.ok()) << mesh.status();
-    InProcessPod pod(*topo, 0);
-    HostTrainer sharded(*config, *mesh, pod.network(), 1);
-    sharded.Prepare();
-    ReferenceTrainer reference(*config);
-    std::vector<double> losses;
-    for (int s = 0; s < steps; ++s) {
-      auto chips = sharded.Run(s);
-      ASSERT_TRUE(chips.ok()) << chips.status();
-      double sum = 0;
-      for (const ChipRunResult& c : *chips) sum += c.loss_sum;
-      const double loss = sum / static_cast<double>(config->global_batch_tokens * config->emb_dim);
-      const double want = reference.Step().loss;
-      EXPECT_NEAR(loss, want, 1e-5 * want) << "step " << s << " on " << mesh->Describe();
-      losses.push_back(loss);
-      last_ = *chips;
-    }
+    run_ = tpuemu::TrainAndCompare(k.topology, k.slices, text, steps);
+    ASSERT_TRUE(run_.ok);
     if (steps > 1) {
-      EXPECT_LT(losses.back(), 0.9 * losses.front()) << "the loss should go down";
+      EXPECT_LT(run_.losses.back(), 0.9 * run_.losses.front()) << "the loss should go down";
     }
-    // Final parameters, shard by shard.
-    const ModelWeights& ref = reference.weights();
-    const int64_t d = config->emb_dim, f = config->mlp_dim;
-    for (const auto& chip : sharded.chips()) {
-      for (int l = 0; l < config->num_layers; ++l) {
-        double err = 0, scale = 0;
-        const LocalTensor& win = chip->win(l);
-        for (int64_t r = 0; r < win.shape[0]; ++r) {
-          for (int64_t c = 0; c < win.shape[1]; ++c) {
-            const float want = ref.win[l][(chip->d_offset() + r) * f + chip->f_offset() + c];
-            err = std::max(err, std::fabs(static_cast<double>(win.data[r * win.shape[1] + c]) - want));
-            scale = std::max(scale, std::fabs(static_cast<double>(want)));
-          }
-        }
-        const LocalTensor& wout = chip->wout(l);
-        for (int64_t r = 0; r < wout.shape[0]; ++r) {
-          for (int64_t c = 0; c < wout.shape[1]; ++c) {
-            const float want = ref.wout[l][(chip->f_offset() + r) * d + chip->d_offset() + c];
-            err = std::max(err, std::fabs(static_cast<double>(wout.data[r * wout.shape[1] + c]) - want));
-            scale = std::max(scale, std::fabs(static_cast<double>(want)));
-          }
-        }
-        EXPECT_LE(err, 1e-5 * scale) << "layer " << l;
-      }
-    }
-    mesh_ = *mesh;
-    config_ = *config;
   }
 
-  std::vector<ChipRunResult> last_;
-  std::optional<TrainMesh> mesh_;
-  TrainConfig config_;
+  ComparedRun run_;
 };
 
 TEST_P(StrategyTest, AdamEqualsOneDevice) { TrainAndCompare("adam", 4); }
@@ -112,13 +63,15 @@ TEST_P(StrategyTest, SgdEqualsOneDevice) { TrainAndCompare("sgd", 4); }
 
 TEST_P(StrategyTest, BytesPerChipFollowSeed001sTable) {
   TrainAndCompare("sgd", 1);
-  ASSERT_TRUE(mesh_.has_value());
+  const TrainConfig& config_ = run_.config;
+  const TrainMesh& mesh = *run_.mesh;
+  const std::vector<ChipRunResult>& last = run_.steps.back();
   // Per layer, bf16, each chip: DP 8DF (N-1)/N over data, FSDP 12DF (N-1)/N
   // over fsdp (its shard of D: each collective moves the fsdp group's V),
   // TP 8 B D (N-1)/N over tensor with B the chip's batch shard.
   const double d = config_.emb_dim, f = config_.mlp_dim, layers = config_.num_layers;
-  const double data = mesh_->size(MeshAxisKind::kData), fsdp = mesh_->size(MeshAxisKind::kFsdp),
-               tensor = mesh_->size(MeshAxisKind::kTensor);
+  const double data = mesh.size(MeshAxisKind::kData), fsdp = mesh.size(MeshAxisKind::kFsdp),
+               tensor = mesh.size(MeshAxisKind::kTensor);
   const double b_local = config_.global_batch_tokens / (data * fsdp);
   const double f_t = f / tensor;
   // Weight collectives act on the tensor shard of each matrix (D x F/tensor);
@@ -127,12 +80,12 @@ TEST_P(StrategyTest, BytesPerChipFollowSeed001sTable) {
   const double want_fsdp = 12 * d * f_t * (fsdp - 1) / fsdp * layers;
   const double want_tensor = 8 * b_local * d * (tensor - 1) / tensor * layers;
   // The per-layer table the coordinator prints says the same.
-  auto topo = Topology::Create({GetParam().topology, GetParam().slices, 1, "auto"});
-  for (const LayerCost& row : PerLayerCosts(config_, *mesh_, *topo, SummarizeStep(config_, *topo, last_))) {
+  const Topology& topo = *run_.topo;
+  for (const LayerCost& row : PerLayerCosts(config_, mesh, topo, SummarizeStep(config_, topo, last))) {
     EXPECT_DOUBLE_EQ(row.emulated_bytes, row.predicted_bytes) << row.what;
     EXPECT_GT(row.emulated_s, 0) << row.what;
   }
-  for (const ChipRunResult& c : last_) {
+  for (const ChipRunResult& c : last) {
     EXPECT_DOUBLE_EQ(c.mesh_bytes[0], want_data) << "data, chip " << c.chip;
     EXPECT_DOUBLE_EQ(c.mesh_bytes[1], want_fsdp) << "fsdp, chip " << c.chip;
     EXPECT_DOUBLE_EQ(c.mesh_bytes[2], want_tensor) << "tensor, chip " << c.chip;

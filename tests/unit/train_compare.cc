@@ -1,0 +1,95 @@
+#include "tests/unit/train_compare.h"
+
+#include <cmath>
+
+#include "core/host_trainer.h"
+#include "core/inprocess_pod.h"
+#include "core/train_model.h"
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+// Largest |shard - reference| and |reference| over one chip's shard of a
+// weight whose full matrix has `cols` columns, the shard at (row0, col0).
+void CompareShard(const LocalTensor& shard, const std::vector<float>& full, int64_t cols, int64_t row0, int64_t col0,
+                  double& err, double& scale) {
+  for (int64_t r = 0; r < shard.shape[0]; ++r) {
+    for (int64_t c = 0; c < shard.shape[1]; ++c) {
+      const float want = full[(row0 + r) * cols + col0 + c];
+      err = std::max(err, std::fabs(static_cast<double>(shard.data[r * shard.shape[1] + c]) - want));
+      scale = std::max(scale, std::fabs(static_cast<double>(want)));
+    }
+  }
+}
+
+}  // namespace
+
+ComparedRun TrainAndCompare(const std::string& topology, int slices, const std::string& job_text, int steps) {
+  ComparedRun run;
+  auto topo = Topology::Create({topology, slices, 1, "auto"});
+  if (!topo.ok()) {
+    ADD_FAILURE() << topo.status();
+    return run;
+  }
+  auto config = ParseTrainConfig(job_text, "job.yaml");
+  if (!config.ok()) {
+    ADD_FAILURE() << config.status();
+    return run;
+  }
+  if (auto s = ResolveMesh(*config, *topo); !s.ok()) {
+    ADD_FAILURE() << s;
+    return run;
+  }
+  auto mesh = TrainMesh::Create(*config, *topo);
+  if (!mesh.ok()) {
+    ADD_FAILURE() << mesh.status();
+    return run;
+  }
+  InProcessPod pod(*topo, 0);
+  HostTrainer sharded(*config, *mesh, pod.network(), 1);
+  sharded.Prepare();
+  ReferenceTrainer reference(*config);
+  for (int s = 0; s < steps; ++s) {
+    auto chips = sharded.Run(s);
+    if (!chips.ok()) {
+      ADD_FAILURE() << chips.status();
+      return run;
+    }
+    double sum = 0;
+    for (const ChipRunResult& c : *chips) sum += c.loss_sum;
+    const double loss = sum / static_cast<double>(config->global_batch_tokens * config->emb_dim);
+    const double want = reference.Step().loss;
+    EXPECT_NEAR(loss, want, 1e-5 * want) << "step " << s << " on " << mesh->Describe();
+    run.losses.push_back(loss);
+    run.steps.push_back(*std::move(chips));
+  }
+  const ModelWeights& ref = reference.weights();
+  const int64_t d = config->emb_dim, f = config->mlp_dim;
+  // Adam divides each gradient element by its own running RMS, so an
+  // element that is a near-cancelling sum moves by lr x sign-ish(g) and
+  // carries its summation-order error (microbatches, shards) into the
+  // update at full relative size: allow 1e-3 of a step per step for it.
+  // A wrong gradient moves weights by the order of lr per step.
+  const double adam_slack = config->opt_type == "adam" ? 1e-3 * config->learning_rate * steps : 0;
+  std::vector<int> holders(config->num_layers, 0);
+  for (const auto& chip : sharded.chips()) {
+    for (int l = 0; l < config->num_layers; ++l) {
+      if (!chip->owns(l)) continue;
+      ++holders[l];
+      double err = 0, scale = 0;
+      CompareShard(chip->win(l), ref.win[l], f, chip->d_offset(), chip->f_offset(), err, scale);
+      CompareShard(chip->wout(l), ref.wout[l], d, chip->f_offset(), chip->d_offset(), err, scale);
+      EXPECT_LE(err, 1e-5 * scale + adam_slack) << "layer " << l << " on " << mesh->Describe();
+    }
+  }
+  // Every layer lives on the chips of one stage: the pod over stages.
+  for (int l = 0; l < config->num_layers; ++l) EXPECT_EQ(holders[l], topo->num_chips() / mesh->stages()) << "layer " << l;
+  run.ok = true;
+  run.config = *config;
+  run.topo = *topo;
+  run.mesh = *mesh;
+  return run;
+}
+
+}  // namespace tpuemu
