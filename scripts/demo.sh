@@ -38,3 +38,6 @@ tpuemu matmul "A[I, J_X] * B[J, K] -> C[I, K]" --dims I=512,J=8192,K=64 --explai
 echo
 echo "== data parallel over DCN, tensor parallel inside each slice =="
 tpuemu matmul "In[B_D, M_Y] * Win[M_Y, H_X] -> Out[B_D, H_X]" --dims B=256,M=2048,H=4096 --mesh D=dcn,X=x,Y=y
+echo
+echo "== pipeline parallel training, 1F1B over 4 stages, data parallel within and across slices: the bubble per step =="
+tpuemu submit examples/jobs/pipeline.yaml --wait

@@ -50,6 +50,41 @@ TEST(TrainClusterTest, StrategiesAcrossWorkersEqualOneDevice) {
   ExpectEqualsReference(pod.Run(sgd), sgd);
 }
 
+TEST(TrainClusterTest, PipelinesAcrossWorkersEqualOneDevice) {
+  TestPod pod({"v5p:2x4", 2, 4, "auto"}, 0);  // each worker a 2x2 block: stages 1 and 2 on different workers
+  struct Case {
+    std::string mesh;
+    int stages, microbatches, repeats;
+  };
+  const Case cases[] = {
+      {"ici_pipeline_parallelism: 4\nici_fsdp_parallelism: 2\nnum_layers: 4\n", 4, 4, 1},  // DP over DCN
+      {"ici_fsdp_parallelism: -1\ndcn_data_parallelism: 1\ndcn_pipeline_parallelism: 2\npipeline_schedule: 1f1b\n"
+       "num_layers: 2\n",
+       2, 4, 1},
+      {"ici_pipeline_parallelism: 4\nici_fsdp_parallelism: 2\npipeline_schedule: circular\nnum_pipeline_repeats: 2\n"
+       "num_layers: 8\npipeline_fsdp_ag_once: true\n",
+       4, 4, 2},
+  };
+  for (const Case& c : cases) {
+    const TrainSpec spec{c.mesh + "num_pipeline_microbatches: 4\nemb_dim: 32\nmlp_dim: 64\nglobal_batch_tokens: 64\n"
+                                  "seed: 5\nsteps: 2\nopt_type: sgd\nlearning_rate: 20\n",
+                         "pp.yaml", 0};
+    const v1::Job job = pod.Run(spec);
+    ExpectEqualsReference(job, spec);
+    const v1::TrainSummary& summary = job.train_summary();
+    EXPECT_EQ(summary.stages(), c.stages);
+    EXPECT_EQ(summary.microbatches(), c.microbatches);
+    EXPECT_EQ(summary.repeats(), c.repeats);
+    for (const v1::TrainStep& step : job.steps()) {
+      EXPECT_DOUBLE_EQ(step.bubble_formula(), (c.stages - 1.0) / (c.repeats * c.microbatches + c.stages - 1));
+      EXPECT_GT(step.bubble_fraction(), 0);
+      EXPECT_LT(step.bubble_fraction(), 1);
+      EXPECT_GT(step.peak_activation_bytes(), 0u);
+      EXPECT_GT(step.comm_bytes_per_chip().at("pipeline"), 0u);
+    }
+  }
+}
+
 TEST(TrainClusterTest, BadJobFilesAreRefusedAtSubmit) {
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
   struct Case {
@@ -66,6 +101,8 @@ TEST(TrainClusterTest, BadJobFilesAreRefusedAtSubmit) {
       {"emb_dim: 1024\nmlp_dim: 4096\nnum_layers: 4\nglobal_batch_tokens: 8\nici_fsdp_parallelism: 1\n"
        "ici_data_parallelism: -1\nhbm_bytes: 1e8\n",
        "out of memory: each chip needs 0.375 GiB but has 0.093 GiB of HBM (hbm_bytes)"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nici_pipeline_parallelism: 4\nnum_layers: 3\n",
+       "num_layers: 3 layers do not split into 4 stage(s)"},
   };
   for (const Case& c : cases) {
     auto job = pod.Submit(TrainSpec{c.yaml, "bad.yaml", 0});

@@ -300,6 +300,45 @@ class TrainJobTest(Pod):
             self.assertEqual(r.returncode, 2, r.stderr)
         self.assertEqual(json.loads(self.cli("jobs", "--json").stdout)["jobs"], [])
 
+    def test_pipeline_job_reports_its_bubble_and_equals_the_reference(self):
+        self.up("--topology", "v5p:2x4")
+        job_file = os.path.join(os.path.dirname(__file__), "../../examples/jobs/pipeline.yaml")
+        r = self.cli("submit", job_file, "--wait", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = json.loads(r.stdout)
+        self.assertEqual(job["state"], "succeeded")
+        self.assertEqual(job["summary"]["pipeline"],
+                         {"schedule": "1f1b", "stages": 4, "microbatches": 8, "repeats": 1})
+        reference = json.loads(self.cli("reference", job_file, "--json").stdout)
+        for got, want in zip(job["steps"], reference["steps"]):
+            self.assertAlmostEqual(got["loss"], want["loss"], delta=1e-5 * want["loss"])
+            self.assertAlmostEqual(got["bubble_formula"], 3 / 11)
+            # Transfers only add idle time to the formula's.
+            self.assertGreater(got["bubble_fraction"], 0.9 * got["bubble_formula"])
+            self.assertLess(got["bubble_fraction"], 1)
+            # 1F1B: the first stage holds 4 microbatches of 2 layers' inputs
+            # [32, 256] and pre-activations [32, 1024], bf16.
+            self.assertEqual(got["peak_activation_bytes"], 4 * 2 * 32 * (256 + 1024) * 2)
+            self.assertGreater(got["comm_bytes_per_chip"]["pipeline"], 0)
+        r = self.cli("submit", job_file, "--wait")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("bubble", r.stdout)
+        self.assertIn("formula 27.3%", r.stdout)
+        bad = os.path.join(self.home, "bad.yaml")
+        for text, needle in [("ici_pipeline_parallelism: 4\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n"
+                              "num_layers: 4\npipeline_schedule: circular\nnum_pipeline_microbatches: 2\n",
+                              "fewer than the 4 stages"),
+                             ("ici_pipeline_parallelism: 4\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n"
+                              "num_layers: 4\nnum_pipeline_microbatches: 3\n",
+                              "does not split into 3 microbatches"),
+                             ("ici_pipeline_parallelism: 3\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n",
+                              "must divide the chips per slice (8)")]:
+            with open(bad, "w") as f:
+                f.write(text)
+            r = self.cli("submit", bad)
+            self.assert_fails(r, needle)
+            self.assertEqual(r.returncode, 2, r.stderr)
+
 
 class WorkerFailureTest(Pod):
     def test_killed_worker_fails_the_job_naming_it_within_5s(self):

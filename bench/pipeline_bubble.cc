@@ -1,0 +1,112 @@
+// The pipeline bubble read off the emulated clock, next to the seeds'
+// (S-1)/(repeats M + S-1), for each schedule as the model's F grows. The
+// formula assumes free transfers. On a v5p ring of 4 stages a microbatch's
+// forward through a stage does 4 b D F flops per layer and sends 2 b D
+// bytes on: 2 F L_stage flops per byte, against the chip's C / W_ici =
+// 4.59e14 / 9e10 = 5100 (seed 004's pipeline arithmetic intensity). Below
+// it the link, not the stage, sets the pace and the bubble is well above
+// the formula; well above it the bubble comes down to the formula. The
+// last table runs on a v5p whose compute is 1e5 times slower (a profile
+// file), where transfers are negligible. Every figure is a real training
+// step on the in-memory pod (real matmuls, real bytes).
+//   build/bin/pipeline_bubble [tokens per microbatch] [F,...]
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/host_trainer.h"
+#include "core/inprocess_pod.h"
+#include "core/train_report.h"
+
+namespace tpuemu {
+namespace {
+
+struct Schedule {
+  const char* name;
+  int repeats;
+};
+constexpr int kStages = 4, kMicrobatches = 8, kLayers = 8;
+
+constexpr int64_t kWidth = 256;  // D
+
+void Row(const std::string& chip, int64_t mlp, int64_t tokens, const Schedule& s) {
+  auto topo = Topology::Create({absl::StrCat(chip, ":4"), 1, 4, "auto"});
+  const std::string yaml = absl::StrCat(
+      "ici_pipeline_parallelism: 4\nici_fsdp_parallelism: 1\npipeline_schedule: ", s.name,
+      "\nnum_pipeline_repeats: ", s.repeats, "\nnum_pipeline_microbatches: ", kMicrobatches, "\nemb_dim: ", kWidth,
+      "\nmlp_dim: ", mlp, "\nnum_layers: ", kLayers, "\nglobal_batch_tokens: ", tokens * kMicrobatches,
+      "\nopt_type: sgd\nlearning_rate: 0.1\n");
+  auto config = topo.ok() ? ParseTrainConfig(yaml, "sweep") : topo.status();
+  if (!config.ok() || !ResolveMesh(*config, *topo).ok()) {
+    std::fprintf(stderr, "bad sweep point: %s\n", std::string(config.status().message()).c_str());
+    std::exit(1);
+  }
+  auto mesh = TrainMesh::Create(*config, *topo);
+  InProcessPod pod(*topo, 0);
+  HostTrainer trainer(*config, *mesh, pod.network(), 1);
+  trainer.Prepare();
+  auto chips = trainer.Run(0);
+  if (!chips.ok()) {
+    std::fprintf(stderr, "step failed: %s\n", std::string(chips.status().message()).c_str());
+    std::exit(1);
+  }
+  const StepReport r = SummarizeStep(*config, *topo, *chips);
+  // A stage's forward and backward of one microbatch through one group.
+  const double per_op = r.compute_s / (kMicrobatches * s.repeats);
+  const double intensity = 2.0 * mlp * kLayers / (kStages * s.repeats);
+  std::printf("%-9s %3d %3d %7d %6lld %7lld %10.0f %12.2f %9.4f %9.4f %7.3f %12.1f %10.1f\n", s.name, kStages,
+              kMicrobatches, s.repeats, static_cast<long long>(tokens), static_cast<long long>(mlp), intensity,
+              per_op * 1e6, r.bubble_fraction, r.bubble_formula, r.bubble_fraction / r.bubble_formula,
+              r.peak_activation_bytes / 1024.0, r.emulated_s * 1e6);
+}
+
+void Header() {
+  std::printf("%-9s %3s %3s %7s %6s %7s %10s %12s %9s %9s %7s %12s %10s\n", "schedule", "S", "M", "repeats", "tok/mb",
+              "F", "flops/B", "f+b/mb (us)", "bubble", "formula", "ratio", "act/chip KiB", "step (us)");
+}
+
+}  // namespace
+}  // namespace tpuemu
+
+int main(int argc, char** argv) {
+  using namespace tpuemu;
+  int64_t tokens = 128;
+  std::vector<int64_t> mlps = {512, 2048, 8192, 32768};
+  if (argc > 1 && (!absl::SimpleAtoi(argv[1], &tokens) || tokens <= 0)) {
+    std::fprintf(stderr, "usage: pipeline_bubble [tokens per microbatch] [F,...]\n");
+    return 2;
+  }
+  if (argc > 2) {
+    mlps.clear();
+    for (auto part : absl::StrSplit(argv[2], ',')) {
+      int64_t f = 0;
+      if (!absl::SimpleAtoi(part, &f) || f <= 0) {
+        std::fprintf(stderr, "F: '%s' is not a positive integer\n", std::string(part).c_str());
+        return 2;
+      }
+      mlps.push_back(f);
+    }
+  }
+  const Schedule schedules[] = {{"gpipe", 1}, {"1f1b", 1}, {"circular", 2}};
+  std::printf("v5p ring of %d stages (wraparound), D = %lld, %d layers, %d microbatches of %lld tokens, one step "
+              "each; flops/B = 2 F L_stage, the chip's C / W_ici = 5100\n",
+              kStages, static_cast<long long>(kWidth), kLayers, kMicrobatches, static_cast<long long>(tokens));
+  Header();
+  for (int64_t f : mlps) {
+    for (const Schedule& s : schedules) Row("v5p", f, tokens, s);
+  }
+  const std::string slow = absl::StrCat("/tmp/pipeline-bubble-slow-v5p-", getpid(), ".yaml");
+  std::ofstream(slow) << "base: v5p\nname: v5p-compute-1e5-slower\nflops_bf16: 4.59e9\n";
+  std::printf("\nthe same on a v5p whose compute is 1e5 times slower (transfers negligible)\n");
+  Header();
+  for (const Schedule& s : schedules) Row(slow, mlps.front(), tokens, s);
+  std::remove(slow.c_str());
+  return 0;
+}
