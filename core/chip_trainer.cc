@@ -151,6 +151,8 @@ absl::Status ChipTrainer::Collective(CollectiveOp op, MeshAxisKind axis, LocalTe
 }
 
 uint64_t ChipTrainer::PermuteTag(bool forward, const PipelineOp& op, int group) const {
+  // Direction in bit 62, microbatch (at most 65536) in bits 44-61, group (at
+  // most num_layers <= 1e6) in 24-43, the chunk in the low 24 bits.
   return kPermuteTagBit | (forward ? 0 : uint64_t{1} << 62) | (static_cast<uint64_t>(op.microbatch) << 44) |
          (static_cast<uint64_t>(group) << 24);
 }
@@ -317,14 +319,13 @@ LocalTensor ChipTrainer::Loss(int m, const LocalTensor& x) {
   return dx;
 }
 
-absl::Status ChipTrainer::Accumulate(LocalTensor& sum, LocalTensor&& g) {
+void ChipTrainer::Accumulate(LocalTensor& sum, LocalTensor&& g) {
   if (sum.data == nullptr) {
     sum = std::move(g);
-    return absl::OkStatus();
+    return;
   }
   for (int64_t i = 0; i < g.elements(); ++i) sum.data[i] += g.data[i];
   Compute(ComputeKind::kOther, static_cast<double>(g.elements()), 3.0 * g.elements() * c_.dtype_bytes);
-  return absl::OkStatus();
 }
 
 absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
@@ -343,7 +344,7 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
   LocalTensor dwout = MatMul(a, true, dog, false);  // [F_t, D], partial over the batch
   Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwout, b_mb_), (a.elements() + dog.elements() + dwout.elements()) * bytes);
-  if (auto s = Accumulate(dwouts_[l], std::move(dwout)); !s.ok()) return s;
+  Accumulate(dwouts_[l], std::move(dwout));
   if (last) {
     if (auto s = ReduceGradient(dwouts_[l], 1, grad_ready_out_[l]); !s.ok()) return s;
   }
@@ -355,7 +356,7 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   Compute(ComputeKind::kOther, 2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
   LocalTensor dwin = MatMul(saved.xg, true, dh, false);  // [D, F_t], partial over the batch
   Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwin, b_mb_), (saved.xg.elements() + dh.elements() + dwin.elements()) * bytes);
-  if (auto s = Accumulate(dwins_[l], std::move(dwin)); !s.ok()) return s;
+  Accumulate(dwins_[l], std::move(dwin));
   if (last) {
     if (auto s = ReduceGradient(dwins_[l], 0, grad_ready_in_[l]); !s.ok()) return s;
   }
@@ -442,9 +443,10 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   grad_ready_in_.assign(layers, 0);
   grad_ready_out_.assign(layers, 0);
 
-  schedule_ = StageSchedule(c_.pipeline_schedule, stages_, stage_, c_.num_microbatches, c_.pipeline_repeats);
+  const std::vector<PipelineOp> schedule =
+      StageSchedule(c_.pipeline_schedule, stages_, stage_, c_.num_microbatches, c_.pipeline_repeats);
   weight_uses_.clear();
-  for (const PipelineOp& op : schedule_) {
+  for (const PipelineOp& op : schedule) {
     const int first = first_layer(op.group(stages_, stage_));
     for (int j = 0; j < layers_per_group_; ++j) weight_uses_.push_back(op.forward ? first + j : first + layers_per_group_ - 1 - j);
   }
@@ -454,7 +456,7 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   }
 
   // The stage's microbatches, in its schedule's order.
-  for (const PipelineOp& op : schedule_) {
+  for (const PipelineOp& op : schedule) {
     if (auto s = op.forward ? Forward(op) : Backward(op); !s.ok()) return s;
   }
   result_.pipeline_end_s = now_;

@@ -81,7 +81,7 @@ class ChipTrainer {
   RunOptions Options();
   absl::Status GatherOnce();
   // sum += g, charged as an elementwise op (a fresh sum takes g as it is).
-  absl::Status Accumulate(LocalTensor& sum, LocalTensor&& g);
+  void Accumulate(LocalTensor& sum, LocalTensor&& g);
   // Layer weights gathered over fsdp for the next weight use (a layer's
   // forward or backward, in the order of the stage's schedule). With
   // pipeline_fsdp_ag_once they were gathered once at the step's start.
@@ -120,13 +120,13 @@ class ChipTrainer {
   int stage_, stages_, layers_per_group_;
   std::vector<bool> owned_;  // by layer
   std::vector<LocalTensor> win_, wout_;  // empty where not owned
-  // The teacher, whole: it makes the targets (data generation, not charged).
+  // The teacher, whole, on the last stage: it makes the targets (data
+  // generation, not charged).
   std::vector<LocalTensor> teacher_win_, teacher_wout_;
   std::vector<std::vector<float>> m_in_, v_in_, m_out_, v_out_;
   std::map<std::tuple<int, int, uint64_t>, std::unique_ptr<CollectivePlan>> plans_;
   // Per step.
   int step_ = 0;
-  std::vector<PipelineOp> schedule_;
   std::vector<int> weight_uses_;  // the layer of each weight use, in order
   int next_use_ = 0;
   LinkClocks links_;

@@ -83,8 +83,7 @@ TEST(PipelineScheduleTest, EverySchedulesBubbleIsTheFormulaWithFreeTransfers) {
       EXPECT_EQ(peak, std::min(stages, m)) << "1f1b holds one microbatch per stage ahead";
       if (m < stages) continue;
       for (int r : {1, 2, 3}) {
-        // Equal splits of the work: a group is 1/r of a gpipe stage.
-        std::vector<std::vector<PipelineOp>> unused;
+        // Unit ops per group: the formula's assumption of equal work.
         EXPECT_NEAR(SimulatedBubble("circular", stages, m, r, &peak), BubbleFormula(stages, m, r), 1e-12)
             << stages << " stages, " << m << " microbatches, " << r << " repeats";
       }
@@ -290,6 +289,7 @@ struct Measured {
   double bubble = 0, formula = 0;
   uint64_t peak_activation_bytes = 0;
   double activation_estimate = 0;  // ChipMemory's item
+  uint64_t data_bytes = 0;         // busiest chip
 };
 
 Measured MeasureBubble(const std::string& shape, const std::string& mesh) {
@@ -301,6 +301,7 @@ Measured MeasureBubble(const std::string& shape, const std::string& mesh) {
   out.bubble = step.bubble_fraction;
   out.formula = step.bubble_formula;
   out.peak_activation_bytes = step.peak_activation_bytes;
+  out.data_bytes = step.comm_bytes[static_cast<int>(MeshAxisKind::kData)];
   for (const MemoryItem& item : ChipMemory(run.config, *run.mesh)) {
     if (item.name == "activations") out.activation_estimate = item.bytes;
   }
@@ -346,14 +347,19 @@ TEST(PipelineBubbleTest, OneFOneBHasGpipesBubbleWithFewerActivations) {
   EXPECT_DOUBLE_EQ(gpipe.peak_activation_bytes, gpipe.activation_estimate);
 }
 
-TEST(PipelineBubbleTest, MoreMicrobatchesShrinkTheBubble) {
+TEST(PipelineBubbleTest, MoreMicrobatchesShrinkTheBubbleNotTheGradientBytes) {
   const std::string mesh = "ici_pipeline_parallelism: 4\nici_data_parallelism: 2\nici_fsdp_parallelism: 1\n"
                            "num_layers: 4\n";
   double last = 1;
+  uint64_t data_bytes = 0;
   for (int m : {1, 2, 4, 8}) {
     const Measured got = MeasureBubble("2x4", mesh + absl::StrCat("num_pipeline_microbatches: ", m, "\n"));
     EXPECT_LT(got.bubble, last) << m << " microbatches";
     last = got.bubble;
+    // Gradients cross the data axis once per step, outside the microbatch loop.
+    if (m == 1) data_bytes = got.data_bytes;
+    EXPECT_GT(got.data_bytes, 0u);
+    EXPECT_EQ(got.data_bytes, data_bytes) << m << " microbatches";
   }
 }
 
