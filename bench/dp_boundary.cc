@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "core/host_trainer.h"
 #include "core/inprocess_pod.h"
+#include "core/train_job.h"
 #include "core/train_report.h"
 
 namespace tpuemu {
@@ -32,21 +33,20 @@ Point Measure(const Topology& topo, int64_t width, int64_t tokens_per_chip) {
       "ici_data_parallelism: -1\nici_fsdp_parallelism: 1\nemb_dim: ", width, "\nmlp_dim: ", width,
       "\nnum_layers: 1\nglobal_batch_tokens: ", tokens_per_chip * topo.num_chips(),
       "\nopt_type: sgd\nlearning_rate: 0.1\nsteps: 1\n");
-  auto config = ParseTrainConfig(yaml, "sweep");
-  if (!config.ok() || !ResolveMesh(*config, topo).ok()) {
-    std::fprintf(stderr, "bad sweep point: %s\n", std::string(config.status().message()).c_str());
+  auto job = PlanTrainJob({yaml, "sweep", 0}, topo, 0);
+  if (!job.ok()) {
+    std::fprintf(stderr, "bad sweep point: %s\n", std::string(job.status().message()).c_str());
     std::exit(1);
   }
-  auto mesh = TrainMesh::Create(*config, topo);
   InProcessPod pod(topo, 0);
-  HostTrainer trainer(*config, *mesh, pod.network(), 1);
+  HostTrainer trainer(job->config, job->mesh, pod.network(), 1);
   trainer.Prepare();
   auto chips = trainer.Run(0);
   if (!chips.ok()) {
     std::fprintf(stderr, "step failed: %s\n", std::string(chips.status().message()).c_str());
     std::exit(1);
   }
-  const StepReport r = SummarizeStep(*config, topo, *chips);
+  const StepReport r = SummarizeStep(job->config, topo, *chips);
   const int data = static_cast<int>(MeshAxisKind::kData);
   return {tokens_per_chip, r.compute_parts_s[1], r.comm_s[data], r.emulated_s, r.exposed_comm_s[data], r.compute_s};
 }

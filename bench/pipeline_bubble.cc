@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "core/host_trainer.h"
 #include "core/inprocess_pod.h"
+#include "core/train_job.h"
 #include "core/train_report.h"
 
 namespace tpuemu {
@@ -43,21 +44,20 @@ void Row(const std::string& chip, int64_t mlp, int64_t tokens, const Schedule& s
       "\nnum_pipeline_repeats: ", s.repeats, "\nnum_pipeline_microbatches: ", kMicrobatches, "\nemb_dim: ", kWidth,
       "\nmlp_dim: ", mlp, "\nnum_layers: ", kLayers, "\nglobal_batch_tokens: ", tokens * kMicrobatches,
       "\nopt_type: sgd\nlearning_rate: 0.1\n");
-  auto config = topo.ok() ? ParseTrainConfig(yaml, "sweep") : topo.status();
-  if (!config.ok() || !ResolveMesh(*config, *topo).ok()) {
-    std::fprintf(stderr, "bad sweep point: %s\n", std::string(config.status().message()).c_str());
+  auto job = topo.ok() ? PlanTrainJob({yaml, "sweep", 0}, *topo, 0) : topo.status();
+  if (!job.ok()) {
+    std::fprintf(stderr, "bad sweep point: %s\n", std::string(job.status().message()).c_str());
     std::exit(1);
   }
-  auto mesh = TrainMesh::Create(*config, *topo);
   InProcessPod pod(*topo, 0);
-  HostTrainer trainer(*config, *mesh, pod.network(), 1);
+  HostTrainer trainer(job->config, job->mesh, pod.network(), 1);
   trainer.Prepare();
   auto chips = trainer.Run(0);
   if (!chips.ok()) {
     std::fprintf(stderr, "step failed: %s\n", std::string(chips.status().message()).c_str());
     std::exit(1);
   }
-  const StepReport r = SummarizeStep(*config, *topo, *chips);
+  const StepReport r = SummarizeStep(job->config, *topo, *chips);
   // A stage's forward and backward of one microbatch through one group.
   const double per_op = r.compute_s / (kMicrobatches * s.repeats);
   const double intensity = 2.0 * mlp * kLayers / (kStages * s.repeats);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -150,12 +151,11 @@ int List(const JobOptions& o) {
   }
   std::printf("%-10s %-10s %-10s %6s  %s\n", "id", "kind", "state", "steps", "what");
   for (const v1::Job& j : *jobs) {
-    const nlohmann::json js = JobJson(j);
     std::string what = j.has_train()    ? j.train().source()
                        : j.has_matmul() ? j.matmul().expr()
                                         : absl::StrCat(j.collective().op(), " ", FormatBytes(j.collective().bytes()));
     std::printf("%-10s %-10s %-10s %6d  %s\n", j.id().c_str(), JobKind(j).c_str(),
-                js["state"].get<std::string>().c_str(), j.steps_size(), what.c_str());
+                JobState(j).c_str(), j.steps_size(), what.c_str());
   }
   return 0;
 }
@@ -169,8 +169,7 @@ int Status(const JobOptions& o) {
     std::cout << JobJson(*job).dump(2) << "\n";
     return 0;
   }
-  const nlohmann::json js = JobJson(*job);
-  std::printf("%s (%s): %s%s\n", job->id().c_str(), JobKind(*job).c_str(), js["state"].get<std::string>().c_str(),
+  std::printf("%s (%s): %s%s\n", job->id().c_str(), JobKind(*job).c_str(), JobState(*job).c_str(),
               job->error().empty() ? "" : (": " + job->error()).c_str());
   if (job->has_train()) {
     std::printf("mesh %s\n", job->train_summary().mesh().c_str());
@@ -198,7 +197,7 @@ int Cancel(const JobOptions& o) {
   if (!job.ok()) return Fail(job.status());
   auto done = Follow(**client, o.id, true);
   if (!done.ok()) return Fail(done.status());
-  std::printf("%s: %s\n", o.id.c_str(), JobJson(*done)["state"].get<std::string>().c_str());
+  std::printf("%s: %s\n", o.id.c_str(), JobState(*done).c_str());
   return 0;
 }
 
@@ -225,10 +224,13 @@ nlohmann::json ChromeTrace(const v1::JobTrace& trace) {
     };
     return key(a) < key(b);
   };
-  std::vector<std::string> tracks;
-  for (const v1::TraceEvent& e : trace.events()) tracks.push_back(e.track());
+  const std::set<std::string> distinct = [&] {
+    std::set<std::string> names;
+    for (const v1::TraceEvent& e : trace.events()) names.insert(e.track());
+    return names;
+  }();
+  std::vector<std::string> tracks(distinct.begin(), distinct.end());
   std::sort(tracks.begin(), tracks.end(), natural);
-  tracks.erase(std::unique(tracks.begin(), tracks.end()), tracks.end());
   std::map<std::string, int> tid;
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "chips"}}}});

@@ -119,11 +119,15 @@ nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& sum
           {"peak_activation_bytes", s.peak_activation_bytes()}};
 }
 
-nlohmann::json JobJson(const v1::Job& job) {
+std::string JobState(const v1::Job& job) {
   static const char* kStates[] = {"unspecified", "pending", "running", "succeeded", "failed", "cancelled"};
+  return kStates[job.state()];
+}
+
+nlohmann::json JobJson(const v1::Job& job) {
   nlohmann::json out = {{"id", job.id()},
                         {"kind", JobKind(job)},
-                        {"state", kStates[job.state()]},
+                        {"state", JobState(job)},
                         {"submitted_unix_s", job.submitted_unix_s()}};
   if (!job.error().empty()) out["error"] = job.error();
   if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();

@@ -15,6 +15,7 @@ nlohmann::json MatmulJson(const v1::MatmulResult& r, const std::string& job);
 nlohmann::json TrainStepJson(const v1::TrainStep& step, const v1::TrainSummary& summary);
 // Any job: id, state, error, kind, times and the kind's result.
 nlohmann::json JobJson(const v1::Job& job);
-std::string JobKind(const v1::Job& job);  // "collective" | "matmul" | "train"
+std::string JobKind(const v1::Job& job);   // "collective" | "matmul" | "train"
+std::string JobState(const v1::Job& job);  // "pending" | "running" | "succeeded" | "failed" | "cancelled"
 
 }  // namespace tpuemu

@@ -45,6 +45,10 @@ ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int c
   stages_ = mesh.stages();
   stage_ = mesh.Stage(chip);
   layers_per_group_ = c_.num_layers / (stages_ * c_.pipeline_repeats);
+  if (stages_ > 1) {
+    previous_stage_ = mesh.StageNeighbor(chip, -1);
+    next_stage_ = mesh.StageNeighbor(chip, +1);
+  }
 }
 
 void ChipTrainer::Prepare() {
@@ -77,15 +81,8 @@ void ChipTrainer::Prepare() {
     m_out_[l].assign(f_t_ * d_f_, 0.0f);
     v_out_[l].assign(f_t_ * d_f_, 0.0f);
   }
-  if (stage_ != stages_ - 1) return;
   // The last stage computes the loss: it makes the targets with the teacher.
-  for (int l = 0; l < c_.num_layers; ++l) {
-    LocalTensor tw = LocalTensor::Allocate({d, f}), to = LocalTensor::Allocate({f, d});
-    for (int64_t i = 0; i < d * f; ++i) tw.data[i] = WeightValue(c_, WeightStream::kTeacher, l, false, i);
-    for (int64_t i = 0; i < f * d; ++i) to.data[i] = WeightValue(c_, WeightStream::kTeacher, l, true, i);
-    teacher_win_.push_back(std::move(tw));
-    teacher_wout_.push_back(std::move(to));
-  }
+  if (stage_ == stages_ - 1) teacher_ = InitWeights(c_, WeightStream::kTeacher);
 }
 
 const CollectivePlan* ChipTrainer::PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements) {
@@ -157,8 +154,8 @@ uint64_t ChipTrainer::PermuteTag(bool forward, const PipelineOp& op, int group) 
          (static_cast<uint64_t>(group) << 24);
 }
 
-absl::Status ChipTrainer::SendToStage(int delta, bool forward, const PipelineOp& op, int group, const LocalTensor& t) {
-  const StageLink to = mesh_.StageNeighbor(chip_, delta);
+absl::Status ChipTrainer::SendToStage(bool forward, const PipelineOp& op, int group, const LocalTensor& t) {
+  const StageLink& to = forward ? next_stage_ : previous_stage_;
   auto arrival = PermuteSend(net_, links_, Options(), chip_, to.peer, to.axis, to.dir, PermuteTag(forward, op, group),
                              t, c_.dtype_bytes, now_);
   if (!arrival.ok()) return arrival.status();
@@ -168,8 +165,8 @@ absl::Status ChipTrainer::SendToStage(int delta, bool forward, const PipelineOp&
   return absl::OkStatus();
 }
 
-absl::Status ChipTrainer::ReceiveFromStage(int delta, bool forward, const PipelineOp& op, int group, LocalTensor& t) {
-  const StageLink from = mesh_.StageNeighbor(chip_, delta);
+absl::Status ChipTrainer::ReceiveFromStage(bool forward, const PipelineOp& op, int group, LocalTensor& t) {
+  const StageLink& from = forward ? previous_stage_ : next_stage_;
   auto arrival = PermuteReceive(net_, Options(), chip_, from.peer, PermuteTag(forward, op, group), t);
   if (!arrival.ok()) return arrival.status();
   wall_mark_ = WallClock::now();
@@ -190,17 +187,18 @@ void ChipTrainer::WaitForGradient(double ready) {
   Wait(mesh_.size(MeshAxisKind::kData) > 1 ? MeshAxisKind::kData : MeshAxisKind::kFsdp, ready, "reduced gradients");
 }
 
+void ChipTrainer::IssueGathers(int layer, Ahead& a) {
+  a.win = win_[layer];
+  a.wout = wout_[layer];
+  a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.win, 0, &a.in_ready);
+  if (a.status.ok()) a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.wout, 1, &a.out_ready);
+}
+
 ChipTrainer::Ahead& ChipTrainer::Current(int use) {
-  auto issue = [&](int u) {
-    Ahead& a = ahead_[u];
-    a.win = win_[weight_uses_[u]];
-    a.wout = wout_[weight_uses_[u]];
-    a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.win, 0, &a.in_ready);
-    if (a.status.ok()) a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.wout, 1, &a.out_ready);
-  };
   for (auto it = ahead_.begin(); it != ahead_.end() && it->first < use;) it = ahead_.erase(it);
-  if (!ahead_.count(use)) issue(use);
-  if (use + 1 < static_cast<int>(weight_uses_.size()) && !ahead_.count(use + 1)) issue(use + 1);
+  for (int u : {use, use + 1}) {
+    if (u < static_cast<int>(weight_uses_.size()) && !ahead_.count(u)) IssueGathers(weight_uses_[u], ahead_[u]);
+  }
   return ahead_[use];
 }
 
@@ -229,10 +227,8 @@ absl::Status ChipTrainer::GatherOnce() {
   for (int layer : weight_uses_) {
     if (gathered_once_.count(layer)) continue;
     Ahead& a = gathered_once_[layer];
-    a.win = win_[layer];
-    a.wout = wout_[layer];
-    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.win, 0, &a.in_ready); !s.ok()) return s;
-    if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.wout, 1, &a.out_ready); !s.ok()) return s;
+    IssueGathers(layer, a);
+    if (!a.status.ok()) return a.status;
   }
   return absl::OkStatus();
 }
@@ -270,14 +266,10 @@ LocalTensor ChipTrainer::MicrobatchTokens(int m, bool targets) const {
   // Microbatch m is rows [m B/M, (m+1) B/M) of the global batch; the chip
   // has its batch shard's share of them.
   const int64_t first = m * (c_.global_batch_tokens / c_.num_microbatches) + bi_ * b_mb_;
-  const std::vector<float> tokens = BatchTokens(c_, step_, first, b_mb_);
+  std::vector<float> tokens = BatchTokens(c_, step_, first, b_mb_);
+  if (targets) ForwardPass(c_, teacher_, tokens);
   LocalTensor x = LocalTensor::Allocate({b_mb_, c_.emb_dim});
   std::memcpy(x.data.get(), tokens.data(), tokens.size() * sizeof(float));
-  for (int l = 0; targets && l < c_.num_layers; ++l) {
-    LocalTensor th = MatMul(x, false, teacher_win_[l], false);
-    for (int64_t i = 0; i < th.elements(); ++i) th.data[i] = Activate(c_.activation, th.data[i]);
-    x = MatMul(th, false, teacher_wout_[l], false);
-  }
   return SliceBlock(x, 1, mesh_.size(MeshAxisKind::kTensor), ti_);
 }
 
@@ -383,7 +375,7 @@ absl::Status ChipTrainer::Forward(const PipelineOp& op) {
     x = MicrobatchTokens(op.microbatch, false);
   } else {
     x = LocalTensor::Allocate({b_mb_, d_t_});
-    if (auto s = ReceiveFromStage(-1, true, op, group, x); !s.ok()) return s;
+    if (auto s = ReceiveFromStage(true, op, group, x); !s.ok()) return s;
   }
   const double start = now_;
   for (int l = first_layer(group); l < first_layer(group + 1); ++l) {
@@ -391,7 +383,7 @@ absl::Status ChipTrainer::Forward(const PipelineOp& op) {
   }
   if (group == groups - 1) {
     loss_grad_[op.microbatch] = Loss(op.microbatch, x);
-  } else if (auto s = SendToStage(+1, true, op, group + 1, x); !s.ok()) {
+  } else if (auto s = SendToStage(true, op, group + 1, x); !s.ok()) {
     return s;
   }
   result_.trace.push_back({Track(), SpanName(op, group), start, now_, 0});
@@ -406,14 +398,14 @@ absl::Status ChipTrainer::Backward(const PipelineOp& op) {
     loss_grad_.erase(op.microbatch);
   } else {
     dx = LocalTensor::Allocate({b_mb_, d_t_});
-    if (auto s = ReceiveFromStage(+1, false, op, group, dx); !s.ok()) return s;
+    if (auto s = ReceiveFromStage(false, op, group, dx); !s.ok()) return s;
   }
   const double start = now_;
   for (int l = first_layer(group + 1) - 1; l >= first_layer(group); --l) {
     if (auto s = LayerBackward(op.microbatch, l, dx); !s.ok()) return s;
   }
   if (group > 0) {
-    if (auto s = SendToStage(-1, false, op, group - 1, dx); !s.ok()) return s;
+    if (auto s = SendToStage(false, op, group - 1, dx); !s.ok()) return s;
   }
   result_.trace.push_back({Track(), SpanName(op, group), start, now_, 0});
   return absl::OkStatus();

@@ -31,6 +31,7 @@
 #include "core/pipeline_schedule.h"
 #include "core/train_config.h"
 #include "core/train_mesh.h"
+#include "core/train_model.h"
 
 namespace tpuemu {
 
@@ -73,8 +74,10 @@ class ChipTrainer {
   LocalTensor Loss(int m, const LocalTensor& x);
   // The chip's rows of microbatch m: tokens, or the teacher's targets.
   LocalTensor MicrobatchTokens(int m, bool targets) const;
-  absl::Status SendToStage(int delta, bool forward, const PipelineOp& op, int group, const LocalTensor& t);
-  absl::Status ReceiveFromStage(int delta, bool forward, const PipelineOp& op, int group, LocalTensor& t);
+  // Forward: activations to the next stage, from the previous one; backward:
+  // gradients to the previous stage, from the next one.
+  absl::Status SendToStage(bool forward, const PipelineOp& op, int group, const LocalTensor& t);
+  absl::Status ReceiveFromStage(bool forward, const PipelineOp& op, int group, LocalTensor& t);
   int first_layer(int group) const { return group * layers_per_group_; }
   uint64_t PermuteTag(bool forward, const PipelineOp& op, int group) const;
   std::string SpanName(const PipelineOp& op, int group) const;
@@ -95,6 +98,8 @@ class ChipTrainer {
     absl::Status status;
   };
   Ahead& Current(int use);
+  // Issues the gathers of a layer's Win and Wout ahead into `a`.
+  void IssueGathers(int layer, Ahead& a);
   enum class ComputeKind { kForwardMatmul = 0, kBackwardMatmul = 1, kOther = 2 };
   void Compute(ComputeKind kind, double flops, double hbm_bytes);
   // ReduceScatter over fsdp, then AllReduce over data, issued ahead; `ready`
@@ -118,11 +123,12 @@ class ChipTrainer {
   int64_t b_mb_;                 // the chip's rows of one microbatch
   int bi_, fi_, ti_;             // batch, fsdp and tensor indices
   int stage_, stages_, layers_per_group_;
+  StageLink previous_stage_, next_stage_;  // with more than one stage
   std::vector<bool> owned_;  // by layer
   std::vector<LocalTensor> win_, wout_;  // empty where not owned
   // The teacher, whole, on the last stage: it makes the targets (data
   // generation, not charged).
-  std::vector<LocalTensor> teacher_win_, teacher_wout_;
+  ModelWeights teacher_;
   std::vector<std::vector<float>> m_in_, v_in_, m_out_, v_out_;
   std::map<std::tuple<int, int, uint64_t>, std::unique_ptr<CollectivePlan>> plans_;
   // Per step.

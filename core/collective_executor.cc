@@ -22,6 +22,40 @@ float RoundToBf16(float x) {
   return x;
 }
 
+absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
+                                           int peer, Axis axis, int dir, uint64_t tag,
+                                           const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
+                                           int dtype_bytes, double ready, const std::string& what) {
+  LinkSender* sender = net.Link(chip, axis, dir);
+  if (sender == nullptr) {
+    return absl::InternalError(absl::StrCat("chip ", chip, " has no ", AxisName(axis), dir > 0 ? "+" : "-",
+                                            " link to chip ", peer));
+  }
+  uint64_t elements = 0;
+  for (const Range& r : ranges) elements += r.len;
+  const double emu_bytes = static_cast<double>(elements) * dtype_bytes;
+  auto [it, _] = links.try_emplace({static_cast<int>(axis), dir}, net.topology().Link(axis));
+  const EmuLink::Booking booking = it->second.Book(emu_bytes, ready);
+  if (options.trace != nullptr) {
+    options.trace->push_back({absl::StrCat("link ", chip, "->", peer, " ", AxisName(axis), dir > 0 ? "+" : "-"), what,
+                              booking.start, booking.end, static_cast<uint64_t>(emu_bytes)});
+  }
+  Frame frame;
+  frame.header = {options.job, chip, peer, tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
+  if (options.wire_bf16) {
+    frame.payload.resize(elements);
+    float* out = frame.payload.data();
+    for (const Range& r : ranges) {
+      for (uint64_t i = 0; i < r.len; ++i) *out++ = RoundToBf16(buffer[r.offset + i]);
+    }
+  } else {
+    for (const Range& r : ranges) frame.lent.push_back({buffer.get() + r.offset, r.len});
+    frame.lender = buffer;
+  }
+  sender->Enqueue(std::move(frame));
+  return booking;
+}
+
 class ChipCollective::Impl {
  public:
   Impl(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
@@ -103,34 +137,9 @@ class ChipCollective::Impl {
   }
 
   absl::Status Send(const ChunkOp& op) {
-    LinkSender* sender = net_.Link(chip_, op.axis, op.dir);
-    if (sender == nullptr) {
-      return absl::InternalError(absl::StrCat("chip ", chip_, " has no ", AxisName(op.axis), op.dir > 0 ? "+" : "-",
-                                              " link but its plan sends on it"));
-    }
-    const double emu_bytes = static_cast<double>(op.elements) * dtype_;
-    auto [it, _] = links_->try_emplace({static_cast<int>(op.axis), op.dir}, net_.topology().Link(op.axis));
-    const EmuLink::Booking booking = it->second.Book(emu_bytes, ReadyTime(op));
-    if (options_.trace != nullptr) {
-      options_.trace->push_back({absl::StrCat("link ", chip_, "->", op.peer, " ", AxisName(op.axis), op.dir > 0 ? "+" : "-"),
-                                 absl::StrCat("to chip ", op.peer), booking.start, booking.end,
-                                 static_cast<uint64_t>(emu_bytes)});
-    }
-
-    Frame frame;
-    frame.header = {options_.job, chip_, op.peer, op.tag | options_.tag_base, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
-    if (options_.wire_bf16) {
-      frame.payload.resize(op.elements);
-      float* out = frame.payload.data();
-      for (const Range& r : op.ranges) {
-        for (uint64_t i = 0; i < r.len; ++i) *out++ = RoundToBf16(buffer_[r.offset + i]);
-      }
-    } else {
-      for (const Range& r : op.ranges) frame.lent.push_back({buffer_.get() + r.offset, r.len});
-      frame.lender = buffer_;
-    }
-    sender->Enqueue(std::move(frame));
-    return absl::OkStatus();
+    return SendChunk(net_, *links_, options_, chip_, op.peer, op.axis, op.dir, op.tag | options_.tag_base, buffer_,
+                     op.ranges, dtype_, ReadyTime(op), absl::StrCat("to chip ", op.peer))
+        .status();
   }
 
   absl::Status Receive(const ChunkOp& op) {

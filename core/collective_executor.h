@@ -81,6 +81,16 @@ struct RunOptions {
 // x rounded to the nearest bfloat16 (ties to even), as a float.
 float RoundToBf16(float x);
 
+// One chunk onto a chip's outgoing link: books `ranges` of `buffer`
+// (`dtype_bytes` emulated bytes per element) on the link's emulated clock
+// from `ready` on (`links` holds the chip's link clocks), records the
+// transfer in options.trace as `what`, and queues the frame, lent from the
+// buffer or rounded to bf16 for a bf16 wire. Returns the booking.
+absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
+                                           int peer, Axis axis, int dir, uint64_t tag,
+                                           const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
+                                           int dtype_bytes, double ready, const std::string& what);
+
 // One chip's run in three phases, so that a host can keep its chips in step:
 // nobody's allocation or checking competes with another chip's data movement.
 class ChipCollective {

@@ -17,36 +17,14 @@ int64_t Chunks(const LocalTensor& t) { return std::max<int64_t>(1, (t.elements()
 absl::StatusOr<double> PermuteSend(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
                                    int peer, Axis axis, int dir, uint64_t tag, const LocalTensor& t, int dtype_bytes,
                                    double ready) {
-  LinkSender* sender = net.Link(chip, axis, dir);
-  if (sender == nullptr) {
-    return absl::InternalError(absl::StrCat("chip ", chip, " has no ", AxisName(axis), dir > 0 ? "+" : "-",
-                                            " link to chip ", peer));
-  }
-  auto [it, _] = links.try_emplace({static_cast<int>(axis), dir}, net.topology().Link(axis));
-  const int64_t chunks = Chunks(t);
   double arrival = ready;
-  for (int64_t c = 0; c < chunks; ++c) {
+  for (int64_t c = 0; c < Chunks(t); ++c) {
     const int64_t first = c * kChunkElements;
-    const int64_t n = std::min(kChunkElements, t.elements() - first);
-    const double bytes = static_cast<double>(n) * dtype_bytes;
-    const EmuLink::Booking booking = it->second.Book(bytes, ready);
-    arrival = booking.arrival;
-    if (options.trace != nullptr) {
-      options.trace->push_back({absl::StrCat("link ", chip, "->", peer, " ", AxisName(axis), dir > 0 ? "+" : "-"),
-                                absl::StrCat("permute to chip ", peer), booking.start, booking.end,
-                                static_cast<uint64_t>(bytes)});
-    }
-    Frame frame;
-    frame.header = {options.job, chip, peer, tag | static_cast<uint64_t>(c), booking.arrival,
-                    static_cast<uint64_t>(bytes), 0, 0};
-    if (options.wire_bf16) {
-      frame.payload.resize(n);
-      for (int64_t i = 0; i < n; ++i) frame.payload[i] = RoundToBf16(t.data[first + i]);
-    } else {
-      frame.lent.push_back({t.data.get() + first, static_cast<size_t>(n)});
-      frame.lender = t.data;
-    }
-    sender->Enqueue(std::move(frame));
+    const Range range{static_cast<uint64_t>(first), static_cast<uint64_t>(std::min(kChunkElements, t.elements() - first))};
+    auto booking = SendChunk(net, links, options, chip, peer, axis, dir, tag | static_cast<uint64_t>(c), t.data, {range},
+                             dtype_bytes, ready, absl::StrCat("permute to chip ", peer));
+    if (!booking.ok()) return booking.status();
+    arrival = booking->arrival;
   }
   return arrival;
 }

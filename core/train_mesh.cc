@@ -90,8 +90,8 @@ StageLink TrainMesh::StageNeighbor(int chip, int delta) const {
   const int peer = topo_.ChipId(coord);
   // Forward on the axis' + links, unless that way has no link to the peer
   // (the last stage of a line, or two stages without wraparound).
-  const int dir = topo_.Neighbor(chip, axis, delta > 0 ? +1 : -1) == peer ? (delta > 0 ? +1 : -1) : (delta > 0 ? -1 : +1);
-  return {peer, axis, dir};
+  const int toward = delta > 0 ? +1 : -1;
+  return {peer, axis, topo_.Neighbor(chip, axis, toward) == peer ? toward : -toward};
 }
 
 int TrainMesh::size(MeshAxisKind kind) const {

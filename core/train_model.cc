@@ -17,17 +17,6 @@ float Uniform(uint64_t seed, uint64_t stream, uint64_t index) {
 
 constexpr uint64_t kWeightStream = 1, kBatchStream = 2;
 
-// x <- the model's output on x (B x D), forward only.
-void Forward(const TrainConfig& c, const ModelWeights& m, std::vector<float>& x) {
-  const int64_t b = static_cast<int64_t>(x.size()) / c.emb_dim, d = c.emb_dim, f = c.mlp_dim;
-  std::vector<float> h(b * f);
-  for (int l = 0; l < c.num_layers; ++l) {
-    MatMul(x.data(), b, d, false, m.win[l].data(), d, f, false, h.data());
-    for (float& e : h) e = Activate(c.activation, e);
-    MatMul(h.data(), b, f, false, m.wout[l].data(), f, d, false, x.data());
-  }
-}
-
 }  // namespace
 
 float WeightValue(const TrainConfig& c, WeightStream stream, int layer, bool out, int64_t index) {
@@ -36,6 +25,16 @@ float WeightValue(const TrainConfig& c, WeightStream stream, int layer, bool out
   const float scale = std::sqrt(3.0f / static_cast<float>(fan_in));
   const uint64_t which = (static_cast<uint64_t>(stream) << 40) | (static_cast<uint64_t>(layer) << 1) | (out ? 1 : 0);
   return scale * Uniform(c.seed, kWeightStream, SplitMix64(which) ^ static_cast<uint64_t>(index));
+}
+
+void ForwardPass(const TrainConfig& c, const ModelWeights& m, std::vector<float>& x) {
+  const int64_t b = static_cast<int64_t>(x.size()) / c.emb_dim, d = c.emb_dim, f = c.mlp_dim;
+  std::vector<float> h(b * f);
+  for (int l = 0; l < c.num_layers; ++l) {
+    MatMul(x.data(), b, d, false, m.win[l].data(), d, f, false, h.data());
+    for (float& e : h) e = Activate(c.activation, e);
+    MatMul(h.data(), b, f, false, m.wout[l].data(), f, d, false, x.data());
+  }
 }
 
 ModelWeights InitWeights(const TrainConfig& c, WeightStream stream) {
@@ -54,8 +53,8 @@ ModelWeights InitWeights(const TrainConfig& c, WeightStream stream) {
 double BatchLoss(const TrainConfig& c, const ModelWeights& w, int step) {
   const int64_t b = c.global_batch_tokens, d = c.emb_dim;
   std::vector<float> x = BatchTokens(c, step, 0, b), y = x;
-  Forward(c, InitWeights(c, WeightStream::kTeacher), y);
-  Forward(c, w, x);
+  ForwardPass(c, InitWeights(c, WeightStream::kTeacher), y);
+  ForwardPass(c, w, x);
   double loss = 0;
   for (int64_t i = 0; i < b * d; ++i) loss += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
   return loss / static_cast<double>(b * d);
@@ -131,7 +130,7 @@ StepRecord ReferenceTrainer::Step() {
 
   // Teacher targets.
   std::vector<float> y = x0;
-  Forward(c_, teacher_, y);
+  ForwardPass(c_, teacher_, y);
 
   // Forward, keeping every layer's input and pre-activation.
   std::vector<std::vector<float>> xs(layers + 1), hs(layers);

@@ -23,6 +23,9 @@ enum class WeightStream { kStudent = 0, kTeacher = 1 };
 float WeightValue(const TrainConfig& c, WeightStream stream, int layer, bool out, int64_t index);
 ModelWeights InitWeights(const TrainConfig& c, WeightStream stream);
 
+// x (B x D, row-major) <- the model's output on x, forward only.
+void ForwardPass(const TrainConfig& c, const ModelWeights& weights, std::vector<float>& x);
+
 // The loss of `weights` on the batch of `step` (forward only).
 double BatchLoss(const TrainConfig& c, const ModelWeights& weights, int step);
 

@@ -23,8 +23,9 @@ struct MemoryItem {
 std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh);
 double ChipHbmBytes(const TrainConfig& c, const Topology& topo);
 
-// Host memory (fp32) one emulated chip holds: the whole teacher, its shards
-// of weights, gradients and Adam moments, activations, gathered weights.
+// Host memory (fp32) one emulated chip holds: the whole teacher (with
+// pipeline stages only the last stage's chips keep it: an upper bound), its
+// shards of weights, gradients and Adam moments, activations, gathered weights.
 double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh);
 // Host memory all of a pod's chips may hold together: a local pod's chips
 // share this machine.

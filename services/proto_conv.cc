@@ -160,9 +160,6 @@ v1::CollectiveResult ToProto(const CollectiveReport& r) {
   return p;
 }
 
-}  // namespace tpuemu
-
-namespace tpuemu {
 
 v1::MatmulSpec ToProto(const MatmulSpec& spec) {
   v1::MatmulSpec p;

@@ -4,6 +4,7 @@
 
 #include "core/host_trainer.h"
 #include "core/inprocess_pod.h"
+#include "core/train_job.h"
 #include "core/train_model.h"
 #include "gtest/gtest.h"
 
@@ -32,24 +33,17 @@ ComparedRun TrainAndCompare(const std::string& topology, int slices, const std::
     ADD_FAILURE() << topo.status();
     return run;
   }
-  auto config = ParseTrainConfig(job_text, "job.yaml");
-  if (!config.ok()) {
-    ADD_FAILURE() << config.status();
+  auto job = PlanTrainJob({job_text, "job.yaml", 0}, *topo, 0);
+  if (!job.ok()) {
+    ADD_FAILURE() << job.status();
     return run;
   }
-  if (auto s = ResolveMesh(*config, *topo); !s.ok()) {
-    ADD_FAILURE() << s;
-    return run;
-  }
-  auto mesh = TrainMesh::Create(*config, *topo);
-  if (!mesh.ok()) {
-    ADD_FAILURE() << mesh.status();
-    return run;
-  }
+  const TrainConfig& config = job->config;
+  const TrainMesh& mesh = job->mesh;
   InProcessPod pod(*topo, 0);
-  HostTrainer sharded(*config, *mesh, pod.network(), 1);
+  HostTrainer sharded(config, mesh, pod.network(), 1);
   sharded.Prepare();
-  ReferenceTrainer reference(*config);
+  ReferenceTrainer reference(config);
   for (int s = 0; s < steps; ++s) {
     auto chips = sharded.Run(s);
     if (!chips.ok()) {
@@ -58,37 +52,37 @@ ComparedRun TrainAndCompare(const std::string& topology, int slices, const std::
     }
     double sum = 0;
     for (const ChipRunResult& c : *chips) sum += c.loss_sum;
-    const double loss = sum / static_cast<double>(config->global_batch_tokens * config->emb_dim);
+    const double loss = sum / static_cast<double>(config.global_batch_tokens * config.emb_dim);
     const double want = reference.Step().loss;
-    EXPECT_NEAR(loss, want, 1e-5 * want) << "step " << s << " on " << mesh->Describe();
+    EXPECT_NEAR(loss, want, 1e-5 * want) << "step " << s << " on " << mesh.Describe();
     run.losses.push_back(loss);
     run.steps.push_back(*std::move(chips));
   }
   const ModelWeights& ref = reference.weights();
-  const int64_t d = config->emb_dim, f = config->mlp_dim;
+  const int64_t d = config.emb_dim, f = config.mlp_dim;
   // Adam divides each gradient element by its own running RMS, so an
   // element that is a near-cancelling sum moves by lr x sign-ish(g) and
   // carries its summation-order error (microbatches, shards) into the
   // update at full relative size: allow 1e-3 of a step per step for it.
   // A wrong gradient moves weights by the order of lr per step.
-  const double adam_slack = config->opt_type == "adam" ? 1e-3 * config->learning_rate * steps : 0;
-  std::vector<int> holders(config->num_layers, 0);
+  const double adam_slack = config.opt_type == "adam" ? 1e-3 * config.learning_rate * steps : 0;
+  std::vector<int> holders(config.num_layers, 0);
   for (const auto& chip : sharded.chips()) {
-    for (int l = 0; l < config->num_layers; ++l) {
+    for (int l = 0; l < config.num_layers; ++l) {
       if (!chip->owns(l)) continue;
       ++holders[l];
       double err = 0, scale = 0;
       CompareShard(chip->win(l), ref.win[l], f, chip->d_offset(), chip->f_offset(), err, scale);
       CompareShard(chip->wout(l), ref.wout[l], d, chip->f_offset(), chip->d_offset(), err, scale);
-      EXPECT_LE(err, 1e-5 * scale + adam_slack) << "layer " << l << " on " << mesh->Describe();
+      EXPECT_LE(err, 1e-5 * scale + adam_slack) << "layer " << l << " on " << mesh.Describe();
     }
   }
   // Every layer lives on the chips of one stage: the pod over stages.
-  for (int l = 0; l < config->num_layers; ++l) EXPECT_EQ(holders[l], topo->num_chips() / mesh->stages()) << "layer " << l;
+  for (int l = 0; l < config.num_layers; ++l) EXPECT_EQ(holders[l], topo->num_chips() / mesh.stages()) << "layer " << l;
   run.ok = true;
-  run.config = *config;
+  run.config = config;
   run.topo = *topo;
-  run.mesh = *mesh;
+  run.mesh = mesh;
   return run;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/host_trainer.h"
 #include "core/inprocess_pod.h"
+#include "core/train_job.h"
 #include "core/train_model.h"
 #include "core/train_report.h"
 #include "gtest/gtest.h"
@@ -105,19 +106,18 @@ struct Trained {
 Trained TrainOn(const std::string& shape, const std::string& extra, int steps = 3,
                 const std::string& sizes = "emb_dim: 64\nmlp_dim: 256\nglobal_batch_tokens: 64\n") {
   auto topo = Topology::Create({shape, 1, 1, "auto"});
-  auto config = ParseTrainConfig("ici_fsdp_parallelism: -1\nnum_layers: 3\nseed: 11\nlearning_rate: 0.01\n" + sizes +
-                                 extra, "t.yaml");
-  EXPECT_TRUE(config.ok()) << config.status();
-  EXPECT_TRUE(ResolveMesh(*config, *topo).ok());
-  auto mesh = TrainMesh::Create(*config, *topo);
+  auto job = PlanTrainJob(
+      {"ici_fsdp_parallelism: -1\nnum_layers: 3\nseed: 11\nlearning_rate: 0.01\n" + sizes + extra, "t.yaml", 0}, *topo, 0);
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return {};
   InProcessPod pod(*topo, 0);
-  HostTrainer trainer(*config, *mesh, pod.network(), 1);
+  HostTrainer trainer(job->config, job->mesh, pod.network(), 1);
   trainer.Prepare();
   Trained t;
   for (int s = 0; s < steps; ++s) {
     auto chips = trainer.Run(s);
     EXPECT_TRUE(chips.ok()) << chips.status();
-    const StepReport r = SummarizeStep(*config, *topo, *chips);
+    const StepReport r = SummarizeStep(job->config, *topo, *chips);
     t.losses.push_back(r.loss);
     t.exposed_fsdp_s = r.exposed_comm_s[static_cast<int>(MeshAxisKind::kFsdp)];
     t.step_s = r.emulated_s;
