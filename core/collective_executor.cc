@@ -1,5 +1,6 @@
 #include "core/collective_executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -25,7 +26,8 @@ float RoundToBf16(float x) {
 absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
                                            int peer, Axis axis, int dir, uint64_t tag,
                                            const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
-                                           int dtype_bytes, double ready, const std::string& what) {
+                                           int dtype_bytes, double ready, const std::string& what,
+                                           const TransitBytes* transit) {
   LinkSender* sender = net.Link(chip, axis, dir);
   if (sender == nullptr) {
     return absl::InternalError(absl::StrCat("chip ", chip, " has no ", AxisName(axis), dir > 0 ? "+" : "-",
@@ -49,8 +51,8 @@ absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, 
       for (uint64_t i = 0; i < r.len; ++i) *out++ = RoundToBf16(buffer[r.offset + i]);
     }
   } else {
-    for (const Range& r : ranges) frame.lent.push_back({buffer.get() + r.offset, r.len});
-    frame.lender = buffer;
+    static const TransitBytes kNothingHeld;
+    for (const Range& r : ranges) (transit != nullptr ? *transit : kNothingHeld).Lend(buffer, r, &frame.lent);
   }
   sender->Enqueue(std::move(frame));
   return booking;
@@ -74,6 +76,7 @@ class ChipCollective::Impl {
     FillCollectiveInput(plan_, chip_, buffer_.get());
     // Sends become ready when the last receive they depend on is done.
     for (const ChunkOp& op : prog_.sends) sends_after_[op.after_recv].push_back(&op);
+    result_ = SortedResult();
   }
 
   void PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links) {
@@ -83,11 +86,19 @@ class ChipCollective::Impl {
     compute_free_ = start_s;
     links_ = links;
     for (const ChunkOp& op : prog_.sends) sends_after_[op.after_recv].push_back(&op);
+    result_ = SortedResult();
+  }
+
+  std::vector<Range> SortedResult() const {
+    std::vector<Range> r = plan_.ResultRanges(chip_);
+    std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
+    return r;
   }
 
   absl::Status Move() {
     const auto wall_start = WallClock::now();
     absl::Status status = MoveAll();
+    transit_.Clear();  // queued frames keep what they lent
     wall_s_ = std::chrono::duration<double>(WallClock::now() - wall_start).count();
     return status;
   }
@@ -138,7 +149,7 @@ class ChipCollective::Impl {
 
   absl::Status Send(const ChunkOp& op) {
     return SendChunk(net_, *links_, options_, chip_, op.peer, op.axis, op.dir, op.tag | options_.tag_base, buffer_,
-                     op.ranges, dtype_, ReadyTime(op), absl::StrCat("to chip ", op.peer))
+                     op.ranges, dtype_, ReadyTime(op), absl::StrCat("to chip ", op.peer), &transit_)
         .status();
   }
 
@@ -169,15 +180,49 @@ class ChipCollective::Impl {
         in += r.len;
       }
     } else {
-      size_t first = 0;
-      for (const Range& r : op.ranges) {
-        frame->CopyOut(first, r.len, buffer_.get() + r.offset);
-        first += r.len;
-      }
+      Place(*std::move(frame), op.ranges);
     }
     for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);
     done_upto_.push_back(std::max(done, done_upto_.empty() ? 0.0 : done_upto_.back()));
     return absl::OkStatus();
+  }
+
+  // Copies what the chip keeps into its buffer; holds what it only passes
+  // on (outside its result) where it arrived, to be lent to the next link.
+  void Place(Frame frame, const std::vector<Range>& ranges) {
+    std::shared_ptr<const Frame> held;
+    const Frame* from = &frame;
+    uint64_t first = 0;
+    for (const Range& r : ranges) {
+      ForEachPart(r, [&](Range part, bool kept) {
+        const uint64_t at = first + (part.offset - r.offset);
+        if (kept || options_.wire_bf16) {
+          from->CopyOut(at, part.len, buffer_.get() + part.offset);
+          transit_.Release(part);
+          return;
+        }
+        if (held == nullptr) {
+          held = std::make_shared<const Frame>(std::move(frame));
+          from = held.get();
+        }
+        transit_.Hold(part, held, at);
+      });
+      first += r.len;
+    }
+  }
+
+  // Calls fn on the parts of r inside (true) and outside (false) the result.
+  template <typename Fn>
+  void ForEachPart(Range r, Fn&& fn) const {
+    uint64_t pos = r.offset;
+    for (const Range& res : result_) {
+      const uint64_t from = std::max(pos, res.offset), to = std::min(r.end(), res.end());
+      if (from >= to) continue;
+      if (from > pos) fn(Range{pos, from - pos}, false);
+      fn(Range{from, to - from}, true);
+      pos = to;
+    }
+    if (pos < r.end()) fn(Range{pos, r.end() - pos}, false);
   }
 
   const CollectivePlan& plan_;
@@ -192,6 +237,8 @@ class ChipCollective::Impl {
   // Shared with frames that lend ranges of it to their receivers.
   std::shared_ptr<float[]> buffer_;
   Payload scratch_;
+  std::vector<Range> result_;  // sorted by offset
+  TransitBytes transit_;
   LinkClocks own_links_;
   LinkClocks* links_ = &own_links_;
   ChipProgram prog_;

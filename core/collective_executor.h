@@ -14,6 +14,7 @@
 #include "core/collective_plan.h"
 #include "core/host_network.h"
 #include "core/link_clock.h"
+#include "core/transit_bytes.h"
 
 namespace tpuemu {
 
@@ -85,11 +86,13 @@ float RoundToBf16(float x);
 // (`dtype_bytes` emulated bytes per element) on the link's emulated clock
 // from `ready` on (`links` holds the chip's link clocks), records the
 // transfer in options.trace as `what`, and queues the frame, lent from the
-// buffer or rounded to bf16 for a bf16 wire. Returns the booking.
+// buffer (and from `transit` where it holds the ranges) or rounded to bf16
+// for a bf16 wire. Returns the booking.
 absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
                                            int peer, Axis axis, int dir, uint64_t tag,
                                            const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
-                                           int dtype_bytes, double ready, const std::string& what);
+                                           int dtype_bytes, double ready, const std::string& what,
+                                           const TransitBytes* transit = nullptr);
 
 // One chip's run in three phases, so that a host can keep its chips in step:
 // nobody's allocation or checking competes with another chip's data movement.

@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace tpuemu {
@@ -16,41 +17,69 @@ void KeepChunkBuffersInHeap() {
   mallopt(M_ARENA_MAX, 1);
 }
 
+namespace {
+
+// Calls fn(data, bytes, keep) on the contiguous pieces holding bytes
+// [offset, offset + n) of a frame; keep is the piece's own owner, or null
+// when the frame itself owns it.
+template <typename Fn>
+void ForEachPiece(const Frame& f, size_t offset, size_t n, Fn&& fn) {
+  if (!f.lent.empty()) {
+    for (const Segment& s : f.lent) {
+      if (n == 0) break;
+      if (offset >= s.bytes) {
+        offset -= s.bytes;
+        continue;
+      }
+      const size_t take = std::min(n, s.bytes - offset);
+      fn(s.data + offset, take, &s.keep);
+      n -= take;
+      offset = 0;
+    }
+  } else if (f.received) {
+    f.received->ForEachPiece(offset, n, [&](const std::byte* p, size_t len) { fn(p, len, nullptr); });
+  } else if (n > 0) {
+    fn(reinterpret_cast<const std::byte*>(f.payload.data()) + offset, n, nullptr);
+  }
+}
+
+}  // namespace
+
 size_t Frame::elements() const {
   if (!lent.empty()) {
-    size_t n = 0;
-    for (const Segment& s : lent) n += s.elements;
-    return n;
+    size_t bytes = 0;
+    for (const Segment& s : lent) bytes += s.bytes;
+    return bytes / sizeof(float);
   }
   if (received) return received->size() / sizeof(float);
   return payload.size();
 }
 
 const float* Frame::contiguous() const {
-  if (!lent.empty()) return lent.size() == 1 ? lent[0].data : nullptr;
-  if (received) return received->contiguous();
-  return payload.data();
+  if (lent.empty() && !received) return payload.data();
+  const std::byte* p = nullptr;
+  int pieces = 0;
+  ForEachPiece(*this, 0, elements() * sizeof(float), [&](const std::byte* d, size_t, const void*) {
+    p = d;
+    ++pieces;
+  });
+  if (pieces != 1 || reinterpret_cast<uintptr_t>(p) % alignof(float) != 0) return nullptr;
+  return reinterpret_cast<const float*>(p);
 }
 
 void Frame::CopyOut(size_t first, size_t n, float* dst) const {
-  if (lent.size() > 1) {
-    for (const Segment& s : lent) {
-      if (n == 0) break;
-      if (first >= s.elements) {
-        first -= s.elements;
-        continue;
-      }
-      const size_t take = std::min(n, s.elements - first);
-      std::memcpy(dst, s.data + first, take * sizeof(float));
-      dst += take;
-      n -= take;
-      first = 0;
-    }
-  } else if (received) {
-    received->CopyOut(first * sizeof(float), n * sizeof(float), dst);
-  } else {
-    std::memcpy(dst, contiguous() + first, n * sizeof(float));
-  }
+  auto* out = reinterpret_cast<std::byte*>(dst);
+  ForEachPiece(*this, first * sizeof(float), n * sizeof(float), [&](const std::byte* p, size_t len, const void*) {
+    std::memcpy(out, p, len);
+    out += len;
+  });
+}
+
+void Frame::Lend(size_t first, size_t n, const std::shared_ptr<const Frame>& self, std::vector<Segment>* out) const {
+  ForEachPiece(*this, first * sizeof(float), n * sizeof(float),
+               [&](const std::byte* p, size_t len, const std::shared_ptr<const void>* keep) {
+                 out->push_back({p, len, keep != nullptr ? *keep : self});
+               });
 }
 
 }  // namespace tpuemu

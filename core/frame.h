@@ -1,7 +1,9 @@
 // A chunk of tensor data on its way over one directed link.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -46,37 +48,43 @@ struct FrameHeader {
   int64_t due_at_ns = 0;
 };
 
+// Bytes somebody else owns, lent in place: `keep` holds them alive.
+struct Segment {
+  const std::byte* data;
+  size_t bytes;
+  std::shared_ptr<const void> keep;
+};
+
 // Received bytes that a transport holds (e.g. gRPC slices), read in place.
 class TransportBytes {
  public:
   virtual ~TransportBytes() = default;
   virtual size_t size() const = 0;  // bytes
-  virtual void CopyOut(size_t offset, size_t n, void* dst) const = 0;
-  // The bytes as aligned floats if they are contiguous, else nullptr.
-  virtual const float* contiguous() const = 0;
+  // Calls fn on the contiguous pieces that hold bytes [offset, offset + n).
+  virtual void ForEachPiece(size_t offset, size_t n,
+                            const std::function<void(const std::byte*, size_t)>& fn) const = 0;
 };
 
-struct Segment {
-  const float* data;
-  size_t elements;
-};
-
-// A frame's elements live in exactly one place: its own `payload`; ranges
-// `lent` from the sender's buffer, kept alive by `lender` (the sender never
-// rewrites a range it has sent before the receiver has used it); or bytes a
-// transport received (`received`). Lending and reading in place spare a copy
-// on each side of every hop.
+// A frame's elements live in exactly one place: its own `payload`; byte
+// segments `lent` by their owners (a sender's buffer, which the sender never
+// rewrites before the receiver has used it, or an earlier frame's received
+// bytes that a chip forwards untouched); or bytes a transport received
+// (`received`). Lending and reading in place spare a copy on each side of
+// every hop, and forwarding a lent piece spares the copies in between.
 struct Frame {
   FrameHeader header;
   Payload payload;
   std::vector<Segment> lent;
-  std::shared_ptr<const void> lender;
   std::unique_ptr<TransportBytes> received;
 
   size_t elements() const;
   // Contiguous aligned floats, or nullptr when only CopyOut can read them.
   const float* contiguous() const;
   void CopyOut(size_t first, size_t n, float* dst) const;
+  // Appends elements [first, first + n) to `out` as segments, without a copy.
+  // `self` is this frame, owned by the caller: it keeps payload and received
+  // bytes alive; lent segments keep their own owners.
+  void Lend(size_t first, size_t n, const std::shared_ptr<const Frame>& self, std::vector<Segment>* out) const;
 };
 
 }  // namespace tpuemu

@@ -1,13 +1,18 @@
 #include "core/host_network.h"
 
+#include <algorithm>
+
 namespace tpuemu {
 
 HostNetwork::HostNetwork(const Topology& topo, std::vector<int> local_chips, double time_scale, Fabric* fabric)
     : topo_(topo), local_chips_(std::move(local_chips)), time_scale_(time_scale) {
   for (int chip : local_chips_) {
     for (const auto& link : topo_.OutgoingLinks(chip)) {
+      const bool local_peer =
+          std::find(local_chips_.begin(), local_chips_.end(), link.peer) != local_chips_.end();
       links_[{chip, static_cast<int>(link.axis), link.dir}] = std::make_unique<LinkSender>(
-          topo_.Link(link.axis), time_scale_, [fabric](Frame&& f) { return fabric->Deliver(std::move(f)); });
+          topo_.Link(link.axis), time_scale_, [fabric](Frame&& f) { return fabric->Deliver(std::move(f)); },
+          /*max_queued=*/8, /*inline_delivery=*/local_peer);
     }
   }
 }

@@ -2,8 +2,12 @@
 
 namespace tpuemu {
 
-LinkSender::LinkSender(LinkParams params, double time_scale, DeliverFn deliver, size_t max_queued)
-    : pacer_(params, time_scale), deliver_(std::move(deliver)), max_queued_(max_queued), thread_([this] { Run(); }) {}
+LinkSender::LinkSender(LinkParams params, double time_scale, DeliverFn deliver, size_t max_queued,
+                       bool inline_delivery)
+    : pacer_(params, time_scale), deliver_(std::move(deliver)), max_queued_(max_queued),
+      inline_(inline_delivery && !pacer_.paced()) {
+  if (!inline_) thread_ = std::thread([this] { Run(); });
+}
 
 LinkSender::~LinkSender() {
   {
@@ -11,10 +15,18 @@ LinkSender::~LinkSender() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void LinkSender::Enqueue(Frame frame) {
+  if (inline_) {
+    const uint64_t job = frame.header.job;
+    if (absl::Status status = deliver_(std::move(frame)); !status.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_errors_.emplace(job, status);
+    }
+    return;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return queue_.size() < max_queued_ || stop_; });
   queue_.push_back({std::move(frame), WallClock::now()});

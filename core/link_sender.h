@@ -21,12 +21,18 @@ class LinkSender {
  public:
   using DeliverFn = std::function<absl::Status(Frame&&)>;
 
-  LinkSender(LinkParams params, double time_scale, DeliverFn deliver, size_t max_queued = 8);
+  // `inline_delivery`: an unpaced link to a chip on this host delivers in
+  // the sending chip's thread, since a mailbox hand-off never blocks (one
+  // thread hop less per chunk). Other links need their thread: a paced link
+  // sleeps, and a gRPC write blocks until the peer has room.
+  LinkSender(LinkParams params, double time_scale, DeliverFn deliver, size_t max_queued = 8,
+             bool inline_delivery = false);
   ~LinkSender();
   LinkSender(const LinkSender&) = delete;
   LinkSender& operator=(const LinkSender&) = delete;
 
   // Queues a frame; waits while `max_queued` frames are already queued.
+  // Delivers it at once when the link is inline.
   void Enqueue(Frame frame);
   // The first delivery error of a job, if any.
   absl::Status JobStatus(uint64_t job);
@@ -38,6 +44,7 @@ class LinkSender {
   WallPacer pacer_;
   DeliverFn deliver_;
   size_t max_queued_;
+  bool inline_;
   std::mutex mu_;
   std::condition_variable cv_;
   struct Queued {
@@ -47,7 +54,7 @@ class LinkSender {
   std::deque<Queued> queue_;
   std::map<uint64_t, absl::Status> job_errors_;
   bool stop_ = false;
-  std::thread thread_;
+  std::thread thread_;  // not started for an inline link
 };
 
 }  // namespace tpuemu

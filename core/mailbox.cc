@@ -28,14 +28,16 @@ void Mailbox::Put(Frame frame) {
     const FrameHeader& h = frame.header;
     if (aborted_.count(h.job)) return;
     frames_[{h.job, h.dst_chip, h.src_chip, h.tag}] = Entry{std::move(frame), usable_at};
+    // Notified under the lock: the map entry may not be created concurrently.
+    arrived_[h.dst_chip].notify_all();
   }
-  cv_.notify_all();
 }
 
 absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag, absl::Duration timeout) {
   const Key key{job, dst, src, tag};
   const auto deadline = WallClock::now() + absl::ToChronoNanoseconds(timeout);
   std::unique_lock<std::mutex> lock(mu_);
+  std::condition_variable& arrived = arrived_[dst];
   while (true) {
     auto aborted = aborted_.find(job);
     if (aborted != aborted_.end()) return aborted->second;
@@ -47,7 +49,7 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
       std::this_thread::sleep_until(entry.usable_at);
       return std::move(entry.frame);
     }
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !frames_.count(key)) {
+    if (arrived.wait_until(lock, deadline) == std::cv_status::timeout && !frames_.count(key)) {
       return absl::DeadlineExceededError(absl::StrCat("chip ", dst, " waited ", absl::FormatDuration(timeout),
                                                       " for data from chip ", src, " (job ", job, ")"));
     }
@@ -61,8 +63,8 @@ void Mailbox::AbortJob(uint64_t job, const absl::Status& why) {
     for (auto it = frames_.begin(); it != frames_.end();) {
       it = std::get<0>(it->first) == job ? frames_.erase(it) : std::next(it);
     }
+    for (auto& [_, cv] : arrived_) cv.notify_all();
   }
-  cv_.notify_all();
 }
 
 void Mailbox::ClearJob(uint64_t job) {

@@ -35,7 +35,9 @@ class Mailbox {
     WallClock::time_point usable_at;
   };
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // One per destination chip: a frame wakes only the chip it is for, not
+  // every chip of the host.
+  std::map<int, std::condition_variable> arrived_;
   std::map<Key, Entry> frames_;
   std::map<uint64_t, absl::Status> aborted_;
 };

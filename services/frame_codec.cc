@@ -1,6 +1,8 @@
 #include "services/frame_codec.h"
 
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -84,24 +86,17 @@ class SliceBytes : public TransportBytes {
       : slices_(std::move(slices)), first_slice_(first_slice), first_pos_(first_pos), size_(size) {}
   size_t size() const override { return size_; }
 
-  void CopyOut(size_t offset, size_t n, void* dst) const override {
-    auto* out = static_cast<uint8_t*>(dst);
+  void ForEachPiece(size_t offset, size_t n,
+                    const std::function<void(const std::byte*, size_t)>& fn) const override {
     size_t s = first_slice_, pos = first_pos_ + offset;
     while (s < slices_.size() && pos >= slices_[s].size()) pos -= slices_[s++].size();
     while (n > 0 && s < slices_.size()) {
       const size_t take = std::min(n, slices_[s].size() - pos);
-      std::memcpy(out, slices_[s].begin() + pos, take);
-      out += take;
+      fn(reinterpret_cast<const std::byte*>(slices_[s].begin()) + pos, take);
       n -= take;
       ++s;
       pos = 0;
     }
-  }
-
-  const float* contiguous() const override {
-    if (first_slice_ >= slices_.size() || first_pos_ + size_ > slices_[first_slice_].size()) return nullptr;
-    const uint8_t* p = slices_[first_slice_].begin() + first_pos_;
-    return reinterpret_cast<uintptr_t>(p) % alignof(float) == 0 ? reinterpret_cast<const float*>(p) : nullptr;
   }
 
  private:
@@ -132,17 +127,20 @@ grpc::ByteBuffer EncodeFrame(Frame&& frame) {
   PutVarint(payload_bytes, &prefix);
 
   std::vector<grpc::Slice> slices = {grpc::Slice(prefix.data(), prefix.size())};
+  if (frame.received) {
+    // Forwarded as received: lend its pieces, kept alive by the frame.
+    std::shared_ptr<const Frame> self = std::make_shared<Frame>(std::move(frame));
+    std::vector<Segment> pieces;
+    self->Lend(0, self->elements(), self, &pieces);
+    frame.lent = std::move(pieces);
+  }
   if (!frame.lent.empty()) {
-    // gRPC keeps the sender's buffer alive until it has sent the ranges.
-    for (const Segment& s : frame.lent) {
-      auto* keep = new std::shared_ptr<const void>(frame.lender);
-      slices.emplace_back(const_cast<float*>(s.data), s.elements * sizeof(float),
+    // gRPC keeps each segment's owner alive until it has sent the bytes.
+    for (Segment& s : frame.lent) {
+      auto* keep = new std::shared_ptr<const void>(std::move(s.keep));
+      slices.emplace_back(const_cast<std::byte*>(s.data), s.bytes,
                           [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }, keep);
     }
-  } else if (frame.received) {
-    std::string bytes(payload_bytes, '\0');
-    frame.received->CopyOut(0, payload_bytes, bytes.data());
-    slices.emplace_back(bytes.data(), bytes.size());
   } else if (payload_bytes > 0) {
     // gRPC owns the payload vector until it has sent it.
     auto* owned = new Payload(std::move(frame.payload));

@@ -44,8 +44,8 @@ TEST(FrameCodecTest, LentSegmentsRoundTripAndKeepTheirBufferAlive) {
   auto buffer = std::shared_ptr<float[]>(new float[100]);
   for (int i = 0; i < 100; ++i) buffer[i] = static_cast<float>(i);
   Frame f;
-  f.lent = {{buffer.get() + 10, 5}, {buffer.get() + 50, 7}};
-  f.lender = buffer;
+  auto bytes = [&](int first) { return reinterpret_cast<const std::byte*>(buffer.get() + first); };
+  f.lent = {{bytes(10), 5 * sizeof(float), buffer}, {bytes(50), 7 * sizeof(float), buffer}};
   grpc::ByteBuffer wire = EncodeFrame(Header(std::move(f)));
   std::weak_ptr<float[]> weak = buffer;
   buffer.reset();

@@ -1,0 +1,124 @@
+// Frames lend bytes in place, chips hold what they only pass on, and unpaced
+// links to chips on the same host deliver in the sender's thread.
+#include <thread>
+
+#include "core/frame.h"
+#include "core/link_sender.h"
+#include "core/transit_bytes.h"
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+std::shared_ptr<float[]> Counting(int n, float base) {
+  std::shared_ptr<float[]> b(new float[n]);
+  for (int i = 0; i < n; ++i) b[i] = base + i;
+  return b;
+}
+
+const std::byte* Bytes(const std::shared_ptr<float[]>& b, int first) {
+  return reinterpret_cast<const std::byte*>(b.get() + first);
+}
+
+std::vector<float> Read(const std::vector<Segment>& segments) {
+  Frame f;
+  f.lent = segments;
+  std::vector<float> out(f.elements());
+  f.CopyOut(0, out.size(), out.data());
+  return out;
+}
+
+TEST(FrameTest, LendsSubrangesOfLentSegmentsWithTheirOwnersNotTheFrame) {
+  auto a = Counting(10, 0), b = Counting(10, 100);
+  auto frame = std::make_shared<Frame>();
+  // A float split across two segments, as gRPC slices may split one.
+  frame->lent = {{Bytes(a, 2), 3 * sizeof(float) + 2, a}, {Bytes(a, 5) + 2, 2, a}, {Bytes(b, 0), 4 * sizeof(float), b}};
+  ASSERT_EQ(frame->elements(), 8u);
+  EXPECT_EQ(frame->contiguous(), nullptr);
+  std::vector<Segment> out;
+  frame->Lend(2, 4, frame, &out);
+  EXPECT_EQ(Read(out), (std::vector<float>{4, 5, 100, 101}));
+  for (const Segment& s : out) EXPECT_NE(s.keep, std::shared_ptr<const void>(frame)) << "lent pieces keep their owner";
+  std::weak_ptr<float[]> weak_a = a;
+  a.reset();
+  frame.reset();
+  EXPECT_FALSE(weak_a.expired());
+  out.clear();
+  EXPECT_TRUE(weak_a.expired());
+}
+
+TEST(FrameTest, LendsItsOwnPayloadKeepingItselfAlive) {
+  auto frame = std::make_shared<Frame>();
+  frame->payload = {1, 2, 3, 4, 5};
+  EXPECT_EQ(frame->contiguous(), frame->payload.data());
+  std::vector<Segment> out;
+  frame->Lend(1, 3, frame, &out);
+  std::weak_ptr<Frame> weak = frame;
+  frame.reset();
+  ASSERT_FALSE(weak.expired());
+  EXPECT_EQ(Read(out), (std::vector<float>{2, 3, 4}));
+}
+
+TEST(TransitBytesTest, LendsHeldPiecesAndTheBufferAroundThem) {
+  auto buffer = Counting(20, 0);
+  auto arrived = std::make_shared<Frame>();
+  arrived->payload = {50, 51, 52, 53, 54, 55};
+  TransitBytes transit;
+  transit.Hold({4, 3}, arrived, 0);   // buffer 4..6 are the frame's 0..2
+  transit.Hold({10, 3}, arrived, 3);  // buffer 10..12 are the frame's 3..5
+  std::vector<Segment> out;
+  transit.Lend(buffer, {2, 13}, &out);
+  EXPECT_EQ(Read(out), (std::vector<float>{2, 3, 50, 51, 52, 7, 8, 9, 53, 54, 55, 13, 14}));
+  out.clear();
+  transit.Lend(buffer, {5, 6}, &out);  // starts inside a held piece, ends inside the next
+  EXPECT_EQ(Read(out), (std::vector<float>{51, 52, 7, 8, 9, 53}));
+}
+
+TEST(TransitBytesTest, ReleaseKeepsOnlyWhatIsOutsideTheReleasedRange) {
+  auto buffer = Counting(20, 0);
+  auto arrived = std::make_shared<Frame>();
+  arrived->payload = {50, 51, 52, 53, 54, 55, 56, 57};
+  TransitBytes transit;
+  transit.Hold({4, 8}, arrived, 0);
+  transit.Release({6, 3});  // the buffer holds 6..8 now
+  std::vector<Segment> out;
+  transit.Lend(buffer, {4, 8}, &out);
+  EXPECT_EQ(Read(out), (std::vector<float>{50, 51, 6, 7, 8, 55, 56, 57}));
+  transit.Release({0, 20});
+  EXPECT_TRUE(transit.empty());
+}
+
+TEST(LinkSenderTest, AnUnpacedInlineLinkDeliversInTheSendersThread) {
+  std::thread::id delivered_on;
+  LinkSender link({9e10, 1e-6}, 0, [&](Frame&&) {
+    delivered_on = std::this_thread::get_id();
+    return absl::OkStatus();
+  }, 8, /*inline_delivery=*/true);
+  link.Enqueue(Frame{});
+  EXPECT_EQ(delivered_on, std::this_thread::get_id());
+}
+
+TEST(LinkSenderTest, APacedLinkKeepsItsThreadEvenWhenAskedToDeliverInline) {
+  std::atomic<bool> done{false};
+  std::thread::id delivered_on;
+  LinkSender link({9e10, 1e-6}, 1000, [&](Frame&&) {
+    delivered_on = std::this_thread::get_id();
+    done = true;
+    return absl::OkStatus();
+  }, 8, /*inline_delivery=*/true);
+  link.Enqueue(Frame{});
+  while (!done) std::this_thread::yield();
+  EXPECT_NE(delivered_on, std::this_thread::get_id());
+}
+
+TEST(LinkSenderTest, AnInlineDeliveryErrorIsTheJobsError) {
+  LinkSender link({9e10, 1e-6}, 0, [](Frame&&) { return absl::UnavailableError("peer gone"); }, 8, true);
+  Frame f;
+  f.header.job = 7;
+  link.Enqueue(std::move(f));
+  EXPECT_EQ(link.JobStatus(7).code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(link.JobStatus(8).ok());
+}
+
+}  // namespace
+}  // namespace tpuemu
