@@ -168,7 +168,7 @@ void PacedTable() {
 }  // namespace tpuemu
 
 int main(int argc, char** argv) {
-  tpuemu::KeepChunkBuffersInHeap();
+  tpuemu::PrepareProcessForDataPath();
   const std::string only = argc > 1 ? argv[1] : "all";
   if (only == "all" || only == "collectives") tpuemu::CollectiveTable(3);
   if (only == "all" || only == "p2p") tpuemu::PointToPointTable();

@@ -168,23 +168,33 @@ class ChipCollective::Impl {
       const double n = static_cast<double>(op.elements);
       compute_free_ = start + RooflineSeconds(profile_, n, 3 * n * dtype_);
       done = compute_free_;
-      const float* in = frame->contiguous();
-      if (in == nullptr) {
-        scratch_.resize(op.elements);
-        frame->CopyOut(0, op.elements, scratch_.data());
-        in = scratch_.data();
-      }
-      for (const Range& r : op.ranges) {
-        float* dst = buffer_.get() + r.offset;
-        for (uint64_t i = 0; i < r.len; ++i) dst[i] += in[i];
-        in += r.len;
-      }
+      Accumulate(*frame, op.ranges);
     } else {
       Place(*std::move(frame), op.ranges);
     }
     for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);
     done_upto_.push_back(std::max(done, done_upto_.empty() ? 0.0 : done_upto_.back()));
     return absl::OkStatus();
+  }
+
+  // Adds the frame's elements into `ranges` of the buffer. Received bytes
+  // that are split across transport slices or not float-aligned (most of
+  // them over gRPC) go through a small block that stays in L1, rather than a
+  // chunk-sized copy.
+  void Accumulate(const Frame& frame, const std::vector<Range>& ranges) {
+    const float* in = frame.contiguous();
+    uint64_t first = 0;
+    for (const Range& r : ranges) {
+      float* dst = buffer_.get() + r.offset;
+      for (uint64_t done = 0; done < r.len;) {
+        const uint64_t len = in != nullptr ? r.len : std::min<uint64_t>(kAddBlock, r.len - done);
+        const float* src = in != nullptr ? in + first : add_block_;
+        if (in == nullptr) frame.CopyOut(first, len, add_block_);
+        for (uint64_t i = 0; i < len; ++i) dst[done + i] += src[i];
+        done += len;
+        first += len;
+      }
+    }
   }
 
   // Copies what the chip keeps into its buffer; holds what it only passes
@@ -236,7 +246,8 @@ class ChipCollective::Impl {
   std::vector<double> done_upto_;  // latest completion among receives 0..i
   // Shared with frames that lend ranges of it to their receivers.
   std::shared_ptr<float[]> buffer_;
-  Payload scratch_;
+  static constexpr uint64_t kAddBlock = 2048;  // 8 KiB
+  float add_block_[kAddBlock];
   std::vector<Range> result_;  // sorted by offset
   TransitBytes transit_;
   LinkClocks own_links_;

@@ -6,15 +6,18 @@
 #include <cstdint>
 #include <cstring>
 
+#include "absl/synchronization/mutex.h"
+
 namespace tpuemu {
 
-void KeepChunkBuffersInHeap() {
+void PrepareProcessForDataPath() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   // One arena: with one per thread, gRPC's receive buffers and our chunks
   // land in arenas that are trimmed and re-faulted over and over (measured:
   // all-gather over gRPC ~35% faster with a single arena).
   mallopt(M_ARENA_MAX, 1);
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
 namespace {

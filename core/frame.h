@@ -29,10 +29,12 @@ struct DefaultInitAllocator : std::allocator<T> {
 
 using Payload = std::vector<float, DefaultInitAllocator<float>>;
 
-// Serves chunk-sized buffers from one heap instead of fresh mmaps or
-// per-thread arenas, which page-fault on every chunk. Call once at start-up,
-// before any thread starts.
-void KeepChunkBuffersInHeap();
+// Sets up a process that moves bulk data: chunk-sized buffers come from one
+// heap instead of fresh mmaps or per-thread arenas, which page-fault on every
+// chunk, and absl::Mutex (under gRPC's locks) skips its deadlock detection,
+// on in Debian's build, which takes a global lock on every acquisition. Call
+// once at start-up, before any thread starts.
+void PrepareProcessForDataPath();
 
 struct FrameHeader {
   uint64_t job = 0;

@@ -3,7 +3,7 @@
 namespace tpuemu {
 
 InProcessPod::InProcessPod(const Topology& topo, double time_scale) : topo_(topo) {
-  KeepChunkBuffersInHeap();
+  PrepareProcessForDataPath();
   std::vector<int> chips(topo.num_chips());
   for (int i = 0; i < topo.num_chips(); ++i) chips[i] = i;
   net_ = std::make_unique<HostNetwork>(topo, chips, time_scale, this);

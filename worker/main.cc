@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   BlockShutdownSignals();
-  KeepChunkBuffersInHeap();
+  PrepareProcessForDataPath();
   WorkerNode node(-1);
   WorkerServiceImpl worker_service(&node);
   PeerServiceImpl peer_service([&node](Frame&& f) { node.DeliverPeerFrame(std::move(f)); });
