@@ -1,5 +1,6 @@
 #include "core/host_job.h"
 
+#include <latch>
 #include <thread>
 
 #include "core/host_collective.h"
@@ -18,7 +19,12 @@ absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, uint64_t j
                                                     const std::function<absl::Status(size_t)>& move,
                                                     const std::function<absl::StatusOr<ChipRunResult>(size_t)>& report) {
   std::vector<absl::Status> moved(n);
+  // Every chip starts moving once all their threads exist, as ranks start
+  // after a barrier: otherwise the first chip's time would include the
+  // creation of the others' threads.
+  std::latch started(static_cast<std::ptrdiff_t>(n));
   OnThreads(n, [&](size_t i) {
+    started.arrive_and_wait();
     moved[i] = move(i);
     if (!moved[i].ok()) net.mailbox().AbortJob(job, moved[i]);
   });
