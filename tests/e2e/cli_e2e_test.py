@@ -44,6 +44,16 @@ class Pod(unittest.TestCase):
         for needle in needles:
             self.assertIn(needle, result.stderr)
 
+    def assert_job_files_refused(self, cases):
+        """Each (job file text, error needle): submit refuses it with exit 2."""
+        bad = os.path.join(self.home, "bad.yaml")
+        for text, needle in cases:
+            with open(bad, "w") as f:
+                f.write(text)
+            r = self.cli("submit", bad)
+            self.assert_fails(r, needle)
+            self.assertEqual(r.returncode, 2, r.stderr)
+
 
 class ClusterLifecycleTest(Pod):
     def test_up_bench_status_down(self):
@@ -286,18 +296,12 @@ class TrainJobTest(Pod):
 
     def test_bad_job_files_are_refused(self):
         self.up("--topology", "v5p:2x4")
-        bad = os.path.join(self.home, "bad.yaml")
-        for text, needle in [("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 1\nici_data_parallelism: 3\n",
-                              "must divide the chips per slice (8)"),
-                             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 12\n", "does not split over the 8"),
-                             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nstep: 3\n", "did you mean steps"),
-                             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\ntopology: v5e:4x4\n",
-                              "the pod is v5p:2x4")]:
-            with open(bad, "w") as f:
-                f.write(text)
-            r = self.cli("submit", bad)
-            self.assert_fails(r, needle)
-            self.assertEqual(r.returncode, 2, r.stderr)
+        self.assert_job_files_refused([
+            ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 1\nici_data_parallelism: 3\n",
+             "must divide the chips per slice (8)"),
+            ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 12\n", "does not split over the 8"),
+            ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nstep: 3\n", "did you mean steps"),
+            ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\ntopology: v5e:4x4\n", "the pod is v5p:2x4")])
         self.assertEqual(json.loads(self.cli("jobs", "--json").stdout)["jobs"], [])
 
     def test_pipeline_job_reports_its_bubble_and_equals_the_reference(self):
@@ -324,20 +328,13 @@ class TrainJobTest(Pod):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("bubble", r.stdout)
         self.assertIn("formula 27.3%", r.stdout)
-        bad = os.path.join(self.home, "bad.yaml")
-        for text, needle in [("ici_pipeline_parallelism: 4\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n"
-                              "num_layers: 4\npipeline_schedule: circular\nnum_pipeline_microbatches: 2\n",
-                              "fewer than the 4 stages"),
-                             ("ici_pipeline_parallelism: 4\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n"
-                              "num_layers: 4\nnum_pipeline_microbatches: 3\n",
-                              "does not split into 3 microbatches"),
-                             ("ici_pipeline_parallelism: 3\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n",
-                              "must divide the chips per slice (8)")]:
-            with open(bad, "w") as f:
-                f.write(text)
-            r = self.cli("submit", bad)
-            self.assert_fails(r, needle)
-            self.assertEqual(r.returncode, 2, r.stderr)
+        self.assert_job_files_refused([
+            ("ici_pipeline_parallelism: 4\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n"
+             "num_layers: 4\npipeline_schedule: circular\nnum_pipeline_microbatches: 2\n", "fewer than the 4 stages"),
+            ("ici_pipeline_parallelism: 4\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n"
+             "num_layers: 4\nnum_pipeline_microbatches: 3\n", "does not split into 3 microbatches"),
+            ("ici_pipeline_parallelism: 3\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n",
+             "must divide the chips per slice (8)")])
 
 
 class WorkerFailureTest(Pod):
