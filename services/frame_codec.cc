@@ -127,13 +127,6 @@ grpc::ByteBuffer EncodeFrame(Frame&& frame) {
   PutVarint(payload_bytes, &prefix);
 
   std::vector<grpc::Slice> slices = {grpc::Slice(prefix.data(), prefix.size())};
-  if (frame.received) {
-    // Forwarded as received: lend its pieces, kept alive by the frame.
-    std::shared_ptr<const Frame> self = std::make_shared<Frame>(std::move(frame));
-    std::vector<Segment> pieces;
-    self->Lend(0, self->elements(), self, &pieces);
-    frame.lent = std::move(pieces);
-  }
   if (!frame.lent.empty()) {
     // gRPC keeps each segment's owner alive until it has sent the bytes.
     for (Segment& s : frame.lent) {

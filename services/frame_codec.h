@@ -9,6 +9,8 @@
 
 namespace tpuemu {
 
+// Sends a frame's lent segments or its own payload (a received frame is never
+// re-sent whole: chips forward its bytes as lent segments of a new frame).
 grpc::ByteBuffer EncodeFrame(Frame&& frame);
 absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer);
 
