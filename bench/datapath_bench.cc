@@ -3,7 +3,9 @@
 //     worker processes: 8 workers x 1 chip (all gRPC), 1 x 8 (all memory),
 //     2 x 4 (mixed); at 1, 8 and 64 MiB of f32 (so host bytes = emulated bytes);
 //  2. point-to-point PeerService stream throughput;
-//  3. paced links: achieved vs configured rate.
+//  3. paced links: achieved vs configured rate;
+//  4. the kernel's floor: plain TCP sockets over loopback, and the busbw
+//     ceiling it sets for each collective's socket bytes at n = 8, 64 MiB.
 // Run bench/datapath.sh to get OpenMPI's figures for the same collectives in
 // the same run.
 #include <atomic>
@@ -15,6 +17,9 @@
 #include "client/coordinator_client.h"
 #include "client/local_pod.h"
 #include "client/processes.h"
+#include "bench/tcp_floor.h"
+#include "core/collective_plan.h"
+#include "core/collective_report.h"
 #include "core/collective_spec.h"
 #include "core/link_sender.h"
 #include "services/coordinator_service.h"
@@ -164,6 +169,39 @@ void PacedTable() {
   }
 }
 
+// The busbw no TCP data path can beat: moving its socket bytes at the rate
+// plain sockets reach, with nothing else to do. Over 8 workers x 1 chip every
+// planned transfer crosses a socket, so tpuemu's socket bytes are the plan's;
+// the least any algorithm moves is each rank's unavoidable receive volume
+// (all-to-all: straight to each destination, not along the ring).
+void KernelFloorTable() {
+  constexpr int kPairs = 16;  // the 16 directed links of an 8-chip bi-ring
+  std::printf("\n== 4. The kernel's floor: plain TCP sockets over loopback, no gRPC (%d pairs, 1 MiB writes) ==\n",
+              kPairs);
+  double best = 0;
+  for (int r = 0; r < 3; ++r) best = std::max(best, RawTcpLoopbackBytesPerSecond(kPairs, 1 << 20, 2ull << 30));
+  std::printf("aggregate %.2f GB/s (best of 3)\n", best / 1e9);
+  std::printf("busbw ceilings at n = 8, 64 MiB f32: socket bytes / aggregate rate, nothing else counted\n");
+  std::printf("%-15s %18s %10s %20s %10s\n", "op", "tpuemu bi-ring MiB", "ceiling", "least any algo MiB", "ceiling");
+  const Topology topo = *Topology::Create({"v5p:8", 1, 1, "auto"});
+  for (CollectiveOp op : kOps) {
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.axes = {Axis::kX};
+    spec.bytes = 64 << 20;
+    spec.dtype_bytes = 4;
+    const CollectivePlan plan = *CollectivePlan::Create(topo, spec);
+    double ours = 0;
+    for (const PlannedTransfer& t : plan.transfers()) ours += t.elements() * sizeof(float);
+    const int n = plan.group_size();
+    const double v = static_cast<double>(spec.bytes), per_rank = op == CollectiveOp::kAllToAll ? v / n : v;
+    const double least = (op == CollectiveOp::kAllReduce ? 2 : 1) * per_rank * (n - 1);
+    auto ceiling = [&](double socket_bytes) { return per_rank * BusFactor(op, n) / (socket_bytes / best) / 1e9; };
+    std::printf("%-15s %18.0f %10.3f %20.0f %10.3f\n", OpName(op).c_str(), ours / (1 << 20), ceiling(ours),
+                least / (1 << 20), ceiling(least));
+  }
+}
+
 }  // namespace
 }  // namespace tpuemu
 
@@ -173,5 +211,6 @@ int main(int argc, char** argv) {
   if (only == "all" || only == "collectives") tpuemu::CollectiveTable(3);
   if (only == "all" || only == "p2p") tpuemu::PointToPointTable();
   if (only == "all" || only == "paced") tpuemu::PacedTable();
+  if (only == "all" || only == "floor") tpuemu::KernelFloorTable();
   return 0;
 }

@@ -1,0 +1,16 @@
+// The kernel's floor under every TCP data path: plain sockets over loopback,
+// no gRPC, no framing, no copy in user space. What they move per second is the
+// most any data path over TCP on this machine can move, gRPC or MPI.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tpuemu {
+
+// Aggregate bytes per second of `pairs` connections over 127.0.0.1, each with
+// its own sending and receiving thread writing and reading `chunk` bytes at a
+// time, `total` bytes in all.
+double RawTcpLoopbackBytesPerSecond(int pairs, size_t chunk, uint64_t total);
+
+}  // namespace tpuemu
