@@ -23,21 +23,25 @@ WallClock::time_point UsableAt(const FrameHeader& h, WallClock::time_point now) 
 
 void Mailbox::Put(Frame frame) {
   const auto usable_at = UsableAt(frame.header, WallClock::now());
+  std::condition_variable* wake = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const FrameHeader& h = frame.header;
     if (aborted_.count(h.job)) return;
-    frames_[{h.job, h.dst_chip, h.src_chip, h.tag}] = Entry{std::move(frame), usable_at};
-    // Notified under the lock: the map entry may not be created concurrently.
-    arrived_[h.dst_chip].notify_all();
+    const Key key{h.job, h.dst_chip, h.src_chip, h.tag};
+    frames_[key] = Entry{std::move(frame), usable_at};
+    Waiters& w = waiters_[h.dst_chip];
+    if (w.keys.count(key)) wake = &w.cv;
   }
+  // Outside the lock, so the woken chip does not block on it at once.
+  if (wake) wake->notify_all();
 }
 
 absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag, absl::Duration timeout) {
   const Key key{job, dst, src, tag};
   const auto deadline = WallClock::now() + absl::ToChronoNanoseconds(timeout);
   std::unique_lock<std::mutex> lock(mu_);
-  std::condition_variable& arrived = arrived_[dst];
+  Waiters& waiters = waiters_[dst];
   while (true) {
     auto aborted = aborted_.find(job);
     if (aborted != aborted_.end()) return aborted->second;
@@ -49,7 +53,10 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
       std::this_thread::sleep_until(entry.usable_at);
       return std::move(entry.frame);
     }
-    if (arrived.wait_until(lock, deadline) == std::cv_status::timeout && !frames_.count(key)) {
+    const auto waiting = waiters.keys.insert(key);
+    const bool timed_out = waiters.cv.wait_until(lock, deadline) == std::cv_status::timeout;
+    waiters.keys.erase(waiting);
+    if (timed_out && !frames_.count(key) && !aborted_.count(job)) {
       return absl::DeadlineExceededError(absl::StrCat("chip ", dst, " waited ", absl::FormatDuration(timeout),
                                                       " for data from chip ", src, " (job ", job, ")"));
     }
@@ -63,7 +70,7 @@ void Mailbox::AbortJob(uint64_t job, const absl::Status& why) {
     for (auto it = frames_.begin(); it != frames_.end();) {
       it = std::get<0>(it->first) == job ? frames_.erase(it) : std::next(it);
     }
-    for (auto& [_, cv] : arrived_) cv.notify_all();
+    for (auto& [_, w] : waiters_) w.cv.notify_all();
   }
 }
 

@@ -34,10 +34,16 @@ class Mailbox {
     Frame frame;
     WallClock::time_point usable_at;
   };
+  // A destination chip's waiters: what each is waiting for, and where it
+  // sleeps. A frame wakes a chip only when it is a frame the chip waits for,
+  // not every chip of the host nor a chip waiting for another link's frame:
+  // on a small host each needless wake-up is a context switch.
+  struct Waiters {
+    std::condition_variable cv;
+    std::multiset<Key> keys;
+  };
   mutable std::mutex mu_;
-  // One per destination chip: a frame wakes only the chip it is for, not
-  // every chip of the host.
-  std::map<int, std::condition_variable> arrived_;
+  std::map<int, Waiters> waiters_;  // nodes are stable: a Waiters outlives the lock
   std::map<Key, Entry> frames_;
   std::map<uint64_t, absl::Status> aborted_;
 };
