@@ -1,5 +1,7 @@
 #include "bench/tcp_floor.h"
 
+#include "bench/cpu_clock.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -41,7 +43,7 @@ void Receive(int fd, size_t chunk, uint64_t bytes) {
 
 }  // namespace
 
-double RawTcpLoopbackBytesPerSecond(int pairs, size_t chunk, uint64_t total) {
+RawTcpRate RawTcpLoopbackRate(int pairs, size_t chunk, uint64_t total) {
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -62,6 +64,7 @@ double RawTcpLoopbackBytesPerSecond(int pairs, size_t chunk, uint64_t total) {
   close(listener);
   const uint64_t each = total / pairs;
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = ProcessCpuSeconds();
   std::vector<std::thread> threads;
   for (auto [out, in] : fds) {
     threads.emplace_back(Send, out, chunk, each);
@@ -69,7 +72,8 @@ double RawTcpLoopbackBytesPerSecond(int pairs, size_t chunk, uint64_t total) {
   }
   for (auto& t : threads) t.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return static_cast<double>(each) * pairs / s;
+  const double bytes = static_cast<double>(each) * pairs;
+  return {bytes / s, bytes / (ProcessCpuSeconds() - cpu0)};
 }
 
 }  // namespace tpuemu
