@@ -36,6 +36,13 @@ using Payload = std::vector<float, DefaultInitAllocator<float>>;
 // once at start-up, before any thread starts.
 void PrepareProcessForDataPath();
 
+// Faults in `bytes` of free heap (at most 192 MiB), so that the buffers a
+// transport allocates next (gRPC's receive slices) land on pages already
+// mapped, instead of faulting in page by page while data arrives: the same
+// preparation a job gives its chips' own receive ranges, outside the timed
+// part. A benchmark's receive buffers (MPI's, say) are touched beforehand too.
+void WarmHeap(size_t bytes);
+
 struct FrameHeader {
   uint64_t job = 0;
   int32_t src_chip = 0;

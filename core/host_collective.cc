@@ -8,6 +8,15 @@ HostCollective::HostCollective(CollectivePlan plan, HostNetwork& net, const RunO
 void HostCollective::Prepare() {
   for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipCollective>(plan_, chip, net_, options_));
   OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
+  // What this host's chips receive from other hosts arrives in buffers the
+  // transport allocates: fault that much heap in now, not while timed.
+  const Topology& topo = net_.topology();
+  const int host = topo.HostOf(net_.local_chips().front());
+  uint64_t remote_bytes = 0;
+  for (const PlannedTransfer& t : plan_.transfers()) {
+    if (topo.HostOf(t.dst) == host && topo.HostOf(t.src) != host) remote_bytes += t.elements() * sizeof(float);
+  }
+  WarmHeap(remote_bytes);
   prepared_ = true;
 }
 
