@@ -132,11 +132,12 @@ class ChipCollective::Impl {
     }
     for (int i = 0; i < static_cast<int>(prog_.recvs.size()); ++i) {
       if (auto s = Receive(prog_.recvs[i]); !s.ok()) return s;
-      auto it = sends_after_.find(i);
-      if (it == sends_after_.end()) continue;
-      for (const ChunkOp* op : it->second) {
-        if (auto s = Send(*op); !s.ok()) return s;
+      if (auto it = sends_after_.find(i); it != sends_after_.end()) {
+        for (const ChunkOp* op : it->second) {
+          if (auto s = Send(*op); !s.ok()) return s;
+        }
       }
+      CopyKeptParts();
     }
     return absl::OkStatus();
   }
@@ -197,28 +198,38 @@ class ChipCollective::Impl {
     }
   }
 
-  // Copies what the chip keeps into its buffer; holds what it only passes
-  // on (outside its result) where it arrived, to be lent to the next link.
+  // Holds the frame where it arrived, to be lent to the next link: the sends
+  // waiting for it go out before the chip copies anything (cut-through, as an
+  // ICI router forwards before the write to HBM lands), so a copy never delays
+  // the next hop, and on a busy host the chips' copies do not queue up in
+  // front of each other's forwards. What the chip keeps is copied into its
+  // buffer by CopyKeptParts once those sends are queued; what it only passes
+  // on (outside its result) is never copied. With bf16 on the wire the copy
+  // is made at once: SendChunk rounds from the buffer.
   void Place(Frame frame, const std::vector<Range>& ranges) {
-    std::shared_ptr<const Frame> held;
-    const Frame* from = &frame;
+    const auto held = std::make_shared<const Frame>(std::move(frame));
     uint64_t first = 0;
     for (const Range& r : ranges) {
       ForEachPart(r, [&](Range part, bool kept) {
         const uint64_t at = first + (part.offset - r.offset);
-        if (kept || options_.wire_bf16) {
-          from->CopyOut(at, part.len, buffer_.get() + part.offset);
+        if (options_.wire_bf16) {
+          held->CopyOut(at, part.len, buffer_.get() + part.offset);
           transit_.Release(part);
           return;
         }
-        if (held == nullptr) {
-          held = std::make_shared<const Frame>(std::move(frame));
-          from = held.get();
-        }
         transit_.Hold(part, held, at);
+        if (kept) to_copy_.push_back({part, held, at});
       });
       first += r.len;
     }
+  }
+
+  void CopyKeptParts() {
+    for (const KeptPart& k : to_copy_) {
+      k.frame->CopyOut(k.first, k.part.len, buffer_.get() + k.part.offset);
+      transit_.Release(k.part);
+    }
+    to_copy_.clear();
   }
 
   // Calls fn on the parts of r inside (true) and outside (false) the result.
@@ -250,6 +261,12 @@ class ChipCollective::Impl {
   float add_block_[kAddBlock];
   std::vector<Range> result_;  // sorted by offset
   TransitBytes transit_;
+  struct KeptPart {
+    Range part;                          // in the buffer
+    std::shared_ptr<const Frame> frame;  // where it arrived,
+    uint64_t first;                      // from this element on
+  };
+  std::vector<KeptPart> to_copy_;  // received, held, not yet in the buffer
   LinkClocks own_links_;
   LinkClocks* links_ = &own_links_;
   ChipProgram prog_;
