@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The data-path benchmark and OpenMPI's figures for the same collectives, in
-# one run on one machine. Usage: bench/datapath.sh [collectives|p2p|paced|all]
+# one run on one machine. Usage: bench/datapath.sh [collectives|p2p|paced|ceilings|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null

@@ -136,7 +136,7 @@ struct LoopbackLink {
 };
 
 // One PeerService stream's throughput: 1 GiB in `chunk`-sized frames.
-RawTcpRate GrpcStreamRate(size_t chunk) {
+TransferRate GrpcStreamRate(size_t chunk) {
   LoopbackLink link;
   const uint64_t total = 1ull << 30;
   (void)link.fabric.Deliver(link.MakeFrame(chunk));  // warm-up: connection and windows
@@ -154,7 +154,7 @@ void PointToPointTable() {
   std::printf("\n== 2. Point-to-point PeerService stream over loopback (one directed link, 1 GiB) ==\n");
   std::printf("%-10s %10s %16s\n", "chunk", "GB/s", "GB per CPU-s");
   for (size_t chunk : {256u << 10, 1u << 20, 4u << 20}) {
-    const RawTcpRate rate = GrpcStreamRate(chunk);
+    const TransferRate rate = GrpcStreamRate(chunk);
     std::printf("%-10s %10.2f %16.2f\n", absl::StrCat(chunk >> 10, "KiB").c_str(), rate.bytes_per_s / 1e9,
                 rate.bytes_per_cpu_s / 1e9);
   }
@@ -188,13 +188,13 @@ void PacedTable() {
 // tpuemu's own work counted). "Least any algorithm" is each rank's
 // unavoidable receive volume (all-to-all straight to each destination, as
 // MPI_Alltoall; not along the ring), at the plain TCP rate.
-void KernelFloorTable() {
+void CeilingsTable() {
   constexpr int kPairs = 16;  // the 16 directed links of an 8-chip bi-ring
   std::printf("\n== 4. Ceilings: plain TCP sockets over loopback (%d pairs, 1 MiB writes), and one gRPC stream ==\n",
               kPairs);
-  RawTcpRate tcp, grpc;
+  TransferRate tcp, grpc;
   for (int r = 0; r < 3; ++r) {
-    const RawTcpRate a = RawTcpLoopbackRate(kPairs, 1 << 20, 2ull << 30), b = GrpcStreamRate(1 << 20);
+    const TransferRate a = RawTcpLoopbackRate(kPairs, 1 << 20, 2ull << 30), b = GrpcStreamRate(1 << 20);
     if (a.bytes_per_s > tcp.bytes_per_s) tcp = a;
     if (b.bytes_per_cpu_s > grpc.bytes_per_cpu_s) grpc = b;
   }
@@ -237,6 +237,6 @@ int main(int argc, char** argv) {
   if (only == "all" || only == "collectives") tpuemu::CollectiveTable(3);
   if (only == "all" || only == "p2p") tpuemu::PointToPointTable();
   if (only == "all" || only == "paced") tpuemu::PacedTable();
-  if (only == "all" || only == "floor") tpuemu::KernelFloorTable();
+  if (only == "all" || only == "ceilings") tpuemu::CeilingsTable();
   return 0;
 }

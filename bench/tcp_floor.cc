@@ -43,7 +43,7 @@ void Receive(int fd, size_t chunk, uint64_t bytes) {
 
 }  // namespace
 
-RawTcpRate RawTcpLoopbackRate(int pairs, size_t chunk, uint64_t total) {
+TransferRate RawTcpLoopbackRate(int pairs, size_t chunk, uint64_t total) {
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;

@@ -8,13 +8,13 @@
 
 namespace tpuemu {
 
-struct RawTcpRate {
+struct TransferRate {
   double bytes_per_s = 0;      // aggregate, over all pairs
   double bytes_per_cpu_s = 0;  // per CPU-second, senders and receivers together
 };
 
 // `pairs` connections over 127.0.0.1, each with its own sending and receiving
 // thread writing and reading `chunk` bytes at a time, `total` bytes in all.
-RawTcpRate RawTcpLoopbackRate(int pairs, size_t chunk, uint64_t total);
+TransferRate RawTcpLoopbackRate(int pairs, size_t chunk, uint64_t total);
 
 }  // namespace tpuemu
