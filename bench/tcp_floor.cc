@@ -1,7 +1,5 @@
 #include "bench/tcp_floor.h"
 
-#include "bench/cpu_clock.h"
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,6 +10,8 @@
 #include <cstdlib>
 #include <thread>
 #include <vector>
+
+#include "bench/cpu_clock.h"
 
 namespace tpuemu {
 namespace {

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/support/sync_stream.h"
 #include "services/frame_codec.h"
+#include "services/server.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -45,13 +46,7 @@ absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) 
   // Every directed link gets its own TCP connection, like its own ICI cable.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
-  // Bulk tensor streams: big HTTP/2 frames and windows; socket reads of
-  // about one chunk (see StartServer).
-  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
-  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
-  args.SetInt(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 << 20);
-  args.SetInt(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
-  args.SetInt(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 2 << 20);
+  for (const auto& [name, value] : PeerStreamArgs()) args.SetInt(name, value);
   s->channel = grpc::CreateCustomChannel(it->second, grpc::InsecureChannelCredentials(), args);
   grpc::internal::RpcMethod method("/tpuemu.v1.PeerService/Stream", grpc::internal::RpcMethod::CLIENT_STREAMING,
                                    s->channel);

@@ -8,6 +8,23 @@
 
 namespace tpuemu {
 
+const std::vector<std::pair<const char*, int>>& PeerStreamArgs() {
+  static const std::vector<std::pair<const char*, int>> args = {
+      // Bulk tensor data: big HTTP/2 frames and windows.
+      {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1},
+      {GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20},
+      {GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 << 20},
+      // Reads of about one chunk: a received chunk pins the whole read buffer
+      // it landed in until its chip takes it (a paced chunk waits until it is
+      // due), so reads of 4-8 MiB multiplied the memory each link held, and on
+      // a fresh worker that memory faulted in while timed (~1900 faults per
+      // worker in the first paced 8 MiB all-gather; 18-490 with these sizes).
+      {GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20},
+      {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 2 << 20},
+  };
+  return args;
+}
+
 absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::vector<grpc::Service*>& services) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -15,17 +32,7 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
   RunningServer running;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &running.port);
   builder.SetMaxReceiveMessageSize(8 << 20);
-  // Peer streams carry bulk tensor data: big HTTP/2 frames and windows.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 << 20);
-  // Reads of about one chunk: a received chunk pins the whole read buffer it
-  // landed in until its chip takes it (a paced chunk waits until it is due),
-  // so reads of 4-8 MiB multiplied the memory each link held, and on a fresh
-  // worker that memory faulted in while timed (~1900 faults per worker in the
-  // first paced 8 MiB all-gather; 18-490 with these sizes).
-  builder.AddChannelArgument(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
-  builder.AddChannelArgument(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 2 << 20);
+  for (const auto& [name, value] : PeerStreamArgs()) builder.AddChannelArgument(name, value);
   for (grpc::Service* s : services) builder.RegisterService(s);
   running.server = builder.BuildAndStart();
   if (!running.server || running.port == 0) {

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,6 +16,10 @@ struct RunningServer {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };
+
+// Channel arguments of the peer streams that carry tensor chunks, the same on
+// the sending (GrpcFabric) and the receiving (StartServer) end.
+const std::vector<std::pair<const char*, int>>& PeerStreamArgs();
 
 absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::vector<grpc::Service*>& services);
 

@@ -9,9 +9,10 @@
 namespace tpuemu {
 
 TestPod::TestPod(const TopologyRequest& topology, double time_scale) {
-  // As tpuemu-worker's main does: without it, chunk-sized buffers are fresh
-  // mmaps that fault in page by page, and the first paced collective on a
-  // pod lagged 15-20 ms that the same collective run again did not.
+  // As tpuemu-worker's main does, so that these workers run with the same
+  // malloc settings: WarmHeap, which keeps a fresh pod's first paced
+  // collective from faulting in gRPC's receive buffers while timed, relies on
+  // them.
   PrepareProcessForDataPath();
   CoordinatorOptions options;
   options.topology = topology;
