@@ -1,8 +1,11 @@
 // tpuemu: the command-line client of the TPU pod emulator.
+#include <cstdlib>
+
 #include "CLI/CLI.hpp"
 #include "client/bench_commands.h"
 #include "client/cluster_commands.h"
 #include "client/job_commands.h"
+#include "client/health_command.h"
 #include "client/matmul_command.h"
 #include "client/reference_command.h"
 
@@ -15,14 +18,25 @@ int main(int argc, char** argv) {
       "  tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n"
       "  tpuemu matmul \"A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]\" --dims I=1024,J=1024,K=1024\n"
       "  tpuemu cluster down\n\n"
+      "A pod under docker compose or Kubernetes (docs/deploy.md):\n"
+      "  docker compose up -d && tpuemu --coordinator localhost:50051 submit examples/jobs/dp.yaml --wait\n\n"
       "Every command takes --help."};
   app.require_subcommand(1);
+  // `tpuemu --coordinator HOST:PORT submit ...`: one address for whichever
+  // command follows (the commands read TPUEMU_COORDINATOR when not given one).
+  app.add_option_function<std::string>(
+         "--coordinator",
+         [](const std::string& address) { setenv("TPUEMU_COORDINATOR", address.c_str(), 1); },
+         "coordinator HOST:PORT for the command that follows (default: $TPUEMU_COORDINATOR, else\n"
+         "the pod `cluster up` started), e.g. tpuemu --coordinator localhost:50051 jobs")
+      ->trigger_on_parse();
   int exit_code = 0;
   tpuemu::AddClusterCommands(app, &exit_code);
   tpuemu::AddBenchCommands(app, &exit_code);
   tpuemu::AddMatmulCommand(app, &exit_code);
   tpuemu::AddReferenceCommand(app, &exit_code);
   tpuemu::AddJobCommands(app, &exit_code);
+  tpuemu::AddHealthCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

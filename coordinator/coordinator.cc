@@ -41,43 +41,110 @@ Coordinator::~Coordinator() {
   job_thread_.join();
 }
 
-absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(int slice, int host,
-                                                                       const std::string& address) {
-  if (slice < 0 || slice >= topo_.slices()) {
-    return absl::InvalidArgumentError(absl::StrCat("--slice ", slice, ": the pod has slices 0 to ",
-                                                   topo_.slices() - 1));
+absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(const v1::RegisterWorkerRequest& req) {
+  const std::string who = absl::StrCat("the worker at ", req.address(), " (place from ",
+                                       req.place_source().empty() ? "--slice/--host" : req.place_source(), ")");
+  if (req.address().empty()) return absl::InvalidArgumentError("register: the worker gave no address to reach it");
+  if (req.num_slices() != 0 && req.num_slices() != topo_.slices()) {
+    return absl::InvalidArgumentError(absl::StrCat("MEGASCALE_NUM_SLICES=", req.num_slices(), " of ", who,
+                                                   ": this pod (", topo_.Describe(), ") has ", topo_.slices(),
+                                                   " slice(s)"));
   }
-  if (host < 0 || host >= topo_.hosts_per_slice()) {
-    return absl::InvalidArgumentError(absl::StrCat("--host ", host, ": each slice of ", topo_.Describe(),
-                                                   " has hosts 0 to ", topo_.hosts_per_slice() - 1));
+  if (req.slice() < -1 || req.slice() >= topo_.slices()) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": slice ", req.slice(), " is outside the pod ",
+                                                   topo_.Describe(), ", which has slices 0 to ", topo_.slices() - 1));
   }
-  const int global = slice * topo_.hosts_per_slice() + host;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    Worker& w = workers_[global];
-    if (!w.address.empty() && w.address != address) {
-      spdlog::info("host {} re-registered: {} replaces {}", global, address, w.address);
+  if (req.host() < -1 || req.host() >= topo_.hosts_per_slice()) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": host ", req.host(), " is outside its slice: each slice of ",
+                                                   topo_.Describe(), " has hosts 0 to ",
+                                                   topo_.hosts_per_slice() - 1));
+  }
+  // A place whose holder still heartbeats is refused only if that holder
+  // answers now: a worker restarted on a new address must not wait for its
+  // dead predecessor's heartbeats to lapse.
+  for (bool holder_checked = false;; holder_checked = true) {
+    std::shared_ptr<WorkerClient> holder;
+    std::string holder_address;
+    int global = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto place = req.host() >= 0 ? absl::StatusOr<int>(req.slice() * topo_.hosts_per_slice() + req.host())
+                                   : AssignPlaceLocked(req.address(), req.slice());
+      if (!place.ok()) return absl::Status(place.status().code(), absl::StrCat(who, ": ", place.status().message()));
+      global = *place;
+      auto it = workers_.find(global);
+      if (holder_checked || it == workers_.end() || it->second.address == req.address() || !AliveLocked(it->second)) {
+        return TakePlaceLocked(global, req);
+      }
+      holder = it->second.client;
+      holder_address = it->second.address;
     }
-    w.host = global;
-    w.slice = slice;
-    w.address = address;
-    w.last_heartbeat = absl::Now();
-    w.client = factory_(address);
-    ++generation_;
+    if (holder->Ping(absl::Seconds(1)).ok()) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          who, " claims slice ", topo_.SliceOfHost(global), " host ", global % topo_.hosts_per_slice(),
+          ", which the live worker at ", holder_address,
+          " holds; give each worker its own place (see `tpuemu-worker --help`) or stop the other one"));
+    }
   }
+}
+
+absl::StatusOr<int> Coordinator::AssignPlaceLocked(const std::string& address, int slice) const {
+  const int first = slice < 0 ? 0 : slice * topo_.hosts_per_slice();
+  const int last = slice < 0 ? topo_.num_hosts() : first + topo_.hosts_per_slice();
+  // The same worker back keeps its place; else the first place nobody holds;
+  // else the first whose holder stopped heartbeating.
+  for (int g = first; g < last; ++g) {
+    auto it = workers_.find(g);
+    if (it != workers_.end() && it->second.address == address) return g;
+  }
+  for (int g = first; g < last; ++g) {
+    if (workers_.count(g) == 0) return g;
+  }
+  for (int g = first; g < last; ++g) {
+    if (!AliveLocked(workers_.at(g))) return g;
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "no free place: all ", last - first, " hosts of ", slice < 0 ? "the pod " : absl::StrCat("slice ", slice, " of "),
+      topo_.Describe(), " are held by live workers; scale the workers to ", topo_.num_hosts(),
+      " or start a pod with a bigger topology"));
+}
+
+v1::RegisterWorkerResponse Coordinator::TakePlaceLocked(int global, const v1::RegisterWorkerRequest& req) {
+  Worker& w = workers_[global];
+  if (!w.address.empty() && w.address != req.address()) {
+    spdlog::info("host {} re-registered: {} replaces {}", global, req.address(), w.address);
+  }
+  w.host = global;
+  w.slice = topo_.SliceOfHost(global);
+  w.address = req.address();
+  w.last_heartbeat = absl::Now();
+  w.client = factory_(req.address());
+  w.incarnation = next_incarnation_++;
+  ++generation_;
   cv_.notify_all();
-  spdlog::info("worker registered: slice {} host {} (global {}) at {}", slice, host, global, address);
+  const int host = global % topo_.hosts_per_slice();
+  spdlog::info("worker registered: slice {} host {} (global {}) at {}; place from {}", w.slice, host, global,
+               w.address, req.place_source().empty() ? "--slice/--host" : req.place_source());
   v1::RegisterWorkerResponse resp;
   resp.set_global_host(global);
+  resp.set_slice(w.slice);
+  resp.set_host(host);
+  resp.set_incarnation(w.incarnation);
   *resp.mutable_spec() = ToProto(options_.topology, options_.time_scale);
   return resp;
 }
 
-absl::Status Coordinator::Heartbeat(int global_host) {
+absl::Status Coordinator::Heartbeat(int global_host, uint64_t incarnation) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(global_host);
   if (it == workers_.end()) {
     return absl::NotFoundError(absl::StrCat("host ", global_host, " is not registered; register first"));
+  }
+  if (it->second.incarnation != incarnation) {
+    spdlog::warn("refused a stale heartbeat for host {} (incarnation {}; the worker at {} holds it now)", global_host,
+                 incarnation, it->second.address);
+    return absl::FailedPreconditionError(absl::StrCat("host ", global_host, " is now held by the worker at ",
+                                                      it->second.address, "; this registration was replaced"));
   }
   it->second.last_heartbeat = absl::Now();
   return absl::OkStatus();
@@ -187,6 +254,7 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
     if (!plan.ok()) return plan.status();
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
   if (!ReadyLocked()) {
     int alive = 0;
     for (const auto& [_, w] : workers_) alive += AliveLocked(w);
@@ -245,21 +313,34 @@ absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& id) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
-  JobEntry& entry = it->second;
+  CancelLocked(it->second, "cancelled by the user");
+  return it->second.job;
+}
+
+void Coordinator::CancelLocked(JobEntry& entry, const std::string& why) {
   if (entry.job.state() == v1::JOB_STATE_PENDING) {
+    const std::string id = entry.job.id();
     queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
-    UpdateJobLocked(entry, [](v1::Job& j) {
+    UpdateJobLocked(entry, [&](v1::Job& j) {
       j.set_state(v1::JOB_STATE_CANCELLED);
+      j.set_error(why);
       j.set_finished_unix_s(UnixSeconds());
     });
   } else if (entry.job.state() == v1::JOB_STATE_RUNNING && !entry.cancel_requested) {
     entry.cancel_requested = true;
     for (const auto& [_, w] : workers_) {
       auto client = w.client;
-      std::thread([client, n = entry.number] { client->Abort(n, "cancelled by the user").IgnoreError(); }).detach();
+      std::thread([client, n = entry.number, why] { client->Abort(n, why).IgnoreError(); }).detach();
     }
   }
-  return entry.job;
+}
+
+void Coordinator::Drain(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = why;
+  const std::deque<std::string> pending = queue_;
+  for (const std::string& id : pending) CancelLocked(jobs_[id], why);
+  if (!running_.empty()) CancelLocked(jobs_[running_], why);
 }
 
 absl::StatusOr<v1::JobTrace> Coordinator::GetJobTrace(const std::string& id) {

@@ -37,8 +37,8 @@ class Coordinator : public CoordinatorBackend {
                                                              ClientFactory factory);
   ~Coordinator() override;
 
-  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(int slice, int host, const std::string& address) override;
-  absl::Status Heartbeat(int global_host) override;
+  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(const v1::RegisterWorkerRequest& request) override;
+  absl::Status Heartbeat(int global_host, uint64_t incarnation) override;
   v1::ClusterStatus ClusterStatus() override;
   absl::StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) override;
   absl::StatusOr<v1::Job> GetJob(const std::string& id) override;
@@ -47,6 +47,9 @@ class Coordinator : public CoordinatorBackend {
                                                       absl::Duration timeout) override;
   absl::StatusOr<v1::Job> CancelJob(const std::string& id) override;
   absl::StatusOr<v1::JobTrace> GetJobTrace(const std::string& id) override;
+
+  // Stops taking jobs and cancels the queued and running ones (SIGTERM).
+  void Drain(const std::string& why);
 
   const Topology& topology() const { return topo_; }
 
@@ -57,6 +60,7 @@ class Coordinator : public CoordinatorBackend {
     std::string address;
     absl::Time last_heartbeat;
     std::shared_ptr<WorkerClient> client;
+    uint64_t incarnation = 0;  // of the registration that holds the place
   };
   struct JobEntry {
     v1::Job job;
@@ -71,8 +75,12 @@ class Coordinator : public CoordinatorBackend {
   void PodLoop();
   void JobLoop();
   bool ReadyLocked() const;
+  // The place (global host) for a worker that asked to be assigned one.
+  absl::StatusOr<int> AssignPlaceLocked(const std::string& address, int slice) const;
+  v1::RegisterWorkerResponse TakePlaceLocked(int global, const v1::RegisterWorkerRequest& req);
   bool AliveLocked(const Worker& w) const;
   std::string WorkerNameLocked(int host) const;
+  void CancelLocked(JobEntry& entry, const std::string& why);
   void UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change);
   // Runs outside the lock, on a copy of the job, and fills in its result.
   absl::Status RunJob(const std::string& id, uint64_t number, v1::Job& job);
@@ -98,7 +106,11 @@ class Coordinator : public CoordinatorBackend {
   std::deque<std::string> queue_;
   std::string running_;                 // id of the running job, if any
   uint64_t next_job_ = 1;
+  // Registrations are numbered from a random start, so that a restarted
+  // coordinator does not take an earlier process's heartbeats as current.
+  uint64_t next_incarnation_ = absl::ToUnixNanos(absl::Now());
   bool stop_ = false;
+  std::string draining_;                // why new jobs are refused, once shutting down
   std::thread pod_thread_;
   std::thread job_thread_;
 };

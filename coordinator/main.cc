@@ -5,24 +5,72 @@
 #include "CLI/CLI.hpp"
 #include "coordinator/coordinator.h"
 #include "core/profile.h"
+#include "services/process_env.h"
 #include "services/server.h"
 #include "spdlog/spdlog.h"
 
+namespace {
+
+constexpr char kFooter[] = R"(
+Every flag can also come from its environment variable (shown as ENV above), as
+docker-compose.yml and deploy/kubernetes set them; flags win.
+Health (grpc.health.v1, `tpuemu health HOST:PORT`): "liveness" while serving; the overall
+status once every worker of the pod has registered and been configured.
+SIGTERM stops taking jobs, cancels the queued and running ones, and exits within 8 s.
+See docs/deploy.md.)";
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace tpuemu;
-  CLI::App app{"tpuemu-coordinator: the control plane of an emulated TPU pod (started for you by `tpuemu cluster up`)."};
+  CLI::App app{"tpuemu-coordinator: the control plane of an emulated TPU pod (started for you by "
+               "`tpuemu cluster up`, docker-compose.yml or deploy/kubernetes)."};
   CoordinatorOptions options;
   std::string listen = "127.0.0.1:0", port_file;
-  app.add_option("--topology", options.topology.topology, "CHIP:SHAPE, e.g. v5e:4x4 or v5p:4x4x4")->required();
-  app.add_option("--slices", options.topology.slices, "number of slices joined by DCN")->capture_default_str();
-  app.add_option("--chips-per-host", options.topology.chips_per_host, "chips per worker")->capture_default_str();
-  app.add_option("--wraparound", options.topology.wraparound, "auto, none, or axes that wrap (x,y)")
+  bool check_config = false;
+  std::vector<std::string> known_env;
+  auto env_option = [&](CLI::Option* o, const char* env) {
+    known_env.push_back(env);
+    return o->envname(env);
+  };
+  env_option(app.add_option("--topology", options.topology.topology, "CHIP:SHAPE, e.g. v5e:4x4 or v5p:4x4x4"),
+             "TPUEMU_TOPOLOGY")
+      ->required();
+  env_option(app.add_option("--slices", options.topology.slices, "number of slices joined by DCN"), "TPUEMU_SLICES")
       ->capture_default_str();
-  app.add_option("--time-scale", options.time_scale, "wall seconds per emulated second; 0 = unpaced")
+  env_option(app.add_option("--chips-per-host", options.topology.chips_per_host, "chips per worker"),
+             "TPUEMU_CHIPS_PER_HOST")
       ->capture_default_str();
-  app.add_option("--listen", listen, "address to serve on; port 0 picks a free port")->capture_default_str();
+  env_option(app.add_option("--wraparound", options.topology.wraparound, "auto, none, or axes that wrap (x,y)"),
+             "TPUEMU_WRAPAROUND")
+      ->capture_default_str();
+  env_option(app.add_option("--time-scale", options.time_scale, "wall seconds per emulated second; 0 = unpaced"),
+             "TPUEMU_TIME_SCALE")
+      ->capture_default_str();
+  env_option(app.add_option("--listen", listen, "address to serve on; port 0 picks a free port"), "TPUEMU_LISTEN")
+      ->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port here once serving");
+  app.add_flag("--check-config", check_config,
+               "check flags and environment and exit (0 if usable, 2 if not) without serving");
+  app.footer(kFooter);
   CLI11_PARSE(app, argc, argv);
+
+  if (auto s = CheckTpuemuVariables(known_env); !s.ok()) {
+    if (check_config) {
+      spdlog::error("{}", std::string(s.message()));
+      return 2;
+    }
+    spdlog::warn("{}", std::string(s.message()));
+  }
+  if (check_config) {
+    auto topo = Topology::Create(options.topology);
+    if (!topo.ok()) {
+      spdlog::error("{}", std::string(topo.status().message()));
+      return 2;
+    }
+    std::printf("pod: %s, %d workers\nlisten: %s\n", topo->Describe().c_str(), topo->num_hosts(), listen.c_str());
+    return 0;
+  }
 
   BlockShutdownSignals();
   auto coordinator = Coordinator::Create(options, MakeGrpcWorkerClient);
@@ -36,13 +84,20 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(server.status().message()));
     return 1;
   }
+  SetReady(*server, false);
   spdlog::info("coordinator for {} serving on port {}", (*coordinator)->topology().Describe(), server->port);
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
     std::ofstream(tmp) << server->port << "\n";
     std::rename(tmp.c_str(), port_file.c_str());
   }
-  WaitForShutdownSignal();
-  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  WaitForShutdownSignal(std::chrono::milliseconds(200),
+                        [&] { SetReady(*server, (*coordinator)->ClusterStatus().ready()); });
+  spdlog::info("shutting down: cancelling jobs, draining for up to 5 s");
+  ExitAfter(std::chrono::seconds(8));
+  SetReady(*server, false);
+  (*coordinator)->Drain("the coordinator is shutting down (SIGTERM)");
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  coordinator->reset();
   return 0;
 }

@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
-# Installs every Debian package tpuemu needs to build, test and benchmark.
-# Idempotent: packages already present are skipped, and apt-get runs only when
-# something is missing, so repeated calls cost a dpkg query and nothing more.
+# Installs the Debian packages tpuemu needs. Idempotent: packages already
+# present are skipped, and apt-get runs only when something is missing, so
+# repeated calls cost a dpkg query and nothing more.
+#
+#   scripts/setup.sh            everything: build, tests, benchmarks, fuzzing, containers
+#   scripts/setup.sh build      only what building the binaries needs (the image's build stage)
 set -euo pipefail
 
-PACKAGES=(
+BUILD=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libabsl-dev libblis-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev
-  openmpi-bin libopenmpi-dev
-  python3 python3-yaml iproute2 procps
-  clang libclang-rt-dev
 )
+TEST=(
+  libgtest-dev libgmock-dev libbenchmark-dev
+  openmpi-bin libopenmpi-dev
+  python3 python3-yaml iproute2 procps util-linux
+  clang libclang-rt-dev
+  # Real containers for the deployment tests (docker-compose.yml, deploy/):
+  # podman with runc, netavark and aardvark-dns (containers find each other
+  # by name), podman-compose, and debootstrap for a base image where
+  # no registry is reachable.
+  podman podman-compose runc netavark aardvark-dns debootstrap
+)
+
+case "${1:-all}" in
+  build) PACKAGES=("${BUILD[@]}") ;;
+  all) PACKAGES=("${BUILD[@]}" "${TEST[@]}") ;;
+  *) echo "setup: unknown group '$1'; use 'build' or nothing (everything)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

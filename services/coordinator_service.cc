@@ -20,12 +20,12 @@ bool IsTerminal(v1::JobState state) {
 
 grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
                                                     v1::RegisterWorkerResponse* resp) {
-  return Fill(backend_->RegisterWorker(req->slice(), req->host(), req->address()), resp);
+  return Fill(backend_->RegisterWorker(*req), resp);
 }
 
 grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
                                                v1::HeartbeatResponse*) {
-  return ToGrpcStatus(backend_->Heartbeat(req->global_host()));
+  return ToGrpcStatus(backend_->Heartbeat(req->global_host(), req->incarnation()));
 }
 
 grpc::Status CoordinatorServiceImpl::GetClusterStatus(grpc::ServerContext*, const v1::ClusterStatusRequest*,

@@ -15,9 +15,8 @@ namespace tpuemu {
 class CoordinatorBackend {
  public:
   virtual ~CoordinatorBackend() = default;
-  virtual absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(int slice, int host,
-                                                                    const std::string& address) = 0;
-  virtual absl::Status Heartbeat(int global_host) = 0;
+  virtual absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(const v1::RegisterWorkerRequest& request) = 0;
+  virtual absl::Status Heartbeat(int global_host, uint64_t incarnation) = 0;
   virtual v1::ClusterStatus ClusterStatus() = 0;
   virtual absl::StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) = 0;
   virtual absl::StatusOr<v1::Job> GetJob(const std::string& id) = 0;

@@ -22,7 +22,9 @@ GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::str
 
 GrpcFabric::~GrpcFabric() {
   for (auto& [_, s] : streams_) {
-    if (s->broken) {
+    // A stream that never connected has nothing to finish: WritesDone would
+    // wait for a connection that may never come.
+    if (s->broken || s->channel->GetState(false) != GRPC_CHANNEL_READY) {
       s->context.TryCancel();
       continue;
     }
@@ -48,6 +50,12 @@ absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) 
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
   for (const auto& [name, value] : PeerStreamArgs()) args.SetInt(name, value);
   s->channel = grpc::CreateCustomChannel(it->second, grpc::InsecureChannelCredentials(), args);
+  // Initial metadata goes with the first chunk: opening the stream then
+  // never blocks. (Uncorked, the writer's constructor waits for the metadata
+  // to be sent, without a deadline; between containers on this project's
+  // machines that wait hung for 10-50 s on a fresh pod's first Configure, and
+  // with it the whole pod. ConnectLinks bounds the wait for the connection.)
+  s->context.set_initial_metadata_corked(true);
   grpc::internal::RpcMethod method("/tpuemu.v1.PeerService/Stream", grpc::internal::RpcMethod::CLIENT_STREAMING,
                                    s->channel);
   s->writer.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(s->channel.get(), method,
@@ -57,14 +65,22 @@ absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) 
 }
 
 absl::Status GrpcFabric::ConnectLinks(const std::vector<int>& local_chips) {
+  // Every link starts connecting at once; all share one deadline, so that
+  // Configure answers within the coordinator's 10 s whatever the peers do.
+  std::vector<PeerStream*> streams;
   for (int chip : local_chips) {
     for (const auto& link : topo_.OutgoingLinks(chip)) {
       if (topo_.HostOf(link.peer) == my_host_) continue;
       auto stream = StreamFor(chip, link.peer);
       if (!stream.ok()) return stream.status();
-      if (!(*stream)->channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
-        return absl::UnavailableError(absl::StrCat("cannot connect ", (*stream)->peer));
-      }
+      (*stream)->channel->GetState(/*try_to_connect=*/true);
+      streams.push_back(*stream);
+    }
+  }
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
+  for (PeerStream* s : streams) {
+    if (!s->channel->WaitForConnected(deadline)) {
+      return absl::UnavailableError(absl::StrCat("cannot connect ", s->peer, " within 5 s"));
     }
   }
   return absl::OkStatus();

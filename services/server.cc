@@ -1,10 +1,13 @@
 #include "services/server.h"
 
 #include <csignal>
+#include <cstdlib>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "spdlog/spdlog.h"
 
 namespace tpuemu {
 
@@ -35,11 +38,21 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
   for (const auto& [name, value] : PeerStreamArgs()) builder.AddChannelArgument(name, value);
   for (grpc::Service* s : services) builder.RegisterService(s);
   running.server = builder.BuildAndStart();
+  if (running.server && running.server->GetHealthCheckService() != nullptr) {
+    running.server->GetHealthCheckService()->SetServingStatus(kLivenessService, true);
+  }
   if (!running.server || running.port == 0) {
     return absl::UnavailableError(absl::StrCat("--listen '", listen,
                                                "': could not listen there (in use, or not a local address?)"));
   }
   return running;
+}
+
+void SetReady(RunningServer& server, bool ready) {
+  if (server.server && server.server->GetHealthCheckService() != nullptr) {
+    server.server->GetHealthCheckService()->SetServingStatus(ready);
+    server.server->GetHealthCheckService()->SetServingStatus(kLivenessService, true);
+  }
 }
 
 void BlockShutdownSignals() {
@@ -57,6 +70,23 @@ void WaitForShutdownSignal() {
   sigaddset(&set, SIGTERM);
   int sig = 0;
   sigwait(&set, &sig);
+}
+
+void WaitForShutdownSignal(std::chrono::milliseconds period, const std::function<void()>& tick) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const timespec timeout{static_cast<time_t>(period.count() / 1000), static_cast<long>(period.count() % 1000) * 1000000};
+  while (sigtimedwait(&set, nullptr, &timeout) < 0) tick();
+}
+
+void ExitAfter(std::chrono::milliseconds grace) {
+  std::thread([grace] {
+    std::this_thread::sleep_for(grace);
+    spdlog::warn("draining took longer than {} ms; exiting now", grace.count());
+    std::_Exit(0);
+  }).detach();
 }
 
 }  // namespace tpuemu

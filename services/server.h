@@ -2,6 +2,8 @@
 // grpc.health.v1 and server reflection, on host:port (port 0 = any free port).
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,8 +25,22 @@ const std::vector<std::pair<const char*, int>>& PeerStreamArgs();
 
 absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::vector<grpc::Service*>& services);
 
-// Blocks until SIGINT or SIGTERM. Call before starting any thread.
+// grpc.health.v1 on every server: the service "liveness" answers SERVING while
+// the process serves at all; the overall service ("") answers SERVING only
+// once the process is ready for work (a worker registered and configured, the
+// coordinator with every worker of its pod). `tpuemu health` probes either.
+inline constexpr char kLivenessService[] = "liveness";
+void SetReady(RunningServer& server, bool ready);
+
+// Blocks SIGINT and SIGTERM for every thread started afterwards, so that
+// WaitForShutdownSignal receives them. Call before starting any thread.
 void BlockShutdownSignals();
 void WaitForShutdownSignal();
+// Calls `tick` every `period` until SIGINT or SIGTERM arrives.
+void WaitForShutdownSignal(std::chrono::milliseconds period, const std::function<void()>& tick);
+// After a shutdown signal: if draining has not finished within `grace`,
+// exits the process anyway (a stuck call must not outlive the grace period
+// Kubernetes and compose give before SIGKILL).
+void ExitAfter(std::chrono::milliseconds grace);
 
 }  // namespace tpuemu

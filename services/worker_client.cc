@@ -54,6 +54,13 @@ class GrpcWorkerClient : public WorkerClient {
     return out;
   }
 
+  absl::Status Ping(absl::Duration timeout) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    v1::WorkerStatus resp;
+    return FromGrpcStatus(stub_->GetStatus(&ctx, v1::WorkerStatusRequest(), &resp), Context());
+  }
+
   absl::Status Abort(uint64_t job, const std::string& reason) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));

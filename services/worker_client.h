@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/collective_executor.h"
 #include "core/collective_spec.h"
 #include "core/host_job.h"
@@ -23,6 +24,9 @@ class WorkerClient {
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) = 0;
   virtual absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) = 0;
   virtual absl::Status Abort(uint64_t job, const std::string& reason) = 0;
+  // OK when the worker answers within `timeout`: tells a live holder of a
+  // place from one whose heartbeats have merely not lapsed yet.
+  virtual absl::Status Ping(absl::Duration timeout) = 0;
 };
 
 std::unique_ptr<WorkerClient> MakeGrpcWorkerClient(const std::string& address);

@@ -1,29 +1,95 @@
-// tpuemu-worker: one emulated TPU host. Starts its WorkerService and
-// PeerService, registers with the coordinator and heartbeats until stopped.
+// tpuemu-worker: one emulated TPU host. Finds its place in the pod, starts its
+// WorkerService and PeerService, registers with the coordinator and
+// heartbeats until SIGTERM, then drains and exits.
+#include <signal.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "grpcpp/grpcpp.h"
 #include "services/peer_service.h"
+#include "services/process_env.h"
 #include "services/server.h"
-#include "services/status_conv.h"
 #include "spdlog/spdlog.h"
-#include "tpuemu/v1/services.grpc.pb.h"
+#include "worker/coordinator_session.h"
 #include "worker/worker_node.h"
+#include "worker/worker_place.h"
+
+namespace {
+
+constexpr char kPlaceHelp[] = R"(
+Where this worker sits in the pod, from the first source that says:
+  1. --slice and --host;
+  2. TPU_WORKER_ID (host within the slice) with MEGASCALE_SLICE_ID (slice);
+  3. this machine's hostname's position in TPU_WORKER_HOSTNAMES (comma-separated);
+  4. TPUEMU_POD_INDEX (a StatefulSet pod's ordinal, from the apps.kubernetes.io/pod-index
+     label), else in Kubernetes the hostname's -N suffix;
+  5. none of these: the coordinator assigns the next free place (docker compose --scale).
+The slice comes from --slice or MEGASCALE_SLICE_ID, else 0 when a host index was given.
+MEGASCALE_NUM_SLICES, when set, must equal the pod's slices.
+The coordinator: --coordinator, TPUEMU_COORDINATOR or MEGASCALE_COORDINATOR_ADDRESS
+(HOST[:PORT], port 50051 by default).
+Health (grpc.health.v1, `tpuemu health HOST:PORT`): "liveness" while serving; the overall
+status once registered and configured. SIGTERM drains and exits within 8 s.
+See docs/deploy.md.)";
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace tpuemu;
-  CLI::App app{"tpuemu-worker: one emulated TPU host (started for you by `tpuemu cluster up`)."};
+  CLI::App app{"tpuemu-worker: one emulated TPU host (started for you by `tpuemu cluster up`, "
+               "docker-compose.yml or deploy/kubernetes)."};
   std::string coordinator, listen = "127.0.0.1:0", advertise;
-  int slice = 0, host = 0;
-  app.add_option("--coordinator", coordinator, "coordinator address host:port")->required();
-  app.add_option("--slice", slice, "which slice this host belongs to (0-based)");
-  app.add_option("--host", host, "host index within the slice (0-based)");
-  app.add_option("--listen", listen, "address to serve on; port 0 picks a free port")->capture_default_str();
-  app.add_option("--advertise", advertise, "host name peers use to reach this worker (default: the --listen host)");
+  int slice = -1, host = -1;
+  bool check_config = false;
+  std::vector<std::string> known_env = {"TPUEMU_POD_INDEX"};
+  auto env_option = [&](CLI::Option* o, const char* env) {
+    known_env.push_back(env);
+    return o->envname(env);
+  };
+  env_option(app.add_option("--coordinator", coordinator, "coordinator HOST:PORT"), "TPUEMU_COORDINATOR");
+  auto* slice_opt = app.add_option("--slice", slice, "this host's slice (0-based)");
+  auto* host_opt = app.add_option("--host", host, "this host's index within its slice (0-based)");
+  env_option(app.add_option("--listen", listen, "address to serve on; port 0 picks a free port"), "TPUEMU_LISTEN")
+      ->capture_default_str();
+  env_option(app.add_option("--advertise", advertise,
+                            "host name peers use to reach this worker (default: the --listen host, or this\n"
+                            "machine's fully qualified name when listening on 0.0.0.0)"),
+             "TPUEMU_ADVERTISE");
+  app.add_flag("--check-config", check_config,
+               "check flags and environment, print the place and addresses they give, and exit\n"
+               "(0 if usable, 2 if not) without contacting anyone");
+  app.footer(kPlaceHelp);
   CLI11_PARSE(app, argc, argv);
+
+  if (auto s = CheckTpuemuVariables(known_env); !s.ok()) {
+    if (check_config) {
+      spdlog::error("{}", std::string(s.message()));
+      return 2;
+    }
+    spdlog::warn("{}", std::string(s.message()));
+  }
+  PlaceInputs inputs;
+  if (slice_opt->count() > 0) inputs.flag_slice = slice;
+  if (host_opt->count() > 0) inputs.flag_host = host;
+  inputs.env = EnvVar;
+  inputs.hostname = Hostname();
+  auto place = ResolveWorkerPlace(inputs);
+  auto coordinator_address = ResolveCoordinatorAddress(coordinator, inputs);
+  for (const absl::Status& s : {place.status(), coordinator_address.status()}) {
+    if (!s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      return 2;
+    }
+  }
+  const std::string advertised_host = AdvertiseHost(advertise, listen, CanonicalHostname);
+  if (check_config) {
+    std::printf("place: %s\ncoordinator: %s\nlisten: %s\nadvertise: %s\n", place->source.c_str(),
+                coordinator_address->c_str(), listen.c_str(), advertised_host.c_str());
+    return 0;
+  }
 
   BlockShutdownSignals();
   PrepareProcessForDataPath();
@@ -35,47 +101,34 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(server.status().message()));
     return 1;
   }
-  if (advertise.empty()) advertise = listen.substr(0, listen.rfind(':'));
-  const std::string address = absl::StrCat(advertise, ":", server->port);
-
-  auto stub = v1::CoordinatorService::NewStub(grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials()));
-  v1::RegisterWorkerRequest req;
-  req.set_slice(slice);
-  req.set_host(host);
-  req.set_address(address);
-  v1::RegisterWorkerResponse resp;
-  // The coordinator may still be starting: retry for up to 30 s.
-  grpc::Status status;
-  for (int attempt = 0; attempt < 60; ++attempt) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    status = stub->RegisterWorker(&ctx, req, &resp);
-    if (status.ok() || status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  if (!status.ok()) {
-    spdlog::error("could not register with the coordinator at {}: {}", coordinator, status.error_message());
-    server->server->Shutdown();
-    return 1;
-  }
-  node.set_global_host(resp.global_host());
-  spdlog::info("worker slice {} host {} (global {}) serving at {}", slice, host, resp.global_host(), address);
-
-  std::atomic<bool> stop{false};
-  std::thread heartbeat([&] {
-    while (!stop) {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-      v1::HeartbeatRequest hb;
-      hb.set_global_host(resp.global_host());
-      v1::HeartbeatResponse hb_resp;
-      stub->Heartbeat(&ctx, hb, &hb_resp);
-      for (int i = 0; i < 5 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  SetReady(*server, false);
+  const std::string address = absl::StrCat(advertised_host, ":", server->port);
+  CoordinatorSession session(*coordinator_address, address, *place,
+                             [&node](int global_host) { node.set_global_host(global_host); });
+  // Registration waits for the coordinator on a thread of its own, so that a
+  // SIGTERM meanwhile still stops the process at once.
+  std::atomic<int> exit_code{0};
+  std::thread registration([&] {
+    if (absl::Status s = session.Register(); s.ok()) {
+      session.StartHeartbeats();
+    } else if (!absl::IsCancelled(s)) {
+      spdlog::error("the coordinator at {} refused this worker: {}", *coordinator_address, std::string(s.message()));
+      exit_code = 2;
+      kill(getpid(), SIGTERM);
     }
   });
-  WaitForShutdownSignal();
-  stop = true;
-  heartbeat.join();
-  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  return 0;
+  WaitForShutdownSignal(std::chrono::milliseconds(200), [&] {
+    SetReady(*server, session.registered() && node.Status().configured);
+    if (!session.ended().empty() && exit_code == 0) {
+      exit_code = 1;
+      kill(getpid(), SIGTERM);
+    }
+  });
+  spdlog::info("shutting down: draining for up to 5 s");
+  ExitAfter(std::chrono::seconds(8));
+  SetReady(*server, false);
+  session.Stop();
+  registration.join();
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  return exit_code;
 }

@@ -33,8 +33,11 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale) {
     EXPECT_TRUE(server.ok()) << server.status();
     w.server = *std::move(server);
     const int slice = topo.SliceOfHost(host);
-    auto reg = coordinator_->RegisterWorker(slice, host - slice * topo.hosts_per_slice(),
-                                            absl::StrCat("127.0.0.1:", w.server.port));
+    v1::RegisterWorkerRequest req;
+    req.set_slice(slice);
+    req.set_host(host - slice * topo.hosts_per_slice());
+    req.set_address(absl::StrCat("127.0.0.1:", w.server.port));
+    auto reg = coordinator_->RegisterWorker(req);
     EXPECT_TRUE(reg.ok()) << reg.status();
   }
   for (int i = 0; i < 200 && !coordinator_->ClusterStatus().ready(); ++i) {

@@ -1,0 +1,67 @@
+#include "client/health_command.h"
+
+#include <iostream>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+
+namespace tpuemu {
+namespace {
+
+struct HealthOptions {
+  std::string address;
+  bool live = false;
+  double timeout_s = 2;
+  bool json = false;
+};
+
+int Probe(const HealthOptions& o) {
+  if (o.timeout_s <= 0) {
+    std::cerr << "error: --timeout " << o.timeout_s << ": must be a positive number of seconds\n";
+    return 2;
+  }
+  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(o.address, grpc::InsecureChannelCredentials()));
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(o.live ? "liveness" : "");
+  grpc::health::v1::HealthCheckResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int>(o.timeout_s * 1000)));
+  const grpc::Status status = stub->Check(&ctx, req, &resp);
+  const bool serving = status.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+  const std::string state =
+      status.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()) : "UNREACHABLE";
+  if (o.json) {
+    std::cout << nlohmann::json{{"address", o.address},
+                                {"check", o.live ? "liveness" : "readiness"},
+                                {"status", state},
+                                {"serving", serving},
+                                {"error", status.ok() ? "" : status.error_message()}}
+                     .dump()
+              << "\n";
+  } else {
+    std::cout << o.address << " " << (o.live ? "liveness" : "readiness") << ": " << state
+              << (status.ok() ? "" : " (" + status.error_message() + ")") << "\n";
+  }
+  return serving ? 0 : 1;
+}
+
+}  // namespace
+
+void AddHealthCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<HealthOptions>();
+  auto* cmd = app.add_subcommand("health", "probe a coordinator or worker (grpc.health.v1); exit 0 if serving");
+  cmd->add_option("address", o->address, "the server's HOST:PORT")->required();
+  cmd->add_flag("--live", o->live, "liveness (serving at all) instead of readiness");
+  cmd->add_option("--timeout", o->timeout_s, "seconds to wait for an answer")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print {address, check, status, serving, error}");
+  cmd->footer(
+      "\nReadiness means: a worker has registered and been configured; the coordinator has every\n"
+      "worker of its pod. Exit 0 when SERVING, 1 otherwise (NOT_SERVING or unreachable).\n"
+      "Examples:\n"
+      "  tpuemu health localhost:50051            is the pod ready?\n"
+      "  tpuemu health worker-0:8471 --live       is this worker process serving?");
+  cmd->callback([o, exit_code] { *exit_code = Probe(*o); });
+}
+
+}  // namespace tpuemu
