@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Turns rendered Kubernetes manifests (kubectl kustomize) into the Pods that
+Kubernetes would create from them, for `podman kube play`, which runs Pods but
+not StatefulSets, JobSets or Services.
+
+Each pod keeps its template's containers as they are (image, command, ports,
+probes, resources, security context, mounts) and gets what the controllers
+and the kubelet would add:
+- StatefulSet replica i: name and hostname `<set>-<i>`, subdomain the set's
+  serviceName, labels apps.kubernetes.io/pod-index and
+  statefulset.kubernetes.io/pod-name;
+- JobSet replicated job r, job j, completion index p: name and hostname
+  `<jobset>-<r>-<j>-<p>`, subdomain the JobSet's name, the annotations JobSet
+  and the Indexed Job set (jobset.sigs.k8s.io/job-index,
+  jobset.sigs.k8s.io/replicatedjob-replicas,
+  batch.kubernetes.io/job-completion-index) and JOB_COMPLETION_INDEX;
+- Deployment: one pod per replica named after the Service that selects it.
+  Under podman a Service name does not resolve but a pod name does, so naming
+  the only backend pod after its Service gives the Service's DNS name the
+  same meaning (Kubernetes would name it <deployment>-<hash>-<suffix>);
+- env as the kubelet resolves it: downward-API fieldRefs (metadata.name,
+  namespace, labels['k'], annotations['k']), configMapKeyRef and
+  envFrom.configMapRef from the rendered ConfigMaps, and $(VAR) references to
+  variables defined earlier.
+ConfigMaps and PersistentVolumeClaims are passed through for the pods' volumes.
+
+Usage: kube_pods.py RENDERED.yaml OUTDIR  -> OUTDIR/NN-<pod>.yaml, one per pod
+"""
+
+import copy
+import os
+import re
+import sys
+
+import yaml
+
+NAMESPACE = "default"
+
+
+def selector_matches(selector, labels):
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def field_ref(path, meta):
+    if path == "metadata.name":
+        return meta["name"]
+    if path == "metadata.namespace":
+        return NAMESPACE
+    m = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
+    if m:
+        return meta.get(m.group(1), {}).get(m.group(2), "")
+    raise ValueError(f"fieldRef {path!r} is not supported by this converter")
+
+
+def expand(value, env):
+    """Kubernetes' $(VAR) expansion: defined variables are replaced, $$ escapes."""
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), value)
+
+
+def resolve_env(container, meta, configmaps):
+    env = {}
+    for source in container.pop("envFrom", []) or []:
+        ref = source.get("configMapRef")
+        if ref is None:
+            raise ValueError(f"envFrom {source} is not supported by this converter")
+        env.update(configmaps[ref["name"]])
+    for var in container.get("env", []) or []:
+        if "value" in var:
+            env[var["name"]] = expand(str(var["value"]), env)
+        elif "fieldRef" in var.get("valueFrom", {}):
+            env[var["name"]] = field_ref(var["valueFrom"]["fieldRef"]["fieldPath"], meta)
+        elif "configMapKeyRef" in var.get("valueFrom", {}):
+            ref = var["valueFrom"]["configMapKeyRef"]
+            env[var["name"]] = configmaps[ref["name"]][ref["key"]]
+        else:
+            raise ValueError(f"env {var} is not supported by this converter")
+    container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+
+
+def make_pod(template, name, subdomain=None, labels=None, annotations=None, extra_env=None, configmaps=None):
+    meta = copy.deepcopy(template.get("metadata", {}))
+    meta["name"] = name
+    meta.setdefault("labels", {}).update(labels or {})
+    meta.setdefault("annotations", {}).update(annotations or {})
+    spec = copy.deepcopy(template["spec"])
+    spec["hostname"] = name
+    if subdomain:
+        spec["subdomain"] = subdomain
+    for c in spec["containers"]:
+        if extra_env:
+            c["env"] = [{"name": k, "value": v} for k, v in extra_env.items()] + (c.get("env") or [])
+        resolve_env(c, meta, configmaps)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def pods_from(docs):
+    configmaps = {d["metadata"]["name"]: d.get("data", {}) for d in docs if d["kind"] == "ConfigMap"}
+    services = [d for d in docs if d["kind"] == "Service"]
+    pods = []
+    for d in docs:
+        kind, name = d["kind"], d["metadata"]["name"]
+        if kind == "StatefulSet":
+            for i in range(d["spec"].get("replicas", 1)):
+                pods.append(make_pod(d["spec"]["template"], f"{name}-{i}", subdomain=d["spec"]["serviceName"],
+                                     labels={"apps.kubernetes.io/pod-index": str(i),
+                                             "statefulset.kubernetes.io/pod-name": f"{name}-{i}"},
+                                     configmaps=configmaps))
+        elif kind == "Deployment":
+            labels = d["spec"]["template"]["metadata"]["labels"]
+            svc = [s["metadata"]["name"] for s in services if selector_matches(s["spec"].get("selector"), labels)]
+            if len(svc) != 1 or d["spec"].get("replicas", 1) != 1:
+                raise ValueError(f"Deployment {name}: expected one replica behind one Service, got {svc}")
+            pods.append(make_pod(d["spec"]["template"], svc[0], configmaps=configmaps))
+        elif kind == "JobSet":
+            for rjob in d["spec"]["replicatedJobs"]:
+                job = rjob["template"]["spec"]
+                for j in range(rjob.get("replicas", 1)):
+                    for p in range(job.get("completions", 1)):
+                        pod = f"{name}-{rjob['name']}-{j}-{p}"
+                        pods.append(make_pod(job["template"], pod, subdomain=name,
+                                             labels={"jobset.sigs.k8s.io/jobset-name": name,
+                                                     "jobset.sigs.k8s.io/replicatedjob-name": rjob["name"]},
+                                             annotations={"jobset.sigs.k8s.io/job-index": str(j),
+                                                          "jobset.sigs.k8s.io/replicatedjob-replicas":
+                                                              str(rjob.get("replicas", 1)),
+                                                          "batch.kubernetes.io/job-completion-index": str(p)},
+                                             extra_env={"JOB_COMPLETION_INDEX": str(p)},
+                                             configmaps=configmaps))
+        elif kind not in ("ConfigMap", "Service", "PersistentVolumeClaim"):
+            raise ValueError(f"{kind} {name}: not a kind this converter knows")
+    return pods
+
+
+def volume_sources(pod, docs):
+    """The ConfigMaps and claims a pod's volumes name, to play with it."""
+    wanted = set()
+    for v in pod["spec"].get("volumes", []) or []:
+        if "configMap" in v:
+            wanted.add(("ConfigMap", v["configMap"]["name"]))
+        if "persistentVolumeClaim" in v:
+            wanted.add(("PersistentVolumeClaim", v["persistentVolumeClaim"]["claimName"]))
+    return [d for d in docs if (d["kind"], d["metadata"]["name"]) in wanted]
+
+
+def main(rendered, outdir):
+    with open(rendered) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    os.makedirs(outdir, exist_ok=True)
+    pods = pods_from(docs)
+    # The coordinator (a Deployment's pod) first: workers wait for it anyway.
+    pods.sort(key=lambda p: p["metadata"]["labels"].get("app.kubernetes.io/component") != "coordinator")
+    for n, pod in enumerate(pods):
+        with open(os.path.join(outdir, f"{n:02d}-{pod['metadata']['name']}.yaml"), "w") as f:
+            yaml.safe_dump_all(volume_sources(pod, docs) + [pod], f, sort_keys=False)
+    for pod in pods:
+        print(pod["metadata"]["name"])
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
