@@ -3,26 +3,42 @@
 // sgemm on the same shapes, side by side in one run. Both run one matmul per
 // core at once (2 chips, 2 threads), as a host's chips do.
 //   build/bin/matmul_bench [max_local_size]
+// The reference is the fastest of BLIS's sub-configurations this CPU can run,
+// not BLIS's own pick (issue 21: Debian's BLIS picks 'generic' on Zen 5, 5x
+// slower than its 'skx', so a chip matching "bare BLIS" proved nothing). BLIS
+// fixes its sub-configuration at its first call, so each bare measurement is a
+// fresh process: this binary with --bare N under BLIS_ARCH_TYPE.
 #include <blis.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/blis_kernel.h"
 #include "core/inprocess_pod.h"
+
+extern char** environ;
 
 namespace tpuemu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Bare BLIS: each thread multiplies its own n x n matrices, single-threaded BLIS.
+// Bare BLIS: each thread multiplies its own n x n matrices, single-threaded
+// BLIS, once untimed (BLIS's start-up, its packing buffers' first touch) and
+// once timed.
 double BareGflopsPerCore(int64_t n, int threads) {
-  std::vector<double> best(threads, 0);
+  std::vector<double> gflops(threads, 0);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
@@ -34,17 +50,56 @@ double BareGflopsPerCore(int64_t n, int threads) {
       rntm_t rntm = BLIS_RNTM_INITIALIZER;
       bli_rntm_set_num_threads(1, &rntm);
       float one = 1, zero = 0;
-      {
+      for (int rep = 0; rep < 2; ++rep) {
         const auto start = Clock::now();
         bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, n, n, n, &one, a.data(), n, 1, b.data(), n, 1, &zero,
                      c.data(), n, 1, nullptr, &rntm);
         const double s = std::chrono::duration<double>(Clock::now() - start).count();
-        best[t] = std::max(best[t], 2.0 * n * n * n / s / 1e9);
+        gflops[t] = 2.0 * n * n * n / s / 1e9;
       }
     });
   }
   for (auto& th : pool) th.join();
-  return *std::min_element(best.begin(), best.end());
+  return *std::min_element(gflops.begin(), gflops.end());
+}
+
+// BareGflopsPerCore in a fresh process under BLIS_ARCH_TYPE=arch_id (unset if
+// none); BLIS_ARCH_DEBUG dropped, so that its output shows the chip's choice.
+double BareInChild(int64_t n, std::optional<int> arch_id, const std::string& want) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "BLIS_ARCH_TYPE=", 15) != 0 && std::strncmp(*e, "BLIS_ARCH_DEBUG=", 16) != 0) env.push_back(*e);
+  }
+  if (arch_id) env.push_back(absl::StrCat("BLIS_ARCH_TYPE=", *arch_id));
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", flag = "--bare", size = std::to_string(n);
+  char* argv[] = {exe.data(), flag.data(), size.data(), nullptr};
+  int fds[2];
+  if (pipe(fds) != 0) std::exit(1);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  pid_t pid = 0;
+  const int err = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  std::string out;
+  char buf[256];
+  for (ssize_t got; err == 0 && (got = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, got);
+  close(fds[0]);
+  int status = 1;
+  if (err == 0) waitpid(pid, &status, 0);
+  char name[64] = "";
+  double gflops = 0;
+  if (err != 0 || status != 0 || std::sscanf(out.c_str(), "%63s %lf", name, &gflops) != 2 || name != want) {
+    std::fprintf(stderr, "bare BLIS '%s' at n=%lld failed (status %d): %s\n", want.c_str(), static_cast<long long>(n),
+                 status, out.c_str());
+    std::exit(1);
+  }
+  return gflops;
 }
 
 // The product as a job on a 2-chip pod: C[I_X, K] = A[I_X, J] * B[J, K]
@@ -72,18 +127,49 @@ double ChipGflopsPerCore(int64_t n) {
 }  // namespace tpuemu
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--bare") == 0) {
+    const double gflops = tpuemu::BareGflopsPerCore(std::atoll(argv[2]), 2);
+    std::printf("%s %.3f\n", bli_arch_string(bli_arch_query_id()), gflops);
+    return 0;
+  }
   const int64_t max_n = argc > 1 ? std::atoll(argv[1]) : 2048;
+  // BLIS's own pick first: asked in a child, before this process uses BLIS.
+  const auto blis_default = tpuemu::QueryBlisDefault();
+  if (!blis_default.ok()) {
+    std::fprintf(stderr, "BLIS's own pick: %s\n", std::string(blis_default.status().message()).c_str());
+    return 1;
+  }
+  // The chip's kernels, chosen (and logged) now, outside the timed multiplies.
+  const std::string chip_config = tpuemu::EnsureBlisKernel();
+  const tpuemu::BlisLibrary lib = tpuemu::LinkedBlis();
+  // Each sub-configuration the CPU can run; BLIS's own pick runs as BLIS picks it.
+  std::vector<std::string> configs = {*blis_default};
+  for (const auto& c : tpuemu::RunnableConfigs(tpuemu::DetectCpuFeatures(), lib.built)) {
+    if (c != *blis_default) configs.push_back(c);
+  }
+  std::printf("chip: tpuemu::Gemm with BLIS '%s'; BLIS by itself picks '%s' (*)\n", chip_config.c_str(),
+              blis_default->c_str());
   // The two are measured in turns, so that a noisy neighbour slows both.
   constexpr int kRounds = 5;
-  std::printf("local n^3 matmul, 2 at once (one per core), best of %d taken in turns, GFLOP/s per core\n", kRounds);
-  std::printf("%6s %14s %14s %8s\n", "n", "bare BLIS", "tpuemu chip", "ratio");
+  std::printf("local n^3 matmul, 2 at once (one per core), best of %d taken in turns, GFLOP/s per core;\n", kRounds);
+  std::printf("bare BLIS sgemm under each sub-configuration this CPU can run, a fresh process each\n");
+  std::printf("%6s", "n");
+  for (const auto& c : configs) std::printf(" %11s", (c == *blis_default ? c + "*" : c).c_str());
+  std::printf(" %11s %11s %10s\n", "best BLIS", "chip", "chip/best");
   for (int64_t n = 512; n <= max_n; n *= 2) {
-    double bare = 0, chip = 0;
+    std::vector<double> bare(configs.size(), 0);
+    double chip = 0;
     for (int round = 0; round < kRounds; ++round) {
-      bare = std::max(bare, tpuemu::BareGflopsPerCore(n, 2));
+      for (size_t i = 0; i < configs.size(); ++i) {
+        const std::optional<int> id = i == 0 ? std::nullopt : std::optional<int>(tpuemu::ArchId(lib, configs[i]));
+        bare[i] = std::max(bare[i], tpuemu::BareInChild(n, id, configs[i]));
+      }
       chip = std::max(chip, tpuemu::ChipGflopsPerCore(n));
     }
-    std::printf("%6lld %14.1f %14.1f %8.3f\n", static_cast<long long>(n), bare, chip, chip / bare);
+    const size_t best = std::max_element(bare.begin(), bare.end()) - bare.begin();
+    std::printf("%6lld", static_cast<long long>(n));
+    for (double g : bare) std::printf(" %11.1f", g);
+    std::printf(" %11s %11.1f %10.3f\n", configs[best].c_str(), chip, chip / bare[best]);
   }
   return 0;
 }

@@ -2,9 +2,16 @@
 
 #include <blis.h>
 
+#include "core/blis_kernel.h"
+
 namespace tpuemu {
 
 void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
+  EnsureBlisKernel();
+  BlisGemm(a, b, c);
+}
+
+void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
   // One thread whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say: the chips
   // of a host already run one thread each.
   rntm_t rntm = BLIS_RNTM_INITIALIZER;

@@ -17,8 +17,13 @@ struct MutableMatrixView {
   int64_t rows = 0, cols = 0, rs = 0, cs = 0;
 };
 
-// c = a * b (c is overwritten). Shapes must agree.
+// c = a * b (c is overwritten). Shapes must agree. The first call chooses
+// BLIS's kernels for the process (core/blis_kernel.h).
 void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c);
+
+// Gemm without choosing kernels first: for the kernels' self-test, which
+// runs before the choice is made.
+void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c);
 
 // c = op(a) * op(b) for row-major a (ar x ac) and b (br x bc), each read as
 // it is or transposed; c is row-major and overwritten.

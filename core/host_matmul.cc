@@ -1,5 +1,7 @@
 #include "core/host_matmul.h"
 
+#include "core/blis_kernel.h"
+
 namespace tpuemu {
 
 HostMatmul::HostMatmul(std::shared_ptr<const MatmulProgram> program, HostNetwork& net, const RunOptions& options)
@@ -7,6 +9,7 @@ HostMatmul::HostMatmul(std::shared_ptr<const MatmulProgram> program, HostNetwork
 
 void HostMatmul::Prepare() {
   if (!chips_.empty()) return;
+  EnsureBlisKernel();  // here, not in the first timed multiply (it forks and self-tests)
   for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipMatmul>(program_, chip, net_, options_));
   OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
 }

@@ -1,5 +1,6 @@
 #include "core/host_trainer.h"
 
+#include "core/blis_kernel.h"
 #include "core/host_job.h"
 
 namespace tpuemu {
@@ -18,6 +19,7 @@ std::vector<ChipCheck> HostTrainer::Check() {
 
 void HostTrainer::Prepare() {
   if (!chips_.empty()) return;
+  EnsureBlisKernel();  // here, not in the first timed multiply (it forks and self-tests)
   for (int chip : net_.local_chips()) {
     chips_.push_back(std::make_unique<ChipTrainer>(config_, mesh_, chip, net_, job_));
   }
