@@ -20,9 +20,10 @@ TEST=(
   clang libclang-rt-dev
   # Real containers for the deployment tests (docker-compose.yml, deploy/):
   # podman with runc, netavark and aardvark-dns (containers find each other
-  # by name), podman-compose, and debootstrap for a base image where
+  # by name), catatonit (the pause process of `podman kube play` pods),
+  # podman-compose, and debootstrap for a base image where
   # no registry is reachable.
-  podman podman-compose runc netavark aardvark-dns debootstrap
+  podman podman-compose runc netavark aardvark-dns catatonit debootstrap
 )
 
 case "${1:-all}" in

@@ -21,16 +21,11 @@ GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::str
     : topo_(topo), my_host_(my_host), addresses_(std::move(host_addresses)) {}
 
 GrpcFabric::~GrpcFabric() {
-  for (auto& [_, s] : streams_) {
-    // A stream that never connected has nothing to finish: WritesDone would
-    // wait for a connection that may never come.
-    if (s->broken || s->channel->GetState(false) != GRPC_CHANNEL_READY) {
-      s->context.TryCancel();
-      continue;
-    }
-    s->writer->WritesDone();
-    s->writer->Finish();
-  }
+  // Cancelled, not finished: a finish waits for the peer's handler to answer,
+  // and a peer that is itself reconfiguring (or gone) may not for a long time;
+  // two workers reconfiguring at once each waited for the other. Jobs are
+  // over when a fabric goes, so nothing in flight is lost that matters.
+  for (auto& [_, s] : streams_) s->context.TryCancel();
 }
 
 absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) {

@@ -56,6 +56,14 @@ void SetReady(RunningServer& server, bool ready) {
 }
 
 void BlockShutdownSignals() {
+  // A handler, though sigwait takes the signals: in a container the process
+  // is its PID namespace's init, and the kernel drops signals sent to an init
+  // whose handler is SIG_DFL unless they are blocked; with a handler no kernel
+  // (gVisor's included) may drop them.
+  struct sigaction action {};
+  action.sa_handler = [](int) {};
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

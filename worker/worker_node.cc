@@ -37,8 +37,11 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
   if (auto s = pod->fabric->ConnectLinks(pod->net->local_chips()); !s.ok()) return s;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pod_ = std::move(pod);
+    std::swap(pod_, pod);
   }
+  // The previous pod's links close outside mu_: frames arriving meanwhile
+  // (DeliverPeerFrame) must not wait for them.
+  pod.reset();
   spdlog::info("configured as host {} of {} (time scale {})", host, topo->Describe(), config.time_scale);
   return absl::OkStatus();
 }

@@ -23,6 +23,9 @@ and the kubelet would add:
   envFrom.configMapRef from the rendered ConfigMaps, and $(VAR) references to
   variables defined earlier.
 ConfigMaps and PersistentVolumeClaims are passed through for the pods' volumes.
+One difference: `ports` are dropped. In Kubernetes they are informational for
+traffic between pods; podman 4.3's kube play publishes each containerPort on
+the host (the second worker pod failed with "bind: address already in use").
 
 Usage: kube_pods.py RENDERED.yaml OUTDIR  -> OUTDIR/NN-<pod>.yaml, one per pod
 """
@@ -88,6 +91,7 @@ def make_pod(template, name, subdomain=None, labels=None, annotations=None, extr
     if subdomain:
         spec["subdomain"] = subdomain
     for c in spec["containers"]:
+        c.pop("ports", None)
         if extra_env:
             c["env"] = [{"name": k, "value": v} for k, v in extra_env.items()] + (c.get("env") or [])
         resolve_env(c, meta, configmaps)
