@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# docker-compose.yml with whichever compose exists: `docker compose`, or
+# podman-compose with the project's podman settings (deploy/podman/).
+#   scripts/compose.sh up -d
+#   scripts/compose.sh run --rm cli tpuemu jobs
+#   scripts/compose.sh down
+# What it smooths over in podman-compose 1.0.3 (Debian 12's): the project name
+# (docker-compose.yml's `name:`, which it ignores; COMPOSE_PROJECT_NAME or
+# "tpuemu" here), and `down`, which leaves the project's network behind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/container-env.sh
+project="${COMPOSE_PROJECT_NAME:-tpuemu}"
+if [[ $ENGINE == docker ]]; then
+  exec docker compose -p "$project" "$@"
+fi
+podman-compose -p "$project" "$@"
+if [[ "${1:-}" == down ]] && podman network exists "${project}_default"; then
+  podman network rm -f "${project}_default" >/dev/null
+fi

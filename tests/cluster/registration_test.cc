@@ -1,0 +1,151 @@
+// How workers take their places in a pod: claimed (flags, TPU/MEGASCALE
+// environment, StatefulSet ordinals) or assigned by the coordinator, and the
+// refusals that name both sides. Real WorkerService servers on free ports, so
+// that "is the holder of a place alive" is asked over gRPC as in a pod.
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/coordinator.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/server.h"
+#include "services/worker_service.h"
+#include "worker/worker_node.h"
+
+namespace tpuemu {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// A worker process's server, without the process.
+struct FakeHost {
+  FakeHost() : node(-1), service(&node) {
+    auto s = StartServer("127.0.0.1:0", {&service});
+    EXPECT_TRUE(s.ok()) << s.status();
+    server = *std::move(s);
+    address = absl::StrCat("127.0.0.1:", server.port);
+  }
+  ~FakeHost() { Stop(); }
+  void Stop() {
+    if (server.server) server.server->Shutdown(std::chrono::system_clock::now());
+    server.server.reset();
+  }
+  WorkerNode node;
+  WorkerServiceImpl service;
+  RunningServer server;
+  std::string address;
+};
+
+class RegistrationTest : public ::testing::Test {
+ protected:
+  // v5p:2x2 in 2 slices of 2 hosts (2 chips each): 4 places.
+  void SetUp() override {
+    CoordinatorOptions options;
+    options.topology = {"v5p:2x2", 2, 2, "auto"};
+    options.heartbeat_timeout = absl::Hours(1);  // liveness is asked, not timed out, here
+    auto c = Coordinator::Create(options, MakeGrpcWorkerClient);
+    ASSERT_TRUE(c.ok()) << c.status();
+    coordinator_ = *std::move(c);
+    for (int i = 0; i < 5; ++i) hosts_.push_back(std::make_unique<FakeHost>());
+  }
+
+  absl::StatusOr<v1::RegisterWorkerResponse> Register(const FakeHost& h, int slice, int host,
+                                                      const std::string& source = "test", int num_slices = 0) {
+    v1::RegisterWorkerRequest req;
+    req.set_slice(slice);
+    req.set_host(host);
+    req.set_address(h.address);
+    req.set_place_source(source);
+    req.set_num_slices(num_slices);
+    return coordinator_->RegisterWorker(req);
+  }
+
+  std::unique_ptr<Coordinator> coordinator_;
+  std::vector<std::unique_ptr<FakeHost>> hosts_;
+};
+
+TEST_F(RegistrationTest, AssignedPlacesFillThePodInOrderAndAWorkerBackKeepsItsPlace) {
+  std::vector<int> places;
+  for (int i = 0; i < 4; ++i) {
+    auto r = Register(*hosts_[i], -1, -1);
+    ASSERT_TRUE(r.ok()) << r.status();
+    places.push_back(r->global_host());
+    EXPECT_EQ(r->slice(), r->global_host() / 2);
+    EXPECT_EQ(r->host(), r->global_host() % 2);
+  }
+  EXPECT_EQ(places, (std::vector<int>{0, 1, 2, 3}));
+  // The same worker (its address) registering again gets its own place back.
+  auto again = Register(*hosts_[2], -1, -1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->global_host(), 2);
+}
+
+TEST_F(RegistrationTest, AFullPodRefusesOneWorkerTooManyWithWhatToDo) {
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Register(*hosts_[i], -1, -1).ok());
+  auto r = Register(*hosts_[4], -1, -1);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(), AllOf(HasSubstr(hosts_[4]->address), HasSubstr("no free place"),
+                                          HasSubstr("held by live workers"), HasSubstr("scale the workers to 4")));
+}
+
+TEST_F(RegistrationTest, AssignmentWithinAGivenSlice) {
+  auto r = Register(*hosts_[0], 1, -1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->slice(), 1);
+  EXPECT_EQ(r->global_host(), 2);
+}
+
+TEST_F(RegistrationTest, TwoLiveWorkersClaimingOnePlaceAreRefusedNamingBoth) {
+  ASSERT_TRUE(Register(*hosts_[0], 1, 0, "TPU_WORKER_ID=0").ok());
+  auto r = Register(*hosts_[1], 1, 0, "MEGASCALE_SLICE_ID=1, TPU_WORKER_ID=0");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(r.status().message(),
+              AllOf(HasSubstr(hosts_[0]->address), HasSubstr(hosts_[1]->address), HasSubstr("slice 1 host 0"),
+                    HasSubstr("MEGASCALE_SLICE_ID=1, TPU_WORKER_ID=0")));
+}
+
+TEST_F(RegistrationTest, AWorkerRestartedOnANewAddressTakesItsPlaceAtOnce) {
+  auto first = Register(*hosts_[0], 0, 1);
+  ASSERT_TRUE(first.ok());
+  hosts_[0]->Stop();  // the process died; its heartbeats have not lapsed yet
+  auto second = Register(*hosts_[1], 0, 1);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->global_host(), 1);
+  EXPECT_NE(second->incarnation(), first->incarnation());
+  EXPECT_EQ(coordinator_->ClusterStatus().workers(0).address(), hosts_[1]->address);
+}
+
+TEST_F(RegistrationTest, PlacesOutsideThePodAreRefusedNamingTheSourceAndTheTopology) {
+  auto host = Register(*hosts_[0], 0, 2, "TPU_WORKER_ID=2");
+  EXPECT_EQ(host.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(host.status().message(),
+              AllOf(HasSubstr("TPU_WORKER_ID=2"), HasSubstr(hosts_[0]->address), HasSubstr("host 2 is outside"),
+                    HasSubstr("hosts 0 to 1")));
+  auto slice = Register(*hosts_[0], 2, 0, "MEGASCALE_SLICE_ID=2");
+  EXPECT_EQ(slice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(slice.status().message(), AllOf(HasSubstr("MEGASCALE_SLICE_ID=2"), HasSubstr("slices 0 to 1")));
+  auto slices = Register(*hosts_[0], 0, 0, "TPU_WORKER_ID=0", /*num_slices=*/3);
+  EXPECT_EQ(slices.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(slices.status().message(), AllOf(HasSubstr("MEGASCALE_NUM_SLICES=3"), HasSubstr("2 slice(s)")));
+  EXPECT_TRUE(Register(*hosts_[0], 0, 0, "TPU_WORKER_ID=0", /*num_slices=*/2).ok());
+}
+
+TEST_F(RegistrationTest, HeartbeatsOfAReplacedRegistrationAreRefused) {
+  auto first = Register(*hosts_[0], 0, 0);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(coordinator_->Heartbeat(0, first->incarnation()).ok());
+  hosts_[0]->Stop();
+  auto second = Register(*hosts_[1], 0, 0);
+  ASSERT_TRUE(second.ok());
+  const absl::Status stale = coordinator_->Heartbeat(0, first->incarnation());
+  EXPECT_EQ(stale.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(stale.message(), HasSubstr(hosts_[1]->address));
+  EXPECT_TRUE(coordinator_->Heartbeat(0, second->incarnation()).ok());
+  // A coordinator that never saw this host (it restarted) says so: the worker registers again.
+  EXPECT_EQ(coordinator_->Heartbeat(3, 1).code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tpuemu
