@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Deployment files proven in real containers (podman with runc here; docker
+where an engine runs): the image, docker-compose.yml through a compose
+implementation, and the Kubernetes overlays rendered by kustomize and played
+as the Pods Kubernetes would create (kube_pods.py), one network namespace per
+pod. Every container, network and volume a test starts is removed.
+
+The image is built once, from this machine's build (scripts/image.sh
+--from-host: the same Dockerfile and runtime stage, the binaries taken from
+build/ instead of compiled a second time)."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "../.."))
+BIN = os.environ.get("TPUEMU_BIN", os.path.join(ROOT, "build/bin"))
+IMAGE = os.environ.get("TPUEMU_IMAGE", "localhost/tpuemu:dev")
+DP_JOB = os.path.join(ROOT, "examples/jobs/dp.yaml")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def container_env():
+    """The environment scripts/container-env.sh gives podman."""
+    out = subprocess.run(["bash", "-c", "source scripts/container-env.sh && env"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+ENV = container_env()
+ENGINE = "docker" if "docker" in subprocess.run(["bash", "-c", "source scripts/container-env.sh && echo $ENGINE"],
+                                                cwd=ROOT, capture_output=True, text=True).stdout else "podman"
+
+
+def run(*argv, check=True, timeout=300, **kw):
+    r = subprocess.run(list(argv), env=kw.pop("env", ENV), capture_output=True, text=True, timeout=timeout, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def engine(*args, **kw):
+    return run(ENGINE, *args, **kw)
+
+
+def host_cli(*args, timeout=300):
+    return run(os.path.join(BIN, "tpuemu"), *args, check=False, timeout=timeout,
+               env={k: v for k, v in os.environ.items() if k != "TPUEMU_COORDINATOR"})
+
+
+_reference = {}
+
+
+def reference(job):
+    if job not in _reference:
+        _reference[job] = json.loads(host_cli("reference", job, "--json").stdout)
+    return _reference[job]
+
+
+def wait_until(what, predicate, timeout=60, every=0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def setUpModule():
+    t0 = time.time()
+    r = run("bash", "scripts/image.sh", "--from-host", cwd=ROOT, timeout=1200)
+    print(f"\n{r.stdout.strip()} ({time.time() - t0:.0f} s)", file=sys.stderr)
+
+
+class Case(unittest.TestCase):
+    def assert_equals_reference(self, job, ref):
+        self.assertEqual(job["state"], "succeeded", job.get("error"))
+        self.assertEqual(len(job["steps"]), len(ref["steps"]))
+        for got, want in zip(job["steps"], ref["steps"]):
+            self.assertAlmostEqual(got["loss"], want["loss"], delta=1e-5 * want["loss"])
+        self.assertAlmostEqual(job["summary"]["param_l2"], ref["param_l2"], delta=1e-5 * ref["param_l2"])
+
+
+class ImageTest(Case):
+    def test_binaries_run_as_the_non_root_user_without_compilers(self):
+        r = engine("run", "--rm", IMAGE, "sh", "-c",
+                   "id -u; tpuemu --help >/dev/null && tpuemu-worker --help >/dev/null && "
+                   "tpuemu-coordinator --help >/dev/null && echo helps; "
+                   "for c in gcc cc c++ g++ clang make; do command -v $c; done; true")
+        lines = r.stdout.split()
+        self.assertEqual(lines[0], "10001", "the image must run as its non-root user")
+        self.assertIn("helps", lines)
+        self.assertEqual(lines[2:], [], f"compilers in the runtime image: {lines[2:]}")
+
+
+class Compose(Case):
+    """docker-compose.yml through scripts/compose.sh, a project of its own."""
+
+    def setUp(self):
+        self.project = f"tpuemutest{os.getpid()}"
+        self.port = str(free_port())
+        self.addCleanup(self.down)
+
+    def compose(self, *args, check=True, **env):
+        e = dict(ENV, COMPOSE_PROJECT_NAME=self.project, TPUEMU_PORT=self.port, **{k: str(v) for k, v in env.items()})
+        return run("bash", "scripts/compose.sh", *args, cwd=ROOT, env=e, check=check, timeout=600)
+
+    def down(self):
+        self.compose("down", check=False)
+        left = engine("ps", "-a", "--filter", f"label=io.podman.compose.project={self.project}", "--format",
+                      "{{.Names}}").stdout.split() if ENGINE == "podman" else []
+        nets = [n for n in engine("network", "ls", "--format", "{{.Name}}").stdout.split() if self.project in n]
+        self.assertEqual(left + nets, [], "compose down left containers or networks behind")
+
+    def containers(self, service):
+        return engine("ps", "--filter", f"name={self.project}_{service}_", "--format", "{{.Names}}").stdout.split()
+
+    def healthy(self, name):
+        # podman runs no healthcheck timers without systemd: run the check itself.
+        return engine("healthcheck", "run", name, check=False).returncode == 0 if ENGINE == "podman" else \
+            "healthy" in engine("inspect", "--format", "{{.State.Health.Status}}", name).stdout
+
+    def coordinator(self):
+        return f"localhost:{self.port}"
+
+    def ready(self):
+        return host_cli("health", self.coordinator()).returncode == 0
+
+
+class ComposeTest(Compose):
+    def test_two_slice_pod_scales_trains_like_one_device_and_leaves_nothing(self):
+        # Two workers of four: the coordinator waits for the rest.
+        self.compose("up", "-d", TPUEMU_WORKERS=2)
+        wait_until("two workers", lambda: json.loads(host_cli("cluster", "status", "--coordinator", self.coordinator(),
+                                                               "--json").stdout or "{}").get("registered_workers") == 2)
+        self.assertFalse(self.ready())
+        # Scaled to four: the new workers get the free places from the coordinator.
+        self.compose("up", "-d", TPUEMU_WORKERS=4, check=False)
+        wait_until("the pod to be ready", self.ready)
+        services = self.containers("coordinator") + self.containers("worker")
+        self.assertEqual(len(services), 5)
+        for name in services:
+            wait_until(f"{name} healthy", lambda: self.healthy(name), timeout=30)
+
+        r = host_cli("--coordinator", self.coordinator(), "submit", DP_JOB, "--wait", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = json.loads(r.stdout)
+        self.assertIn("dcn", job["summary"]["mesh"])
+        self.assert_equals_reference(job, reference(DP_JOB))
+
+        r = host_cli("--coordinator", self.coordinator(), "bench", "collective", "--op", "all-reduce", "--axes",
+                     "x,y,dcn", "--bytes", "1MiB", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(json.loads(r.stdout)["results"][0]["correct"])
+
+        jobs = self.compose("run", "--rm", "cli", "tpuemu", "jobs", "--json").stdout
+        listed = json.loads(jobs[jobs.index("{"):jobs.rindex("}") + 1])["jobs"]
+        self.assertEqual([j["state"] for j in listed], ["succeeded", "succeeded"])
+
+
+class ComposePacedTest(Compose):
+    def test_paced_all_gather_across_two_worker_containers_follows_the_emulated_clock(self):
+        # v5p ring of 8 chips, 4 per container; links paced at W / S = 9e10 / 1800 = 50 MB/s.
+        scale = 1800
+        self.compose("up", "-d", TPUEMU_TOPOLOGY="v5p:8", TPUEMU_SLICES=1, TPUEMU_CHIPS_PER_HOST=4,
+                     TPUEMU_WORKERS=2, TPUEMU_TIME_SCALE=scale)
+        wait_until("the pod to be ready", self.ready)
+        ratios = []
+        for run_index in range(4):  # the first warms a fresh pod up (docs/clocks.md)
+            r = host_cli("--coordinator", self.coordinator(), "bench", "collective", "--op", "all-gather", "--axes",
+                         "x", "--bytes", "8MiB", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            res = json.loads(r.stdout)["results"][0]
+            self.assertTrue(res["correct"])
+            if run_index > 0:
+                ratios.append(res["wall_s"] / (res["emulated_s"] * scale))
+        print(f"\npaced 8 MiB all-gather over 2 containers, wall / (emulated x {scale}): "
+              f"{', '.join(f'{r:.3f}' for r in ratios)}", file=sys.stderr)
+        for ratio in ratios:
+            self.assertGreaterEqual(ratio, 0.95)
+            self.assertLessEqual(ratio, 1.15)
+
+
+class Kubernetes(Case):
+    """An overlay rendered, turned into Pods and played on a network of its own."""
+
+    def play(self, overlay):
+        rendered = run("kubectl", "kustomize", os.path.join(ROOT, "deploy/kubernetes/overlays", overlay)).stdout
+        self.dir = tempfile.mkdtemp(prefix=f"tpuemu-{overlay}-")
+        os.chmod(self.dir, 0o755)  # the containers' user (10001) reads job files here
+        with open(os.path.join(self.dir, "rendered.yaml"), "w") as f:
+            f.write(rendered)
+        names = run(sys.executable, os.path.join(HERE, "kube_pods.py"), os.path.join(self.dir, "rendered.yaml"),
+                    os.path.join(self.dir, "pods")).stdout.split()
+        self.network = f"tpuemu-k8s-{os.getpid()}"
+        engine("network", "create", self.network)
+        self.pods = []
+        self.addCleanup(self.teardown)
+        for f in sorted(os.listdir(os.path.join(self.dir, "pods"))):
+            engine("kube", "play", "--network", self.network, os.path.join(self.dir, "pods", f))
+            self.pods.append(f[3:-5])
+        self.assertEqual(sorted(self.pods), sorted(names))
+        # The client runs in the cluster's network, as `kubectl exec` or an in-cluster job would.
+        self.cli_container = f"tpuemu-k8s-cli-{os.getpid()}"
+        engine("run", "-d", "--rm", "--init", "--name", self.cli_container, "--network", self.network,
+               "-v", f"{ROOT}/examples:/examples:ro", "-v", f"{self.dir}:/jobs:ro",
+               "-e", "TPUEMU_COORDINATOR=tpuemu-coordinator:50051", IMAGE, "sleep", "3600")
+        wait_until("the pod to be ready", lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0)
+        addresses = {engine("inspect", "--format", "{{.NetworkSettings.Networks}}", f"{p}-{self.container_of(p)}")
+                     .stdout for p in self.pods}
+        self.assertEqual(len(addresses), len(self.pods), "every pod has a network namespace of its own")
+
+    def container_of(self, pod):
+        return "coordinator" if pod == "tpuemu-coordinator" else "worker"
+
+    def teardown(self):
+        engine("rm", "-f", "-t", "0", self.cli_container, check=False)
+        for p in self.pods:
+            engine("pod", "rm", "-f", "-t", "2", p, check=False)
+        # kube play makes a volume for each claim and each ConfigMap a pod mounts.
+        volumes = ["tpuemu-coordinator-state", "tpuemu-profiles"]
+        for v in volumes:
+            engine("volume", "rm", "-f", v, check=False)
+        engine("network", "rm", "-f", self.network, check=False)
+        left = [n for n in engine("pod", "ls", "--format", "{{.Name}}").stdout.split() if n in self.pods]
+        left += [v for v in engine("volume", "ls", "--format", "{{.Name}}").stdout.split() if v in volumes]
+        self.assertEqual(left, [], "pods or volumes left behind")
+
+    def cli(self, *args):
+        return engine("exec", self.cli_container, "tpuemu", *args, check=False)
+
+    def train(self, job_path):
+        r = self.cli("submit", job_path, "--wait", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+
+class KubernetesTest(Kubernetes):
+    def test_two_slice_statefulsets_train_survive_a_killed_worker_and_take_it_back(self):
+        self.play("two-slice")
+        self.assert_equals_reference(self.train("/examples/jobs/dp.yaml"), reference(DP_JOB))
+
+        # A long job; one worker container killed while it runs.
+        with open(DP_JOB) as f:
+            long_job = f.read().replace("steps: 10", "steps: 2000")
+        with open(os.path.join(self.dir, "long.yaml"), "w") as f:
+            f.write(long_job)
+        submitted = self.cli("submit", "/jobs/long.yaml", "--json")
+        self.assertEqual(submitted.returncode, 0, submitted.stderr)
+        job_id = json.loads(submitted.stdout)["id"]
+        wait_until("a few steps", lambda: len(json.loads(self.cli("status", job_id, "--json").stdout)["steps"]) >= 3)
+        killed = time.time()
+        engine("kill", "tpuemu-worker-s1-0-worker")
+        wait_until("the job to fail",
+                   lambda: json.loads(self.cli("status", job_id, "--json").stdout)["state"] != "running",
+                   timeout=30, every=0.1)
+        took = time.time() - killed
+        job = json.loads(self.cli("status", job_id, "--json").stdout)
+        print(f"\nkilled worker container: job {job['state']} after {took:.2f} s: {job['error']}", file=sys.stderr)
+        self.assertEqual(job["state"], "failed")
+        self.assertLess(took, 5)
+        self.assertIn("tpuemu-worker-s1-0", job["error"])
+
+        # The worker restarted with the same identity takes its place again.
+        engine("start", "tpuemu-worker-s1-0-worker")
+        wait_until("the pod to be ready again",
+                   lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0)
+        status = json.loads(self.cli("cluster", "status", "--json").stdout)
+        self.assertIn("tpuemu-worker-s1-0:8471", [w["address"] for w in status["workers"]])
+        self.assert_equals_reference(self.train("/examples/jobs/dp.yaml"), reference(DP_JOB))
+
+    def test_jobset_multislice_trains_like_one_device(self):
+        self.play("jobset")
+        status = json.loads(self.cli("cluster", "status", "--json").stdout)
+        self.assertEqual(sorted(w["address"] for w in status["workers"]),
+                         [f"tpuemu-slice-{j}-{p}:8471" for j in range(2) for p in range(2)])
+        self.assert_equals_reference(self.train("/examples/jobs/dp.yaml"), reference(DP_JOB))
+
+    def test_single_slice_runs_a_collective(self):
+        self.play("single-slice")
+        # The chip profiles' ConfigMap is mounted where TPUEMU_TOPOLOGY may name them.
+        profiles = engine("exec", "tpuemu-worker-s0-1-worker", "ls", "/etc/tpuemu/profiles").stdout.split()
+        self.assertEqual(profiles, ["v5p-slow-dcn.yaml"])
+        r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x,y", "--bytes", "1MiB", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(json.loads(r.stdout)["results"][0]["correct"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
