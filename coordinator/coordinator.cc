@@ -1,6 +1,7 @@
 #include "coordinator/coordinator.h"
 
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "core/collective_plan.h"
@@ -18,11 +19,16 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(const Coordinat
                                                                  ClientFactory factory) {
   auto topo = Topology::Create(options.topology);
   if (!topo.ok()) return topo.status();
+  if (auto s = Validate(options); !s.ok()) return s;
+  return std::unique_ptr<Coordinator>(new Coordinator(options, *topo, std::move(factory)));
+}
+
+absl::Status Coordinator::Validate(const CoordinatorOptions& options) {
   if (options.time_scale < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--time-scale ", options.time_scale,
                                                    ": must be 0 (unpaced) or a positive stretch factor"));
   }
-  return std::unique_ptr<Coordinator>(new Coordinator(options, *topo, std::move(factory)));
+  return absl::OkStatus();
 }
 
 Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo, ClientFactory factory)
@@ -59,40 +65,55 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(const v1:
                                                    topo_.Describe(), " has hosts 0 to ",
                                                    topo_.hosts_per_slice() - 1));
   }
-  // A place whose holder still heartbeats is refused only if that holder
-  // answers now: a worker restarted on a new address must not wait for its
-  // dead predecessor's heartbeats to lapse.
-  for (bool holder_checked = false;; holder_checked = true) {
-    std::shared_ptr<WorkerClient> holder;
-    std::string holder_address;
-    int global = 0;
+  if (req.slice() < 0 && req.host() >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": host ", req.host(), " given without its slice"));
+  }
+  // A place whose holder still heartbeats is given to another worker only if
+  // that holder does not answer now: a worker restarted on a new address, or
+  // a compose container recreated, must not wait for its dead predecessor's
+  // heartbeats to lapse.
+  const bool claimed = req.host() >= 0;
+  std::set<int> unanswered;
+  for (bool holders_asked = false;; holders_asked = true) {
+    std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> holders;
+    std::string holder_address, holder_source;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto place = req.host() >= 0 ? absl::StatusOr<int>(req.slice() * topo_.hosts_per_slice() + req.host())
-                                   : AssignPlaceLocked(req.address(), req.slice());
-      if (!place.ok()) return absl::Status(place.status().code(), absl::StrCat(who, ": ", place.status().message()));
-      global = *place;
-      auto it = workers_.find(global);
-      if (holder_checked || it == workers_.end() || it->second.address == req.address() || !AliveLocked(it->second)) {
-        return TakePlaceLocked(global, req);
+      if (claimed) {
+        const int global = req.slice() * topo_.hosts_per_slice() + req.host();
+        auto it = workers_.find(global);
+        if (it == workers_.end() || it->second.address == req.address() || !AliveLocked(it->second) ||
+            unanswered.count(global) > 0) {
+          return TakePlaceLocked(global, req);
+        }
+        if (holders_asked) {
+          return absl::AlreadyExistsError(absl::StrCat(
+              who, " claims slice ", req.slice(), " host ", req.host(), ", which the live worker at ",
+              it->second.address, " holds (place from ", it->second.place_source,
+              "); give each worker its own place (see `tpuemu-worker --help`) or stop the other one"));
+        }
+        holders.emplace_back(global, it->second.client);
+      } else {
+        auto place = AssignPlaceLocked(req.address(), req.slice(), unanswered);
+        if (place.ok()) return TakePlaceLocked(*place, req);
+        if (holders_asked) return absl::Status(place.status().code(), absl::StrCat(who, ": ", place.status().message()));
+        for (const auto& [g, w] : workers_) {
+          if (req.slice() < 0 || topo_.SliceOfHost(g) == req.slice()) holders.emplace_back(g, w.client);
+        }
       }
-      holder = it->second.client;
-      holder_address = it->second.address;
     }
-    if (holder->Ping(absl::Seconds(1)).ok()) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          who, " claims slice ", topo_.SliceOfHost(global), " host ", global % topo_.hosts_per_slice(),
-          ", which the live worker at ", holder_address,
-          " holds; give each worker its own place (see `tpuemu-worker --help`) or stop the other one"));
+    for (const auto& [global, client] : holders) {
+      if (!client->Ping(absl::Seconds(1)).ok()) unanswered.insert(global);
     }
   }
 }
 
-absl::StatusOr<int> Coordinator::AssignPlaceLocked(const std::string& address, int slice) const {
+absl::StatusOr<int> Coordinator::AssignPlaceLocked(const std::string& address, int slice,
+                                                   const std::set<int>& unanswered) const {
   const int first = slice < 0 ? 0 : slice * topo_.hosts_per_slice();
   const int last = slice < 0 ? topo_.num_hosts() : first + topo_.hosts_per_slice();
   // The same worker back keeps its place; else the first place nobody holds;
-  // else the first whose holder stopped heartbeating.
+  // else the first whose holder stopped heartbeating or did not answer.
   for (int g = first; g < last; ++g) {
     auto it = workers_.find(g);
     if (it != workers_.end() && it->second.address == address) return g;
@@ -101,7 +122,7 @@ absl::StatusOr<int> Coordinator::AssignPlaceLocked(const std::string& address, i
     if (workers_.count(g) == 0) return g;
   }
   for (int g = first; g < last; ++g) {
-    if (!AliveLocked(workers_.at(g))) return g;
+    if (!AliveLocked(workers_.at(g)) || unanswered.count(g) > 0) return g;
   }
   return absl::ResourceExhaustedError(absl::StrCat(
       "no free place: all ", last - first, " hosts of ", slice < 0 ? "the pod " : absl::StrCat("slice ", slice, " of "),
@@ -120,6 +141,7 @@ v1::RegisterWorkerResponse Coordinator::TakePlaceLocked(int global, const v1::Re
   w.last_heartbeat = absl::Now();
   w.client = factory_(req.address());
   w.incarnation = next_incarnation_++;
+  w.place_source = req.place_source().empty() ? "--slice/--host" : req.place_source();
   ++generation_;
   cv_.notify_all();
   const int host = global % topo_.hosts_per_slice();

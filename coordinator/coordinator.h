@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/collective_report.h"
@@ -35,6 +36,8 @@ class Coordinator : public CoordinatorBackend {
 
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(const CoordinatorOptions& options,
                                                              ClientFactory factory);
+  // What Create checks beyond the topology (for --check-config).
+  static absl::Status Validate(const CoordinatorOptions& options);
   ~Coordinator() override;
 
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(const v1::RegisterWorkerRequest& request) override;
@@ -61,6 +64,7 @@ class Coordinator : public CoordinatorBackend {
     absl::Time last_heartbeat;
     std::shared_ptr<WorkerClient> client;
     uint64_t incarnation = 0;  // of the registration that holds the place
+    std::string place_source;  // where that worker found its place, for conflicts
   };
   struct JobEntry {
     v1::Job job;
@@ -76,7 +80,7 @@ class Coordinator : public CoordinatorBackend {
   void JobLoop();
   bool ReadyLocked() const;
   // The place (global host) for a worker that asked to be assigned one.
-  absl::StatusOr<int> AssignPlaceLocked(const std::string& address, int slice) const;
+  absl::StatusOr<int> AssignPlaceLocked(const std::string& address, int slice, const std::set<int>& unanswered) const;
   v1::RegisterWorkerResponse TakePlaceLocked(int global, const v1::RegisterWorkerRequest& req);
   bool AliveLocked(const Worker& w) const;
   std::string WorkerNameLocked(int host) const;

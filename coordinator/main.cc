@@ -5,6 +5,7 @@
 #include "CLI/CLI.hpp"
 #include "coordinator/coordinator.h"
 #include "core/profile.h"
+#include "services/flags.h"
 #include "services/process_env.h"
 #include "services/server.h"
 #include "spdlog/spdlog.h"
@@ -53,19 +54,14 @@ int main(int argc, char** argv) {
   app.add_flag("--check-config", check_config,
                "check flags and environment and exit (0 if usable, 2 if not) without serving");
   app.footer(kFooter);
-  CLI11_PARSE(app, argc, argv);
+  if (int code = ParseFlagsAndEnv(app, argc, argv, known_env); code >= 0) return code;
 
-  if (auto s = CheckTpuemuVariables(known_env); !s.ok()) {
-    if (check_config) {
-      spdlog::error("{}", std::string(s.message()));
-      return 2;
-    }
-    spdlog::warn("{}", std::string(s.message()));
-  }
+  if (!ReportUnknownTpuemuVariables(known_env, check_config)) return 2;
   if (check_config) {
     auto topo = Topology::Create(options.topology);
-    if (!topo.ok()) {
-      spdlog::error("{}", std::string(topo.status().message()));
+    const absl::Status valid = topo.ok() ? Coordinator::Validate(options) : topo.status();
+    if (!valid.ok()) {
+      spdlog::error("{}", std::string(valid.message()));
       return 2;
     }
     std::printf("pod: %s, %d workers\nlisten: %s\n", topo->Describe().c_str(), topo->num_hosts(), listen.c_str());
@@ -94,7 +90,7 @@ int main(int argc, char** argv) {
   WaitForShutdownSignal(std::chrono::milliseconds(200),
                         [&] { SetReady(*server, (*coordinator)->ClusterStatus().ready()); });
   spdlog::info("shutting down: cancelling jobs, draining for up to 5 s");
-  ExitAfter(std::chrono::seconds(8));
+  ExitAfter(std::chrono::seconds(8), 0);
   SetReady(*server, false);
   (*coordinator)->Drain("the coordinator is shutting down (SIGTERM)");
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

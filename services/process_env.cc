@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "spdlog/spdlog.h"
 
 extern char** environ;
 
@@ -33,6 +34,17 @@ absl::Status CheckTpuemuVariables(const std::vector<std::string>& known) {
                                                  unknown.size() == 1 ? " is" : " are",
                                                  " not read by this program (misspelt?); it reads ",
                                                  absl::StrJoin(allowed, ", ")));
+}
+
+bool ReportUnknownTpuemuVariables(const std::vector<std::string>& known, bool strict) {
+  const absl::Status s = CheckTpuemuVariables(known);
+  if (s.ok()) return true;
+  if (strict) {
+    spdlog::error("{}", std::string(s.message()));
+    return false;
+  }
+  spdlog::warn("{}", std::string(s.message()));
+  return true;
 }
 
 std::optional<std::string> EnvVar(const std::string& name) {

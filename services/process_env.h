@@ -18,6 +18,10 @@ const std::vector<std::string>& CommonTpuemuVariables();
 // that neither `known` nor CommonTpuemuVariables() lists.
 absl::Status CheckTpuemuVariables(const std::vector<std::string>& known);
 
+// At start-up: logs CheckTpuemuVariables' error as a warning, or, under
+// --check-config (`strict`), as an error and returns false.
+bool ReportUnknownTpuemuVariables(const std::vector<std::string>& known, bool strict);
+
 // getenv, with unset and empty both meaning "not said".
 std::optional<std::string> EnvVar(const std::string& name);
 

@@ -49,35 +49,28 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
 }
 
 void SetReady(RunningServer& server, bool ready) {
+  // The overall service only: SetServingStatus(bool) would flip "liveness"
+  // too, and a liveness probe could land between that and setting it back.
   if (server.server && server.server->GetHealthCheckService() != nullptr) {
-    server.server->GetHealthCheckService()->SetServingStatus(ready);
-    server.server->GetHealthCheckService()->SetServingStatus(kLivenessService, true);
+    server.server->GetHealthCheckService()->SetServingStatus("", ready);
   }
 }
 
 void BlockShutdownSignals() {
-  // A handler, though sigwait takes the signals: in a container the process
-  // is its PID namespace's init, and the kernel drops signals sent to an init
-  // whose handler is SIG_DFL unless they are blocked; with a handler no kernel
-  // (gVisor's included) may drop them.
-  struct sigaction action {};
-  action.sa_handler = [](int) {};
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-void WaitForShutdownSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  int sig = 0;
-  sigwait(&set, &sig);
+  // A handler too, though sigtimedwait takes the signals: in a container the
+  // process is its PID namespace's init, and the kernel drops signals sent to
+  // an init whose handler is SIG_DFL unless they are blocked; with a handler
+  // no kernel (gVisor's included) may drop them. Installed after blocking, so
+  // that no signal reaches the empty handler.
+  struct sigaction action {};
+  action.sa_handler = [](int) {};
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
 }
 
 void WaitForShutdownSignal(std::chrono::milliseconds period, const std::function<void()>& tick) {
@@ -89,11 +82,11 @@ void WaitForShutdownSignal(std::chrono::milliseconds period, const std::function
   while (sigtimedwait(&set, nullptr, &timeout) < 0) tick();
 }
 
-void ExitAfter(std::chrono::milliseconds grace) {
-  std::thread([grace] {
+void ExitAfter(std::chrono::milliseconds grace, int exit_code) {
+  std::thread([grace, exit_code] {
     std::this_thread::sleep_for(grace);
     spdlog::warn("draining took longer than {} ms; exiting now", grace.count());
-    std::_Exit(0);
+    std::_Exit(exit_code);
   }).detach();
 }
 

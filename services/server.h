@@ -35,12 +35,11 @@ void SetReady(RunningServer& server, bool ready);
 // Blocks SIGINT and SIGTERM for every thread started afterwards, so that
 // WaitForShutdownSignal receives them. Call before starting any thread.
 void BlockShutdownSignals();
-void WaitForShutdownSignal();
 // Calls `tick` every `period` until SIGINT or SIGTERM arrives.
 void WaitForShutdownSignal(std::chrono::milliseconds period, const std::function<void()>& tick);
 // After a shutdown signal: if draining has not finished within `grace`,
-// exits the process anyway (a stuck call must not outlive the grace period
-// Kubernetes and compose give before SIGKILL).
-void ExitAfter(std::chrono::milliseconds grace);
+// exits the process anyway with `exit_code` (a stuck call must not outlive
+// the grace period Kubernetes and compose give before SIGKILL).
+void ExitAfter(std::chrono::milliseconds grace, int exit_code);
 
 }  // namespace tpuemu

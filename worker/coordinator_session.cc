@@ -12,7 +12,7 @@ std::chrono::system_clock::time_point In(std::chrono::milliseconds d) { return s
 // Errors the coordinator gives about the place itself: retrying cannot help.
 bool Refused(grpc::StatusCode code) {
   return code == grpc::StatusCode::INVALID_ARGUMENT || code == grpc::StatusCode::ALREADY_EXISTS ||
-         code == grpc::StatusCode::RESOURCE_EXHAUSTED || code == grpc::StatusCode::FAILED_PRECONDITION;
+         code == grpc::StatusCode::RESOURCE_EXHAUSTED;
 }
 
 }  // namespace
@@ -55,7 +55,8 @@ absl::Status CoordinatorSession::RegisterOnce(const WorkerPlace& place, bool& re
   req.set_place_source(place.source);
   v1::RegisterWorkerResponse resp;
   grpc::ClientContext ctx;
-  ctx.set_deadline(In(std::chrono::seconds(2)));
+  // The coordinator may ask the holders of places whether they live (1 s each).
+  ctx.set_deadline(In(std::chrono::seconds(5)));
   const grpc::Status status = stub_->RegisterWorker(&ctx, req, &resp);
   if (!status.ok()) {
     retry = !Refused(status.error_code());

@@ -10,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "services/peer_service.h"
+#include "services/flags.h"
 #include "services/process_env.h"
 #include "services/server.h"
 #include "spdlog/spdlog.h"
@@ -62,15 +63,9 @@ int main(int argc, char** argv) {
                "check flags and environment, print the place and addresses they give, and exit\n"
                "(0 if usable, 2 if not) without contacting anyone");
   app.footer(kPlaceHelp);
-  CLI11_PARSE(app, argc, argv);
+  if (int code = ParseFlagsAndEnv(app, argc, argv, known_env); code >= 0) return code;
 
-  if (auto s = CheckTpuemuVariables(known_env); !s.ok()) {
-    if (check_config) {
-      spdlog::error("{}", std::string(s.message()));
-      return 2;
-    }
-    spdlog::warn("{}", std::string(s.message()));
-  }
+  if (!ReportUnknownTpuemuVariables(known_env, check_config)) return 2;
   PlaceInputs inputs;
   if (slice_opt->count() > 0) inputs.flag_slice = slice;
   if (host_opt->count() > 0) inputs.flag_host = host;
@@ -125,7 +120,7 @@ int main(int argc, char** argv) {
     }
   });
   spdlog::info("shutting down: draining for up to 5 s");
-  ExitAfter(std::chrono::seconds(8));
+  ExitAfter(std::chrono::seconds(8), exit_code);
   SetReady(*server, false);
   session.Stop();
   registration.join();

@@ -35,10 +35,14 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
   pod->net = std::make_unique<HostNetwork>(*topo, topo->ChipsOfHost(host), config.time_scale, pod->fabric.get());
   pod->fabric->set_local_mailbox(&pod->net->mailbox());
   if (auto s = pod->fabric->ConnectLinks(pod->net->local_chips()); !s.ok()) return s;
+  std::map<uint64_t, std::shared_ptr<HostJob>> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::swap(pod_, pod);
+    // Jobs prepared on the previous pod's links cannot run on the new ones.
+    std::swap(jobs_, stale);
   }
+  stale.clear();
   // The previous pod's links close outside mu_: frames arriving meanwhile
   // (DeliverPeerFrame) must not wait for them.
   pod.reset();

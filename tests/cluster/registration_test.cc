@@ -90,6 +90,15 @@ TEST_F(RegistrationTest, AFullPodRefusesOneWorkerTooManyWithWhatToDo) {
                                           HasSubstr("held by live workers"), HasSubstr("scale the workers to 4")));
 }
 
+TEST_F(RegistrationTest, AnAssignedWorkerTakesThePlaceOfOneThatNoLongerAnswers) {
+  // A compose container recreated: its predecessor's heartbeats have not lapsed.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Register(*hosts_[i], -1, -1).ok());
+  hosts_[2]->Stop();
+  auto r = Register(*hosts_[4], -1, -1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->global_host(), 2);
+}
+
 TEST_F(RegistrationTest, AssignmentWithinAGivenSlice) {
   auto r = Register(*hosts_[0], 1, -1);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -103,7 +112,9 @@ TEST_F(RegistrationTest, TwoLiveWorkersClaimingOnePlaceAreRefusedNamingBoth) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(r.status().message(),
               AllOf(HasSubstr(hosts_[0]->address), HasSubstr(hosts_[1]->address), HasSubstr("slice 1 host 0"),
-                    HasSubstr("MEGASCALE_SLICE_ID=1, TPU_WORKER_ID=0")));
+                    HasSubstr("MEGASCALE_SLICE_ID=1, TPU_WORKER_ID=0"), HasSubstr("place from TPU_WORKER_ID=0")));
+  // A host index without its slice is not a place.
+  EXPECT_EQ(Register(*hosts_[2], -1, 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(RegistrationTest, AWorkerRestartedOnANewAddressTakesItsPlaceAtOnce) {

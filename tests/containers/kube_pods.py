@@ -18,6 +18,10 @@ and the kubelet would add:
   Under podman a Service name does not resolve but a pod name does, so naming
   the only backend pod after its Service gives the Service's DNS name the
   same meaning (Kubernetes would name it <deployment>-<hash>-<suffix>);
+- the variables the kubelet adds for Services: KUBERNETES_SERVICE_HOST and
+  the rest for the API server always, and <NAME>_SERVICE_HOST, _PORT, ... for
+  every Service with a cluster IP unless the pod sets enableServiceLinks:
+  false (the addresses are placeholders: nothing here dials them);
 - env as the kubelet resolves it: downward-API fieldRefs (metadata.name,
   namespace, labels['k'], annotations['k']), configMapKeyRef and
   envFrom.configMapRef from the rendered ConfigMaps, and $(VAR) references to
@@ -81,7 +85,32 @@ def resolve_env(container, meta, configmaps):
     container["env"] = [{"name": k, "value": v} for k, v in env.items()]
 
 
-def make_pod(template, name, subdomain=None, labels=None, annotations=None, extra_env=None, configmaps=None):
+def service_env(name, ip, ports):
+    """The variables the kubelet gives pods for one Service (docker links style)."""
+    prefix = name.upper().replace("-", "_")
+    env = {f"{prefix}_SERVICE_HOST": ip, f"{prefix}_SERVICE_PORT": str(ports[0]["port"]),
+           f"{prefix}_PORT": f"tcp://{ip}:{ports[0]['port']}"}
+    for port in ports:
+        proto = port.get("protocol", "TCP")
+        if "name" in port:
+            env[f"{prefix}_SERVICE_PORT_{port['name'].upper().replace('-', '_')}"] = str(port["port"])
+        base = f"{prefix}_PORT_{port['port']}_{proto}"
+        env.update({base: f"{proto.lower()}://{ip}:{port['port']}", f"{base}_PROTO": proto.lower(),
+                    f"{base}_PORT": str(port["port"]), f"{base}_ADDR": ip})
+    return env
+
+
+def service_links(services, pod_spec):
+    env = service_env("kubernetes", "10.96.0.1", [{"name": "https", "port": 443}])
+    if pod_spec.get("enableServiceLinks", True):
+        for n, svc in enumerate(services):
+            if svc["spec"].get("clusterIP") != "None":
+                env.update(service_env(svc["metadata"]["name"], f"10.96.1.{n + 1}", svc["spec"]["ports"]))
+    return env
+
+
+def make_pod(template, name, subdomain=None, labels=None, annotations=None, extra_env=None, configmaps=None,
+             services=()):
     meta = copy.deepcopy(template.get("metadata", {}))
     meta["name"] = name
     meta.setdefault("labels", {}).update(labels or {})
@@ -90,10 +119,10 @@ def make_pod(template, name, subdomain=None, labels=None, annotations=None, extr
     spec["hostname"] = name
     if subdomain:
         spec["subdomain"] = subdomain
+    added = dict(service_links(services, spec), **(extra_env or {}))
     for c in spec["containers"]:
         c.pop("ports", None)
-        if extra_env:
-            c["env"] = [{"name": k, "value": v} for k, v in extra_env.items()] + (c.get("env") or [])
+        c["env"] = [{"name": k, "value": v} for k, v in added.items()] + (c.get("env") or [])
         resolve_env(c, meta, configmaps)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
@@ -109,13 +138,13 @@ def pods_from(docs):
                 pods.append(make_pod(d["spec"]["template"], f"{name}-{i}", subdomain=d["spec"]["serviceName"],
                                      labels={"apps.kubernetes.io/pod-index": str(i),
                                              "statefulset.kubernetes.io/pod-name": f"{name}-{i}"},
-                                     configmaps=configmaps))
+                                     configmaps=configmaps, services=services))
         elif kind == "Deployment":
             labels = d["spec"]["template"]["metadata"]["labels"]
             svc = [s["metadata"]["name"] for s in services if selector_matches(s["spec"].get("selector"), labels)]
             if len(svc) != 1 or d["spec"].get("replicas", 1) != 1:
                 raise ValueError(f"Deployment {name}: expected one replica behind one Service, got {svc}")
-            pods.append(make_pod(d["spec"]["template"], svc[0], configmaps=configmaps))
+            pods.append(make_pod(d["spec"]["template"], svc[0], configmaps=configmaps, services=services))
         elif kind == "JobSet":
             for rjob in d["spec"]["replicatedJobs"]:
                 job = rjob["template"]["spec"]
@@ -130,7 +159,7 @@ def pods_from(docs):
                                                               str(rjob.get("replicas", 1)),
                                                           "batch.kubernetes.io/job-completion-index": str(p)},
                                              extra_env={"JOB_COMPLETION_INDEX": str(p)},
-                                             configmaps=configmaps))
+                                             configmaps=configmaps, services=services))
         elif kind not in ("ConfigMap", "Service", "PersistentVolumeClaim"):
             raise ValueError(f"{kind} {name}: not a kind this converter knows")
     return pods

@@ -1,0 +1,34 @@
+// Parsing a server binary's flags, whose values may also come from their
+// environment-variable twins (compose files and manifests set those).
+#pragma once
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "spdlog/spdlog.h"
+
+namespace tpuemu {
+
+// -1 when the command line (and environment) parsed; else the exit code:
+// 0 for --help, 2 for anything refused, after naming the twins that are set,
+// since the user may have written a variable rather than the flag CLI11 names.
+inline int ParseFlagsAndEnv(CLI::App& app, int argc, char** argv, const std::vector<std::string>& env_twins) {
+  try {
+    app.parse(argc, argv);
+    return -1;
+  } catch (const CLI::ParseError& e) {
+    if (app.exit(e) == 0) return 0;
+    std::string set;
+    for (const std::string& name : env_twins) {
+      if (const char* v = std::getenv(name.c_str()); v != nullptr && *v != '\0') {
+        set += (set.empty() ? "" : ", ") + name + "='" + v + "'";
+      }
+    }
+    if (!set.empty()) spdlog::error("flags may come from these environment variables, set here: {}", set);
+    return 2;
+  }
+}
+
+}  // namespace tpuemu
