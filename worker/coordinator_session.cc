@@ -28,12 +28,14 @@ CoordinatorSession::CoordinatorSession(const std::string& coordinator, const std
 CoordinatorSession::~CoordinatorSession() { Stop(); }
 
 void CoordinatorSession::Stop() {
+  std::thread heartbeats;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    heartbeats = std::move(heartbeats_);
   }
   cv_.notify_all();
-  if (heartbeats_.joinable()) heartbeats_.join();
+  if (heartbeats.joinable()) heartbeats.join();
 }
 
 std::string CoordinatorSession::ended() const {
@@ -92,7 +94,10 @@ absl::Status CoordinatorSession::Register() {
 }
 
 void CoordinatorSession::StartHeartbeats() {
-  heartbeats_ = std::thread([this] { HeartbeatLoop(); });
+  // Under mu_, as Stop() takes the thread: registration may finish on its
+  // own thread just as the process is told to stop.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stop_) heartbeats_ = std::thread([this] { HeartbeatLoop(); });
 }
 
 void CoordinatorSession::HeartbeatLoop() {
