@@ -216,10 +216,23 @@ class Kubernetes(Case):
         engine("run", "-d", "--rm", "--init", "--name", self.cli_container, "--network", self.network,
                "-v", f"{ROOT}/examples:/examples:ro", "-v", f"{self.dir}:/jobs:ro",
                "-e", "TPUEMU_COORDINATOR=tpuemu-coordinator:50051", IMAGE, "sleep", "3600")
-        wait_until("the pod to be ready", lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0)
+        try:
+            wait_until("the pod to be ready", lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.diagnosis()}") from None
         addresses = {engine("inspect", "--format", "{{.NetworkSettings.Networks}}", f"{p}-{self.container_of(p)}")
                      .stdout for p in self.pods}
         self.assertEqual(len(addresses), len(self.pods), "every pod has a network namespace of its own")
+
+    def diagnosis(self):
+        """What a failed wait leaves to read: the health check's answer and each container's last log lines."""
+        lines = [f"health: {self.cli('health', 'tpuemu-coordinator:50051').stderr.strip()}"]
+        for p in self.pods:
+            name = f"{p}-{self.container_of(p)}"
+            r = engine("logs", "--tail", "15", name, check=False)
+            lines.append(f"--- {name} ({engine('inspect', '--format', '{{.State.Status}}', name, check=False).stdout.strip()})")
+            lines.append((r.stdout + r.stderr).strip())
+        return "\n".join(lines)
 
     def container_of(self, pod):
         return "coordinator" if pod == "tpuemu-coordinator" else "worker"
@@ -240,15 +253,15 @@ class Kubernetes(Case):
     def cli(self, *args):
         return engine("exec", self.cli_container, "tpuemu", *args, check=False)
 
-    def status(self, job_id, tries=3):
-        """The job as `tpuemu status --json` shows it, asked up to `tries` times: a new
+    def status(self, job_id, timeout=30):
+        """The job as `tpuemu status --json` shows it, asked until it answers: a new
         connection between containers here now and then takes seconds to open (each
-        `podman exec` of the CLI opens one); {} when none answered."""
-        for _ in range(tries):
-            r = self.cli("status", job_id, "--json")
-            if r.stdout.strip():
-                return json.loads(r.stdout)
-        return {}
+        `podman exec` of the CLI opens one)."""
+        answers = []
+        wait_until(f"`tpuemu status {job_id}` to answer",
+                   lambda: answers.append(self.cli("status", job_id, "--json")) or answers[-1].stdout.strip(),
+                   timeout=timeout, every=0.1)
+        return json.loads(answers[-1].stdout)
 
     def train(self, job_path):
         r = self.cli("submit", job_path, "--wait", "--json")
