@@ -42,16 +42,16 @@ class ProcessPod {
     dir_ = std::filesystem::temp_directory_path() / absl::StrCat("tpuemu-bench-", getpid());
     Progress quiet(false);
     auto pod = StartLocalPod({{topology, 1, chips_per_host, "auto"}, 0, dir_.string(), 60}, quiet,
-                             [](const LocalPod&) { return absl::OkStatus(); });
+                             [](const PodState&) { return absl::OkStatus(); });
     if (!pod.ok()) {
       std::fprintf(stderr, "could not start the pod: %s\n", std::string(pod.status().message()).c_str());
       std::exit(1);
     }
-    pids_ = pod->pids;
-    client_ = std::make_unique<CoordinatorClient>(pod->coordinator);
+    processes_ = pod->state.processes();
+    client_ = std::make_unique<CoordinatorClient>(pod->state.coordinator);
   }
   ~ProcessPod() {
-    StopProcesses(pids_, 3);
+    StopProcesses(processes_, 3);
     std::filesystem::remove_all(dir_);
   }
 
@@ -77,7 +77,7 @@ class ProcessPod {
 
  private:
   std::filesystem::path dir_;
-  std::vector<int> pids_;
+  std::vector<StartedProcess> processes_;
   std::unique_ptr<CoordinatorClient> client_;
 };
 

@@ -1,9 +1,11 @@
 #include "client/cluster_commands.h"
 
+#include <filesystem>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "client/cli_errors.h"
+#include "client/cluster_restart_commands.h"
 #include "client/coordinator_client.h"
 #include "client/local_pod.h"
 #include "client/pod_state.h"
@@ -63,25 +65,19 @@ int ClusterUp(const ClusterUpOptions& o) {
           "a pod is already running (", existing->topology, ", coordinator ", existing->coordinator,
           "); stop it with `tpuemu cluster down` first")));
     }
-    StopProcesses(existing->pids, 1);  // leftovers of a pod that died
+    StopProcesses(existing->processes(), 1);  // leftovers of a pod that died
     RemovePodState();
   }
 
-  PodState state;
-  state.topology = o.topology;
-  state.log_dir = StateDir() + "/logs";
   Progress progress(!o.json);
+  // Remembered before waiting, so `cluster down` can clean up whatever happens next.
   auto pod = StartLocalPod({{o.topology, o.slices, o.chips_per_host, o.wraparound}, o.time_scale, StateDir(), o.timeout_s},
-                           progress, [&](const LocalPod& started) {
-                             // Remembered before waiting, so `cluster down` can clean up whatever happens next.
-                             state.coordinator = started.coordinator;
-                             state.pids = started.pids;
-                             return SavePodState(state);
-                           });
+                           progress, SavePodState);
   if (!pod.ok()) {
     RemovePodState();
     return Fail(pod.status());
   }
+  const PodState& state = pod->state;
   const v1::ClusterStatus& status = pod->status;
   const std::string& logs = state.log_dir;
   if (o.json) {
@@ -107,16 +103,50 @@ int ClusterStatus(const std::string& flag, bool json) {
   return status->ready() ? 0 : 1;
 }
 
+// Workers of the pod that its file does not know: started by hand, pointing
+// at the pod's coordinator.
+std::vector<StartedProcess> UnrecordedWorkers(const PodState& state) {
+  auto all = FindProcesses([&](const std::vector<std::string>& argv) {
+    if (std::filesystem::path(argv[0]).filename() != "tpuemu-worker") return false;
+    for (size_t i = 1; i < argv.size(); ++i) {
+      if (argv[i] == "--coordinator=" + state.coordinator) return true;
+      if (argv[i] == "--coordinator" && i + 1 < argv.size() && argv[i + 1] == state.coordinator) return true;
+    }
+    return false;
+  });
+  std::vector<StartedProcess> unrecorded;
+  for (const StartedProcess& p : all) {
+    bool recorded = false;
+    for (const PodWorker& w : state.workers) recorded = recorded || w.process.pid == p.pid;
+    if (!recorded) unrecorded.push_back(p);
+  }
+  return unrecorded;
+}
+
 int ClusterDown() {
   auto state = LoadPodState();
   if (!state.ok()) {
-    std::cout << "no pod is running; nothing to stop\n";
-    return 0;
+    std::cout << (absl::IsNotFound(state.status()) ? "no pod is running; nothing to stop"
+                                                   : std::string(state.status().message()))
+              << "\n";
+    return absl::IsNotFound(state.status()) ? 0 : 1;
   }
-  const int killed = StopProcesses(state->pids, 5);
+  // Only processes that are still the ones recorded: a PID of a process that
+  // exited may belong to anything by now.
+  std::vector<StartedProcess> ours;
+  for (const StartedProcess& p : state->processes()) {
+    if (IsRunning(p)) ours.push_back(p);
+  }
+  const size_t gone = state->processes().size() - ours.size();
+  const std::vector<StartedProcess> by_hand = UnrecordedWorkers(*state);
+  ours.insert(ours.end(), by_hand.begin(), by_hand.end());
+  const int killed = StopProcesses(ours, 5);
   RemovePodState();
-  std::cout << "stopped " << state->pids.size() << " processes of the pod " << state->topology
-            << (killed ? absl::StrCat(" (", killed, " needed SIGKILL)") : "") << "\n";
+  std::cout << "stopped " << ours.size() << " processes of the pod " << state->topology
+            << (by_hand.empty() ? "" : absl::StrCat(" (", by_hand.size(), " worker(s) started by hand)"))
+            << (killed ? absl::StrCat(" (", killed, " needed SIGKILL)") : "")
+            << (gone ? absl::StrCat("; ", gone, " recorded process(es) had already exited and were left alone") : "")
+            << "\n";
   return 0;
 }
 
@@ -159,8 +189,12 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
   status->add_flag("--json", *json, "print JSON");
   status->callback([coordinator, json, exit_code] { *exit_code = ClusterStatus(*coordinator, *json); });
 
-  auto* down = cluster->add_subcommand("down", "stop every process `cluster up` started");
+  auto* down = cluster->add_subcommand(
+      "down", "stop every process of the pod `cluster up` started: those the pod file records (checked to be\n"
+              "the same processes, not others that reused their PIDs) and workers started by hand with\n"
+              "--coordinator set to the pod's coordinator");
   down->callback([exit_code] { *exit_code = ClusterDown(); });
+  AddClusterRestartCommands(*cluster, exit_code);
 }
 
 }  // namespace tpuemu

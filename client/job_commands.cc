@@ -7,12 +7,12 @@
 #include <set>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
+#include "client/job_file.h"
 #include "client/job_json.h"
 #include "client/job_wait.h"
 #include "client/pod_state.h"
@@ -112,16 +112,14 @@ int Finish(const v1::Job& job, bool json) {
 }
 
 int Submit(const JobOptions& o) {
-  std::ifstream in(o.path);
-  if (!in) return Fail(absl::InvalidArgumentError(absl::StrCat("JOB.yaml: cannot read '", o.path, "'")));
-  std::stringstream text;
-  text << in.rdbuf();
+  auto text = ReadJobFile(o.path);
+  if (!text.ok()) return Fail(text.status());
   // Check locally first: the same errors, without a pod.
-  if (auto config = ParseTrainConfig(text.str(), o.path); !config.ok()) return Fail(config.status());
+  if (auto config = ParseTrainConfig(*text, o.path); !config.ok()) return Fail(config.status());
   auto client = Connect(o.coordinator);
   if (!client.ok()) return Fail(client.status());
   v1::SubmitJobRequest req;
-  req.mutable_train()->set_yaml(text.str());
+  req.mutable_train()->set_yaml(*text);
   req.mutable_train()->set_source(o.path);
   auto job = (*client)->Submit(req);
   if (!job.ok()) return Fail(job.status());

@@ -1,6 +1,13 @@
 #include "client/local_pod.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -10,34 +17,60 @@
 #include "client/processes.h"
 
 namespace tpuemu {
+namespace {
+
+// A port free on 127.0.0.1 now: the kernel's pick for a socket bound to port
+// 0, released at once for the coordinator to take.
+absl::StatusOr<int> FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const int error = errno;
+  close(fd);
+  if (!ok) return absl::InternalError(absl::StrCat("cannot find a free port on 127.0.0.1: ", std::strerror(error)));
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
 
 absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progress,
-                                       const std::function<absl::Status(const LocalPod&)>& spawned) {
+                                       const std::function<absl::Status(const PodState&)>& spawned) {
   auto topo = Topology::Create(o.topology);
   if (!topo.ok()) return topo.status();
   const std::string logs = o.dir + "/logs";
   std::filesystem::create_directories(logs);
   const std::string port_file = o.dir + "/coordinator.port";
   std::filesystem::remove(port_file);
+  auto port = FreeLoopbackPort();
+  if (!port.ok()) return port.status();
 
   LocalPod pod;
+  PodState& state = pod.state;
+  state.topology = o.topology.topology;
+  state.log_dir = logs;
+  state.coordinator = absl::StrCat("127.0.0.1:", *port);
   auto fail = [&](const absl::Status& why) {
-    StopProcesses(pod.pids, 2);
+    StopProcesses(state.processes(), 2);
     return why;
   };
   const TopologyRequest& t = o.topology;
   auto coord = SpawnDetached({FindBinary("tpuemu-coordinator"), "--topology", t.topology, "--slices",
                               std::to_string(t.slices), "--chips-per-host", std::to_string(t.chips_per_host),
                               "--wraparound", t.wraparound, "--time-scale", absl::StrCat(o.time_scale),
-                              "--listen", "127.0.0.1:0", "--port-file", port_file},
+                              "--listen", state.coordinator, "--port-file", port_file},
                              logs + "/coordinator.log");
   if (!coord.ok()) return coord.status();
-  pod.pids.push_back(*coord);
+  state.coordinator_process = *coord;
 
-  int port = 0;
+  // The port file appears once the coordinator serves.
   const auto start = std::chrono::steady_clock::now();
-  while (!(std::ifstream(port_file) >> port)) {
-    if (!ProcessAlive(*coord)) {
+  for (int written = 0; !(std::ifstream(port_file) >> written);) {
+    if (!IsRunning(state.coordinator_process)) {
       return fail(absl::InternalError(
           absl::StrCat("the coordinator exited; its log says:\n", TailFile(logs + "/coordinator.log", 10))));
     }
@@ -47,40 +80,54 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
     progress.Update("starting the coordinator");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  pod.coordinator = absl::StrCat("127.0.0.1:", port);
   for (int slice = 0; slice < t.slices; ++slice) {
     for (int host = 0; host < topo->hosts_per_slice(); ++host) {
-      auto w = SpawnDetached({FindBinary("tpuemu-worker"), "--coordinator", pod.coordinator, "--slice",
+      auto w = SpawnDetached({FindBinary("tpuemu-worker"), "--coordinator", state.coordinator, "--slice",
                               std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0"},
                              absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));
       if (!w.ok()) return fail(w.status());
-      pod.pids.push_back(*w);
+      state.workers.push_back({slice, host, *w});
     }
   }
-  if (auto s = spawned(pod); !s.ok()) return fail(s);
+  if (auto s = spawned(state); !s.ok()) return fail(s);
 
-  CoordinatorClient client(pod.coordinator);
+  auto status = WaitUntilReady(state, o.timeout_s, progress);
+  if (!status.ok()) return fail(status.status());
+  pod.status = *status;
+  return pod;
+}
+
+absl::StatusOr<v1::ClusterStatus> WaitUntilReady(const PodState& state, double timeout_s, Progress& progress,
+                                                 const std::function<bool(const v1::ClusterStatus&)>& accept) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  CoordinatorClient client(state.coordinator);
   while (true) {
     auto s = client.Status(2);
     if (s.ok()) {
-      pod.status = *s;
-      if (s->ready()) break;
+      if (s->ready() && accept(*s)) {
+        progress.Done();
+        return *s;
+      }
       progress.Update(absl::StrCat("waiting for workers: ", s->workers_size(), "/", s->expected_workers(),
                                    " registered"));
     }
-    for (size_t i = 1; i < pod.pids.size(); ++i) {
-      if (!ProcessAlive(pod.pids[i])) {
-        return fail(absl::InternalError(absl::StrCat("a worker exited during start-up; see the logs in ", logs)));
+    if (!IsRunning(state.coordinator_process)) {
+      return absl::InternalError(absl::StrCat("the coordinator exited; its log says:\n",
+                                              TailFile(state.coordinator_process.log, 10)));
+    }
+    for (const PodWorker& w : state.workers) {
+      if (!IsRunning(w.process)) {
+        return absl::InternalError(absl::StrCat("worker slice ", w.slice, " host ", w.host,
+                                                " exited; its log says:\n", TailFile(w.process.log, 10)));
       }
     }
-    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(static_cast<int>(o.timeout_s * 1000))) {
-      return fail(absl::DeadlineExceededError(
-          absl::StrCat("the pod was not ready within ", o.timeout_s, " s; see the logs in ", logs)));
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the pod was not ready within ", timeout_s, " s; see the logs in ", state.log_dir));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  progress.Done();
-  return pod;
 }
 
 }  // namespace tpuemu

@@ -1,6 +1,7 @@
 // Starting a pod of local processes: the coordinator, then one worker per
 // host, all on 127.0.0.1, waiting until every worker has registered. Used by
-// `tpuemu cluster up --local` and by the benchmarks.
+// `tpuemu cluster up --local` (and its restart commands) and by the
+// benchmarks.
 #pragma once
 
 #include <functional>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/pod_state.h"
 #include "client/progress.h"
 #include "core/topology.h"
 #include "tpuemu/v1/pod.pb.h"
@@ -22,15 +24,26 @@ struct LocalPodOptions {
 };
 
 struct LocalPod {
-  std::string coordinator;  // 127.0.0.1:PORT
-  std::vector<int> pids;    // coordinator first, then workers by host
-  v1::ClusterStatus status; // once ready
+  PodState state;
+  v1::ClusterStatus status;  // once ready
 };
 
 // `spawned` is called once every process exists (e.g. to remember them so a
 // later `cluster down` can stop them). On any failure the processes started
 // so far are stopped and the error says where the logs are.
+//
+// The coordinator listens on a port chosen here and written into its command
+// line (not port 0), so that the same command line, as `cluster
+// restart-coordinator` or a user reading it from `ps` runs it, brings it back
+// where the workers and the pod file expect it.
 absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& options, Progress& progress,
-                                       const std::function<absl::Status(const LocalPod&)>& spawned);
+                                       const std::function<absl::Status(const PodState&)>& spawned);
+
+// Waits until the coordinator at `state.coordinator` answers and reports its
+// whole pod registered and `accept` agrees, or fails when a recorded process
+// exits or `timeout_s` passes.
+absl::StatusOr<v1::ClusterStatus> WaitUntilReady(
+    const PodState& state, double timeout_s, Progress& progress,
+    const std::function<bool(const v1::ClusterStatus&)>& accept = [](const v1::ClusterStatus&) { return true; });
 
 }  // namespace tpuemu

@@ -194,7 +194,7 @@ void AddMatmulCommand(CLI::App& app, int* exit_code) {
                 "result must equal one device's bit for bit)")
       ->capture_default_str();
   c->add_option("--seed", o->seed, "seed of the deterministic operands")->capture_default_str();
-  c->add_option("--chunk", o->chunk, "wire chunk size (host bytes)")->capture_default_str();
+  c->add_option("--chunk", o->chunk, "wire chunk size (host bytes), 4KiB to 4MiB")->capture_default_str();
   c->add_option("--topology", o->topology, "with --plan-only: plan for CHIP:SHAPE instead of the running pod");
   c->add_option("--slices", o->slices, "with --topology: number of slices")->capture_default_str();
   c->add_option("--coordinator", o->coordinator,

@@ -15,7 +15,26 @@ std::string StateDir() {
   return absl::StrCat(user_home && *user_home ? user_home : "/tmp", "/.tpuemu");
 }
 
-static std::string StateFile() { return StateDir() + "/pod.json"; }
+namespace {
+
+std::string StateFile() { return StateDir() + "/pod.json"; }
+
+nlohmann::json ProcessJson(const StartedProcess& p) {
+  return {{"pid", p.pid}, {"boot_id", p.boot_id}, {"start_ticks", p.start_ticks}, {"argv", p.argv}, {"log", p.log}};
+}
+
+StartedProcess ProcessFromJson(const nlohmann::json& j) {
+  return {j.at("pid").get<int>(), j.at("boot_id").get<std::string>(), j.at("start_ticks").get<uint64_t>(),
+          j.at("argv").get<std::vector<std::string>>(), j.value("log", "")};
+}
+
+}  // namespace
+
+std::vector<StartedProcess> PodState::processes() const {
+  std::vector<StartedProcess> all = {coordinator_process};
+  for (const PodWorker& w : workers) all.push_back(w.process);
+  return all;
+}
 
 absl::StatusOr<PodState> LoadPodState() {
   std::ifstream in(StateFile());
@@ -29,8 +48,11 @@ absl::StatusOr<PodState> LoadPodState() {
     PodState s;
     s.coordinator = j.at("coordinator").get<std::string>();
     s.topology = j.value("topology", "");
-    s.pids = j.value("pids", std::vector<int>{});
     s.log_dir = j.value("log_dir", "");
+    s.coordinator_process = ProcessFromJson(j.at("coordinator_process"));
+    for (const nlohmann::json& w : j.at("workers")) {
+      s.workers.push_back({w.at("slice").get<int>(), w.at("host").get<int>(), ProcessFromJson(w)});
+    }
     return s;
   } catch (const std::exception& e) {
     return absl::DataLossError(absl::StrCat(StateFile(), " is damaged (", e.what(),
@@ -41,13 +63,22 @@ absl::StatusOr<PodState> LoadPodState() {
 absl::Status SavePodState(const PodState& s) {
   std::error_code ec;
   std::filesystem::create_directories(StateDir(), ec);
-  nlohmann::json j = {{"coordinator", s.coordinator}, {"topology", s.topology}, {"pids", s.pids},
-                      {"log_dir", s.log_dir}};
+  nlohmann::json workers = nlohmann::json::array();
+  for (const PodWorker& w : s.workers) {
+    nlohmann::json one = ProcessJson(w.process);
+    one["slice"] = w.slice;
+    one["host"] = w.host;
+    workers.push_back(one);
+  }
+  nlohmann::json j = {{"coordinator", s.coordinator}, {"topology", s.topology}, {"log_dir", s.log_dir},
+                      {"coordinator_process", ProcessJson(s.coordinator_process)}, {"workers", workers}};
   const std::string tmp = StateFile() + ".tmp";
   {
     std::ofstream out(tmp);
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", tmp, "; set TPUEMU_HOME elsewhere"));
     out << j.dump(2) << "\n";
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp, " (disk full?)"));
   }
   std::filesystem::rename(tmp, StateFile(), ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot write ", StateFile(), ": ", ec.message()));

@@ -1,20 +1,32 @@
 // What `cluster up` remembers so later commands find the pod: the
-// coordinator's address and the processes it started. Kept in
-// $TPUEMU_HOME/pod.json (default ~/.tpuemu).
+// coordinator's address and the processes it started, each with what
+// identifies it and the command line that starts it again. Kept in
+// $TPUEMU_HOME/pod.json (default ~/.tpuemu), replaced atomically.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/processes.h"
 
 namespace tpuemu {
 
+struct PodWorker {
+  int slice = 0;
+  int host = 0;  // within the slice
+  StartedProcess process;
+};
+
 struct PodState {
-  std::string coordinator;    // host:port
-  std::string topology;       // as given to cluster up
-  std::vector<int> pids;      // coordinator first, then workers
+  std::string coordinator;  // host:port, the same for the pod's life
+  std::string topology;     // as given to cluster up
   std::string log_dir;
+  StartedProcess coordinator_process;
+  std::vector<PodWorker> workers;
+
+  // The coordinator first, then the workers.
+  std::vector<StartedProcess> processes() const;
 };
 
 std::string StateDir();

@@ -2,13 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli_errors.h"
+#include "client/job_file.h"
 #include "client/progress.h"
 #include "core/train_model.h"
 #include "nlohmann/json.hpp"
@@ -22,13 +21,9 @@ struct ReferenceOptions {
 };
 
 int RunReference(const ReferenceOptions& o) {
-  std::ifstream in(o.path);
-  if (!in) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("JOB.yaml: cannot read '", o.path, "'")));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto config = ParseTrainConfig(text.str(), o.path);
+  auto text = ReadJobFile(o.path);
+  if (!text.ok()) return Fail(text.status());
+  auto config = ParseTrainConfig(*text, o.path);
   if (!config.ok()) return Fail(config.status());
 
   ReferenceTrainer trainer(*config);

@@ -1,12 +1,17 @@
 #include "core/matmul_spec.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/units.h"
 
 namespace tpuemu {
 
 absl::StatusOr<MatmulPlan> PlanMatmulSpec(const MatmulSpec& spec, const Topology& topo) {
   if (spec.dtype_bytes != 2 && spec.dtype_bytes != 4) {
     return absl::InvalidArgumentError("--dtype: allowed: bf16, f32");
+  }
+  if (spec.chunk_bytes < kMinChunkBytes || spec.chunk_bytes > kMaxChunkBytes || spec.chunk_bytes % 4 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--chunk ", FormatBytes(spec.chunk_bytes),
+                                                   ": must be between 4KiB and 4MiB and a multiple of 4 bytes"));
   }
   auto expr = ParseMatmulExpr(spec.expr);
   if (!expr.ok()) return expr.status();

@@ -23,6 +23,13 @@ struct MatmulSpec {
   uint64_t chunk_bytes = 1 << 20;
 };
 
+// Wire chunks a matmul's collectives may use (`tpuemu matmul --chunk`): below
+// 4 KiB per-chunk overhead swamps the data (1 B would send a frame per
+// byte); above 4 MiB a chunk with its frame header nears gRPC's 8 MiB
+// message limit. Chunks hold whole fp32 elements.
+inline constexpr uint64_t kMinChunkBytes = 4 << 10;
+inline constexpr uint64_t kMaxChunkBytes = 4 << 20;
+
 absl::StatusOr<MatmulPlan> PlanMatmulSpec(const MatmulSpec& spec, const Topology& topo);
 
 // Largest max|C - reference| / max|reference| a correct result may show:

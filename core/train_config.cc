@@ -139,6 +139,12 @@ const std::vector<TrainKey>& TrainKeys() {
 }
 
 absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& source) {
+  // Checked here too, not only where files are read: the coordinator and the
+  // workers parse whatever text a client sent.
+  if (text.size() > kMaxJobFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", text.size(), " bytes; a job file may hold at most ",
+                                                   kMaxJobFileBytes, " bytes (1 MiB)"));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -152,7 +158,13 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   std::map<std::string, bool> seen;
   std::string dtype = "bf16", wire = "f32";
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) {
+      const int line = kv.first.Mark().line;  // -1 when yaml-cpp knows no position
+      return absl::InvalidArgumentError(absl::StrCat(source, line >= 0 ? absl::StrCat(": line ", line + 1) : "",
+                                                     ": a key must be a plain name, not a list, map or null; every "
+                                                     "key is listed by `tpuemu reference --help`"));
+    }
+    const std::string key = kv.first.Scalar();
     const auto spec = std::find_if(TrainKeys().begin(), TrainKeys().end(),
                                    [&](const TrainKey& k) { return k.name == key; });
     if (spec == TrainKeys().end()) {

@@ -3,6 +3,7 @@
 // TrainKeys(), which also feeds `tpuemu submit --help` and docs/jobs.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,7 +64,13 @@ struct TrainConfig {
   int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
 };
 
-// Parses and checks a job file's text. `source` names it in errors.
+// Largest job file anyone reads or ships: real ones are a few hundred bytes
+// of flat keys, so anything near this is a wrong file, and it stays far
+// below gRPC's message limit (8 MiB) for the trip to the pod.
+inline constexpr size_t kMaxJobFileBytes = size_t{1} << 20;
+
+// Parses and checks a job file's text (at most kMaxJobFileBytes). `source`
+// names it in errors.
 absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& yaml_text, const std::string& source);
 
 // Fills in the -1s for a pod and checks the products and divisibility.

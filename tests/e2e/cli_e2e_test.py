@@ -35,9 +35,14 @@ class Pod(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return r
 
-    def pids(self):
+    def pod_file(self):
         with open(os.path.join(self.home, "pod.json")) as f:
-            return json.load(f)["pids"]
+            return json.load(f)
+
+    def pids(self):
+        """The coordinator's, then the workers' by host."""
+        state = self.pod_file()
+        return [state["coordinator_process"]["pid"]] + [w["pid"] for w in state["workers"]]
 
     def assert_fails(self, result, *needles):
         self.assertNotEqual(result.returncode, 0, result.stdout)

@@ -1,0 +1,97 @@
+#include "client/cluster_restart_commands.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli_errors.h"
+#include "client/coordinator_client.h"
+#include "client/local_pod.h"
+#include "client/pod_state.h"
+#include "client/processes.h"
+#include "client/progress.h"
+
+namespace tpuemu {
+namespace {
+
+// Stops `old` if it is still the recorded process, starts its command line
+// again and records the new process in the pod file before anything waits
+// on it.
+absl::StatusOr<StartedProcess> Replace(PodState& state, StartedProcess& old) {
+  if (IsRunning(old)) StopProcesses({old}, 5);
+  auto started = SpawnDetached(old.argv, old.log);
+  if (!started.ok()) return started.status();
+  old = *started;
+  if (auto s = SavePodState(state); !s.ok()) return s;
+  return *started;
+}
+
+int RestartCoordinator(double timeout_s) {
+  auto state = LoadPodState();
+  if (!state.ok()) return Fail(state.status());
+  Progress progress(true);
+  // The recorded command line listens on the pod's port, where the workers
+  // keep heartbeating; they register again once it answers.
+  auto started = Replace(*state, state->coordinator_process);
+  if (!started.ok()) return Fail(started.status());
+  auto status = WaitUntilReady(*state, timeout_s, progress);
+  if (!status.ok()) return Fail(status.status());
+  std::cout << "coordinator restarted (pid " << started->pid << ") at " << state->coordinator << "; "
+            << status->workers_size() << "/" << status->expected_workers() << " workers registered again\n";
+  return 0;
+}
+
+int RestartWorker(int host, double timeout_s) {
+  auto state = LoadPodState();
+  if (!state.ok()) return Fail(state.status());
+  const int hosts = static_cast<int>(state->workers.size());
+  if (host < 0 || host >= hosts) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("HOST ", host, ": the pod's hosts are 0 to ", hosts - 1,
+                                                        " (the HOST column of `tpuemu cluster status`)")));
+  }
+  // Its address now, to know when the new process has taken the place: a
+  // worker listens on a new port each time it starts.
+  std::string old_address;
+  if (auto before = CoordinatorClient(state->coordinator).Status(2); before.ok()) {
+    for (const auto& w : before->workers()) {
+      if (w.host() == host) old_address = w.address();
+    }
+  }
+  Progress progress(true);
+  auto started = Replace(*state, state->workers[host].process);
+  if (!started.ok()) return Fail(started.status());
+  auto status = WaitUntilReady(*state, timeout_s, progress, [&](const v1::ClusterStatus& s) {
+    for (const auto& w : s.workers()) {
+      if (w.host() == host) return w.alive() && w.address() != old_address;
+    }
+    return false;
+  });
+  if (!status.ok()) return Fail(status.status());
+  std::cout << "worker host " << host << " restarted (pid " << started->pid << "); the pod is ready\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddClusterRestartCommands(CLI::App& cluster, int* exit_code) {
+  auto timeout = std::make_shared<double>(60);
+  auto* coordinator = cluster.add_subcommand(
+      "restart-coordinator",
+      "start the coordinator of the pod `cluster up` started again, on the same address, with the command line\n"
+      "the pod file recorded (stopping it first if it still runs), and wait until every worker has registered\n"
+      "again. Jobs of the old coordinator are not kept.");
+  coordinator->add_option("--timeout", *timeout, "seconds to wait for every worker")->capture_default_str();
+  coordinator->callback([timeout, exit_code] { *exit_code = RestartCoordinator(*timeout); });
+
+  auto host = std::make_shared<int>(-1);
+  auto* worker = cluster.add_subcommand(
+      "restart-worker",
+      "start one worker of the pod `cluster up` started again, with the command line the pod file recorded\n"
+      "(stopping it first if it still runs), record the new process and wait until it has taken its place.\n"
+      "Example:\n  tpuemu cluster restart-worker 2");
+  worker->add_option("HOST", *host, "the worker's host index, the HOST column of `tpuemu cluster status`")
+      ->required();
+  worker->add_option("--timeout", *timeout, "seconds to wait for the worker")->capture_default_str();
+  worker->callback([host, timeout, exit_code] { *exit_code = RestartWorker(*host, *timeout); });
+}
+
+}  // namespace tpuemu

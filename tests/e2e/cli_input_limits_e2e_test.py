@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Hostile input to the CLI, refused with exit 2 and a message naming what
+was wrong, without a pod: job files whose keys are lists or maps, job files
+larger than the 1 MiB limit (a huge file, /dev/zero), and absurd matmul
+--chunk sizes."""
+
+import os
+import unittest
+
+from cli_e2e_test import Pod
+
+LIMIT = 1 << 20  # docs/jobs.md: a job file holds at most 1 MiB
+
+
+class JobFileTest(Pod):
+    def write(self, name, text):
+        path = os.path.join(self.home, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def assert_refused(self, path, *needles):
+        for command in ("submit", "reference"):
+            r = self.cli(command, path, timeout=30)
+            self.assertEqual(r.returncode, 2, f"{command} {path}: {r.stderr}")
+            for needle in (path, *needles):
+                self.assertIn(needle, r.stderr, command)
+
+    def test_keys_that_are_lists_or_maps_are_refused(self):
+        for name, text in [("list-key.yaml", "[1, 2]: 3\n"), ("map-key.yaml", "{a: 1}: 2\n"),
+                           ("late-list-key.yaml", "emb_dim: 8\nmlp_dim: 8\n? [x]\n: 1\n"),
+                           ("null-key.yaml", "~: 3\n")]:
+            self.assert_refused(self.write(name, text), "a key must be a plain name")
+        self.assertIn("line 3", self.cli("reference", os.path.join(self.home, "late-list-key.yaml")).stderr)
+
+    def test_job_files_over_the_limit_are_refused_before_reading_them_whole(self):
+        big = self.write("big.yaml", "# padding\n" * ((5 << 20) // 10))
+        self.assert_refused(big, f"{os.path.getsize(big)} bytes", f"at most {LIMIT} bytes")
+        # Input of no known size is read only up to the limit.
+        self.assert_refused("/dev/zero", "not a regular file", f"at most {LIMIT} bytes")
+
+    def test_a_job_file_at_the_limit_is_read(self):
+        text = "emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 1\n"
+        path = self.write("padded.yaml", text + "#" * (LIMIT - len(text) - 1) + "\n")
+        self.assertEqual(os.path.getsize(path), LIMIT)
+        r = self.cli("reference", path, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class MatmulChunkTest(Pod):
+    EXPR = ["A[I_X, J] * B[J, K] -> C[I, K]", "--dims", "I=64,J=64,K=64", "--plan-only", "--topology", "v5p:2x4"]
+
+    def test_absurd_chunk_sizes_are_refused(self):
+        for chunk in ("1B", "4095", "8MiB", "4098"):
+            r = self.cli("matmul", *self.EXPR, "--chunk", chunk)
+            self.assertEqual(r.returncode, 2, f"--chunk {chunk}: {r.stderr}")
+            self.assertIn("--chunk", r.stderr)
+            self.assertIn("between 4KiB and 4MiB", r.stderr)
+        for chunk in ("4KiB", "4MiB", "64KiB"):
+            r = self.cli("matmul", *self.EXPR, "--chunk", chunk)
+            self.assertEqual(r.returncode, 0, f"--chunk {chunk}: {r.stderr}")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
