@@ -42,11 +42,13 @@ class PodRestartTest(Pod):
             if p.poll() is None:
                 p.kill()
             p.wait()
+            p.log.close()
 
     def start_by_hand(self, argv, log):
         """A process the user started from a shell: not in the pod file."""
-        p = subprocess.Popen(argv, env=self.env, stdout=open(os.path.join(self.home, log), "w"),
-                             stderr=subprocess.STDOUT, start_new_session=True)
+        out = open(os.path.join(self.home, log), "w")
+        p = subprocess.Popen(argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        p.log = out
         self.by_hand.append(p)
         return p
 
