@@ -117,7 +117,9 @@ std::vector<StartedProcess> UnrecordedWorkers(const PodState& state) {
   std::vector<StartedProcess> unrecorded;
   for (const StartedProcess& p : all) {
     bool recorded = false;
-    for (const PodWorker& w : state.workers) recorded = recorded || w.process.pid == p.pid;
+    for (const PodWorker& w : state.workers) {
+      recorded = recorded || (w.process.pid == p.pid && w.process.start_ticks == p.start_ticks);
+    }
     if (!recorded) unrecorded.push_back(p);
   }
   return unrecorded;
@@ -125,12 +127,11 @@ std::vector<StartedProcess> UnrecordedWorkers(const PodState& state) {
 
 int ClusterDown() {
   auto state = LoadPodState();
-  if (!state.ok()) {
-    std::cout << (absl::IsNotFound(state.status()) ? "no pod is running; nothing to stop"
-                                                   : std::string(state.status().message()))
-              << "\n";
-    return absl::IsNotFound(state.status()) ? 0 : 1;
+  if (absl::IsNotFound(state.status())) {
+    std::cout << "no pod is running; nothing to stop\n";
+    return 0;
   }
+  if (!state.ok()) return Fail(state.status());  // a damaged pod file: say so, stop nothing
   // Only processes that are still the ones recorded: a PID of a process that
   // exited may belong to anything by now.
   std::vector<StartedProcess> ours;
