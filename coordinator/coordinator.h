@@ -27,7 +27,7 @@ namespace tpuemu {
 
 // What the coordinator keeps of jobs, so that its memory stays bounded
 // however many jobs run and however long (docs/jobs.md, "What the
-// coordinator keeps"). A job's trace costs about 40 bytes a span.
+// coordinator keeps"). A kept span costs about 40 bytes.
 struct JobRetention {
   int64_t trace_spans_per_job = 1'000'000;  // a job's trace: its latest steps' spans, at most this many
   int64_t trace_spans_total = 2'000'000;    // all traces: the oldest finished jobs' go first

@@ -42,9 +42,9 @@ absl::StatusOr<ClientTrace> ReadTrace(CoordinatorClient& client, const std::stri
 }
 
 TEST(JobResultsClusterTest, ATraceBiggerThanAnyMessageReadsBackWholeThroughTheClient) {
-  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
+  TestPod pod({"v5p:2x4", 2, 4, "auto"}, 0);  // 16 chips: about 10,000 spans a step of 32 layers
   CoordinatorClient client(pod.ServeCoordinator());
-  const v1::Job job = pod.Run(Job(32, 6));
+  const v1::Job job = pod.Run(Job(32, 20));
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
   auto read = ReadTrace(client, job.id());
   ASSERT_TRUE(read.ok()) << read.status();
@@ -52,9 +52,9 @@ TEST(JobResultsClusterTest, ATraceBiggerThanAnyMessageReadsBackWholeThroughTheCl
   EXPECT_GT(read->bytes, size_t{kMaxRequestBytes});
   EXPECT_LE(read->biggest_piece, kReplyPieceBytes);
   const v1::TraceExtent& kept = read->whole.extent();
-  EXPECT_EQ(kept.steps(), 6);
+  EXPECT_EQ(kept.steps(), 20);
   EXPECT_EQ(kept.first_kept_step(), 0);
-  EXPECT_EQ(kept.last_kept_step(), 5);
+  EXPECT_EQ(kept.last_kept_step(), 19);
   EXPECT_EQ(kept.spans_dropped(), 0u);
   EXPECT_EQ(static_cast<uint64_t>(read->whole.events_size()), kept.spans());
   // The same spans as the coordinator holds.
