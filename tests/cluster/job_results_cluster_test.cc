@@ -42,7 +42,7 @@ absl::StatusOr<ClientTrace> ReadTrace(CoordinatorClient& client, const std::stri
 }
 
 TEST(JobResultsClusterTest, ATraceBiggerThanAnyMessageReadsBackWholeThroughTheClient) {
-  TestPod pod({"v5p:2x4", 2, 4, "auto"}, 0);  // 16 chips: about 10,000 spans a step of 32 layers
+  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);  // 8 chips: about 10,000 spans a step of 32 layers
   CoordinatorClient client(pod.ServeCoordinator());
   const v1::Job job = pod.Run(Job(32, 20));
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
