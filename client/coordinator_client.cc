@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
+#include "services/coordinator_service.h"
 #include "services/status_conv.h"
 
 namespace tpuemu {
@@ -21,11 +22,16 @@ absl::Status Explain(const grpc::Status& s, const std::string& address) {
   return FromGrpcStatus(s);
 }
 
+std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReplyBytes);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
 }  // namespace
 
 CoordinatorClient::CoordinatorClient(const std::string& address)
-    : address_(address),
-      stub_(v1::CoordinatorService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+    : address_(address), stub_(v1::CoordinatorService::NewStub(Channel(address))) {}
 
 absl::StatusOr<v1::ClusterStatus> CoordinatorClient::Status(double timeout_s) {
   grpc::ClientContext ctx;
@@ -56,13 +62,21 @@ absl::StatusOr<v1::Job> CoordinatorClient::Get(const std::string& id) {
   return resp;
 }
 
-absl::StatusOr<std::vector<v1::Job>> CoordinatorClient::List() {
+absl::StatusOr<v1::ListJobsResponse> CoordinatorClient::List() {
   grpc::ClientContext ctx;
-  Deadline(&ctx, 5);
-  v1::ListJobsResponse resp;
-  grpc::Status s = stub_->ListJobs(&ctx, v1::ListJobsRequest(), &resp);
+  Deadline(&ctx, 30);
+  auto reader = stub_->StreamJobs(&ctx, v1::ListJobsRequest());
+  v1::ListJobsResponse all, piece;
+  for (bool first = true; reader->Read(&piece); first = false) {
+    if (first) {
+      all.set_finished_jobs_dropped(piece.finished_jobs_dropped());
+      all.set_finished_jobs_kept(piece.finished_jobs_kept());
+    }
+    for (v1::Job& job : *piece.mutable_jobs()) *all.add_jobs() = std::move(job);
+  }
+  grpc::Status s = reader->Finish();
   if (!s.ok()) return Explain(s, address_);
-  return std::vector<v1::Job>(resp.jobs().begin(), resp.jobs().end());
+  return all;
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Cancel(const std::string& id) {
@@ -76,15 +90,24 @@ absl::StatusOr<v1::Job> CoordinatorClient::Cancel(const std::string& id) {
   return resp;
 }
 
-absl::StatusOr<v1::JobTrace> CoordinatorClient::Trace(const std::string& id) {
+absl::Status CoordinatorClient::Trace(const std::string& id,
+                                      const std::function<absl::Status(const v1::JobTrace&)>& on_piece) {
   grpc::ClientContext ctx;
-  Deadline(&ctx, 30);
+  Deadline(&ctx, 300);  // a trace of a million spans is about 80 MB
   v1::GetJobRequest req;
   req.set_id(id);
-  v1::JobTrace resp;
-  grpc::Status s = stub_->GetJobTrace(&ctx, req, &resp);
+  auto reader = stub_->StreamJobTrace(&ctx, req);
+  v1::JobTrace piece;
+  while (reader->Read(&piece)) {
+    if (absl::Status s = on_piece(piece); !s.ok()) {
+      ctx.TryCancel();
+      reader->Finish();  // cancelled: its status says nothing more than `s`
+      return s;
+    }
+  }
+  grpc::Status s = reader->Finish();
   if (!s.ok()) return Explain(s, address_);
-  return resp;
+  return absl::OkStatus();
 }
 
 absl::Status CoordinatorClient::Watch(const std::string& id, const std::function<void(const v1::Job&)>& on_change) {

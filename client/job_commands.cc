@@ -1,15 +1,13 @@
 #include "client/job_commands.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
-#include <map>
-#include <set>
 #include <fstream>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/chrome_trace.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/job_file.h"
@@ -40,6 +38,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& co
   return std::make_unique<CoordinatorClient>(*address);
 }
 
+// Steps finished, those whose records were dropped included.
+int64_t StepsDone(const v1::Job& job) { return job.steps_dropped() + job.steps_size(); }
+
 std::string StepLine(const v1::TrainStep& s) {
   std::string comm;
   for (const char* axis : {"data", "fsdp", "tensor", "pipeline"}) {
@@ -63,22 +64,30 @@ std::string StepLine(const v1::TrainStep& s) {
 // quiet) and a progress bar on stderr. Returns the final job.
 absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id, bool quiet) {
   Progress progress(true);
-  int printed = 0;
-  int total = 0;  // steps the job will run, read from its file once
+  int64_t printed = 0;  // steps
+  int total = 0;        // steps the job will run, read from its file once
   auto last = WaitForJob(client, id, [&](const v1::Job& job) {
-    for (; printed < job.steps_size(); ++printed) {
+    // The job holds its latest steps' records only: those of steps this
+    // follower fell behind on may be gone.
+    for (; printed < StepsDone(job); ++printed) {
       if (quiet) continue;
       progress.Done();
-      std::printf("%s\n", StepLine(job.steps(printed)).c_str());
+      if (printed < job.steps_dropped()) {
+        std::printf("(steps %lld..%lld: their records were dropped before this watch read them)\n",
+                    static_cast<long long>(printed), static_cast<long long>(job.steps_dropped() - 1));
+        printed = job.steps_dropped() - 1;
+      } else {
+        std::printf("%s\n", StepLine(job.steps(static_cast<int>(printed - job.steps_dropped()))).c_str());
+      }
       std::fflush(stdout);
     }
     if (total == 0) {
       auto config = ParseTrainConfig(job.train().yaml(), job.train().source());
       total = config.ok() ? config->steps : 1;
     }
-    const int width = 30, done = std::min(width, width * job.steps_size() / total);
+    const int width = 30, done = static_cast<int>(std::min<int64_t>(width, width * StepsDone(job) / total));
     progress.Update(absl::StrCat(id, " [", std::string(done, '#'), std::string(width - done, '.'), "] ",
-                                 job.steps_size(), "/", total, " steps"));
+                                 StepsDone(job), "/", total, " steps"));
   });
   progress.Done();
   return last;
@@ -101,7 +110,8 @@ int Finish(const v1::Job& job, bool json) {
   if (json) {
     std::cout << JobJson(job).dump(2) << "\n";
   } else if (job.state() == v1::JOB_STATE_SUCCEEDED && job.has_train()) {
-    std::printf("%s succeeded: %d steps on %s; final parameters L2 %.9g\n", job.id().c_str(), job.steps_size(),
+    std::printf("%s succeeded: %lld steps on %s; final parameters L2 %.9g\n", job.id().c_str(),
+                static_cast<long long>(StepsDone(job)),
                 job.train_summary().mesh().c_str(), job.train_summary().param_l2());
     PrintPerLayer(job.train_summary());
   }
@@ -139,21 +149,29 @@ int Submit(const JobOptions& o) {
 int List(const JobOptions& o) {
   auto client = Connect(o.coordinator);
   if (!client.ok()) return Fail(client.status());
-  auto jobs = (*client)->List();
-  if (!jobs.ok()) return Fail(jobs.status());
+  auto list = (*client)->List();
+  if (!list.ok()) return Fail(list.status());
   if (o.json) {
     nlohmann::json all = nlohmann::json::array();
-    for (const v1::Job& j : *jobs) all.push_back(JobJson(j));
-    std::cout << nlohmann::json{{"jobs", all}}.dump(2) << "\n";
+    for (const v1::Job& j : list->jobs()) all.push_back(JobJson(j));
+    std::cout << nlohmann::json{{"jobs", all},
+                                {"finished_jobs_dropped", list->finished_jobs_dropped()},
+                                {"finished_jobs_kept", list->finished_jobs_kept()}}
+                     .dump(2)
+              << "\n";
     return 0;
   }
   std::printf("%-10s %-10s %-10s %6s  %s\n", "id", "kind", "state", "steps", "what");
-  for (const v1::Job& j : *jobs) {
+  for (const v1::Job& j : list->jobs()) {
     std::string what = j.has_train()    ? j.train().source()
                        : j.has_matmul() ? j.matmul().expr()
                                         : absl::StrCat(j.collective().op(), " ", FormatBytes(j.collective().bytes()));
-    std::printf("%-10s %-10s %-10s %6d  %s\n", j.id().c_str(), JobKind(j).c_str(),
-                JobState(j).c_str(), j.steps_size(), what.c_str());
+    std::printf("%-10s %-10s %-10s %6lld  %s\n", j.id().c_str(), JobKind(j).c_str(), JobState(j).c_str(),
+                static_cast<long long>(StepsDone(j)), what.c_str());
+  }
+  if (list->finished_jobs_dropped() > 0) {
+    std::printf("(%llu older finished jobs not shown: the coordinator keeps the last %d finished jobs)\n",
+                static_cast<unsigned long long>(list->finished_jobs_dropped()), list->finished_jobs_kept());
   }
   return 0;
 }
@@ -173,6 +191,10 @@ int Status(const JobOptions& o) {
     std::printf("mesh %s\n", job->train_summary().mesh().c_str());
     for (const v1::MemoryUse& m : job->train_summary().memory_per_chip()) {
       std::printf("  %-17s %12s per chip\n", m.item().c_str(), FormatBytes(static_cast<uint64_t>(m.bytes())).c_str());
+    }
+    if (job->steps_dropped() > 0) {
+      std::printf("(steps 0..%lld not shown: the coordinator keeps the records of a job's latest %d steps)\n",
+                  static_cast<long long>(job->steps_dropped() - 1), job->steps_size());
     }
     for (const v1::TrainStep& s : job->steps()) std::printf("%s\n", StepLine(s).c_str());
     PrintPerLayer(job->train_summary());
@@ -199,80 +221,40 @@ int Cancel(const JobOptions& o) {
   return 0;
 }
 
-// Chrome / Perfetto trace JSON: a process for the chips and one for the
-// links, a track (thread) each, spans in microseconds of emulated time.
-nlohmann::json ChromeTrace(const v1::JobTrace& trace) {
-  auto natural = [](const std::string& a, const std::string& b) {
-    auto key = [](const std::string& s) {
-      std::vector<std::pair<std::string, long>> parts;
-      std::string word;
-      for (size_t i = 0; i < s.size();) {
-        if (std::isdigit(static_cast<unsigned char>(s[i]))) {
-          size_t j = i;
-          while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-          parts.emplace_back(word, std::stol(s.substr(i, j - i)));
-          word.clear();
-          i = j;
-        } else {
-          word += s[i++];
-        }
-      }
-      parts.emplace_back(word, -1);
-      return parts;
-    };
-    return key(a) < key(b);
-  };
-  const std::set<std::string> distinct = [&] {
-    std::set<std::string> names;
-    for (const v1::TraceEvent& e : trace.events()) names.insert(e.track());
-    return names;
-  }();
-  std::vector<std::string> tracks(distinct.begin(), distinct.end());
-  std::sort(tracks.begin(), tracks.end(), natural);
-  std::map<std::string, int> tid;
-  nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "chips"}}}});
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 2}, {"args", {{"name", "links"}}}});
-  for (const std::string& t : tracks) {
-    const int pid = t.rfind("link", 0) == 0 ? 2 : 1;
-    tid[t] = static_cast<int>(tid.size()) + 1;
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid[t]}, {"args", {{"name", t}}}});
-    events.push_back(
-        {{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", tid[t]}, {"args", {{"sort_index", tid[t]}}}});
-  }
-  for (const v1::TraceEvent& e : trace.events()) {
-    nlohmann::json ev = {{"name", e.name()},
-                         {"ph", "X"},
-                         {"pid", e.track().rfind("link", 0) == 0 ? 2 : 1},
-                         {"tid", tid[e.track()]},
-                         {"ts", e.start_s() * 1e6},
-                         {"dur", (e.end_s() - e.start_s()) * 1e6}};
-    if (e.bytes() > 0) ev["args"] = {{"bytes", e.bytes()}};
-    events.push_back(ev);
-  }
-  return {{"traceEvents", events}, {"displayTimeUnit", "ns"},
-          {"otherData", {{"job", trace.id()}, {"clock", "emulated, microseconds"}}}};
-}
-
 int Trace(const JobOptions& o) {
   if (o.output.empty()) return Fail(absl::InvalidArgumentError("-o: give the file to write, e.g. -o trace.json"));
   auto client = Connect(o.coordinator);
   if (!client.ok()) return Fail(client.status());
-  auto trace = (*client)->Trace(o.id);
-  if (!trace.ok()) return Fail(trace.status());
   const std::string tmp = o.output + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) return Fail(absl::InvalidArgumentError(absl::StrCat("-o: cannot write '", o.output, "'")));
-    out << ChromeTrace(*trace).dump() << "\n";
-    if (!out) return Fail(absl::InternalError(absl::StrCat("writing '", tmp, "' failed")));
-  }
+  std::ofstream out(tmp);
+  if (!out) return Fail(absl::InvalidArgumentError(absl::StrCat("-o: cannot write '", o.output, "'")));
   // Whole or not at all: a reader never sees half a trace.
+  auto give_up = [&](const absl::Status& why) {
+    out.close();
+    std::remove(tmp.c_str());
+    return Fail(why);
+  };
+  ChromeTraceWriter writer(out);
+  absl::Status read = (*client)->Trace(o.id, [&](const v1::JobTrace& piece) {
+    writer.Add(piece);
+    return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing '", tmp, "' failed (disk full?)"));
+  });
+  if (!read.ok()) return give_up(read);
+  writer.Finish();
+  out.close();
+  if (!out) return give_up(absl::InternalError(absl::StrCat("writing '", tmp, "' failed (disk full?)")));
   if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {
-    return Fail(absl::InternalError(absl::StrCat("renaming '", tmp, "' to '", o.output, "' failed")));
+    return give_up(absl::InternalError(absl::StrCat("renaming '", tmp, "' to '", o.output, "' failed")));
   }
-  std::printf("wrote %d spans of %s to %s; open it in https://ui.perfetto.dev\n", trace->events_size(),
-              o.id.c_str(), o.output.c_str());
+  const v1::TraceExtent& kept = writer.extent();
+  std::printf("wrote %lld spans of %s to %s; open it in https://ui.perfetto.dev\n",
+              static_cast<long long>(writer.spans()), o.id.c_str(), o.output.c_str());
+  if (kept.spans_dropped() > 0) {
+    std::printf("kept steps %lld..%lld of %lld, %llu spans dropped: %s\n",
+                static_cast<long long>(kept.first_kept_step()), static_cast<long long>(kept.last_kept_step()),
+                static_cast<long long>(kept.steps()), static_cast<unsigned long long>(kept.spans_dropped()),
+                kept.dropped_why().c_str());
+  }
   return 0;
 }
 

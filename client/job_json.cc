@@ -136,6 +136,7 @@ nlohmann::json JobJson(const v1::Job& job) {
     for (const v1::TrainStep& s : job.steps()) steps.push_back(TrainStepJson(s, job.train_summary()));
     out["source"] = job.train().source();
     out["steps"] = steps;
+    out["steps_dropped"] = job.steps_dropped();  // records of the first steps, not in `steps`
     const v1::TrainSummary& sum = job.train_summary();
     nlohmann::json summary = {{"mesh", sum.mesh()}, {"hbm_bytes", sum.hbm_bytes()},
                               {"model_flops_per_step", sum.model_flops_per_step()}};

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <set>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/collective_plan.h"
 #include "services/proto_conv.h"
@@ -27,6 +29,14 @@ absl::Status Coordinator::Validate(const CoordinatorOptions& options) {
   if (options.time_scale < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--time-scale ", options.time_scale,
                                                    ": must be 0 (unpaced) or a positive stretch factor"));
+  }
+  const JobRetention& r = options.retention;
+  if (r.trace_spans_per_job < 1 || r.trace_spans_total < r.trace_spans_per_job || r.step_records_per_job < 1 ||
+      r.finished_jobs < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job retention: trace_spans_per_job ", r.trace_spans_per_job, ", trace_spans_total ", r.trace_spans_total,
+        ", step_records_per_job ", r.step_records_per_job, ", finished_jobs ", r.finished_jobs,
+        ": each must be at least 1, and trace_spans_total at least trace_spans_per_job"));
   }
   return absl::OkStatus();
 }
@@ -285,7 +295,7 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
         " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
         "and `tpuemu cluster up`"));
   }
-  JobEntry entry;
+  JobEntry entry(options_.retention.trace_spans_per_job);
   entry.number = next_job_++;
   entry.job.set_id(absl::StrCat("job-", entry.number));
   entry.job.set_state(v1::JOB_STATE_PENDING);
@@ -308,33 +318,49 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
 absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
+  if (it == jobs_.end()) return MissingJobLocked(id);
   return it->second.job;
 }
 
-std::vector<v1::Job> Coordinator::ListJobs() {
+v1::ListJobsResponse Coordinator::ListJobs() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<v1::Job> out;
-  for (const auto& [_, e] : jobs_) out.push_back(e.job);
-  std::sort(out.begin(), out.end(), [](const v1::Job& a, const v1::Job& b) {
-    return a.submitted_unix_s() < b.submitted_unix_s();
-  });
+  std::vector<const JobEntry*> kept;
+  for (const auto& [_, e] : jobs_) kept.push_back(&e);
+  std::sort(kept.begin(), kept.end(), [](const JobEntry* a, const JobEntry* b) { return a->number < b->number; });
+  v1::ListJobsResponse out;
+  for (const JobEntry* e : kept) *out.add_jobs() = e->job;
+  out.set_finished_jobs_dropped(finished_dropped_);
+  out.set_finished_jobs_kept(options_.retention.finished_jobs);
   return out;
+}
+
+absl::Status Coordinator::MissingJobLocked(const std::string& id) const {
+  uint64_t number = 0;
+  if (absl::StartsWith(id, "job-") && absl::SimpleAtoi(id.substr(4), &number) && number > 0 && number < next_job_) {
+    return absl::NotFoundError(absl::StrCat("job '", id, "' finished and its record was dropped: the coordinator keeps ",
+                                            "the last ", options_.retention.finished_jobs, " finished jobs"));
+  }
+  return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
 }
 
 absl::StatusOr<std::pair<v1::Job, int64_t>> Coordinator::WaitJob(const std::string& id, int64_t after_version,
                                                                  absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
+  // Looked up again on every wake: a finished job's record may be dropped
+  // meanwhile (RetireLocked).
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
-  cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] { return it->second.version != after_version || stop_; });
+  cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] {
+    it = jobs_.find(id);
+    return it == jobs_.end() || it->second.version != after_version || stop_;
+  });
+  if (it == jobs_.end()) return MissingJobLocked(id);
   return std::make_pair(it->second.job, it->second.version);
 }
 
 absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& id) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
+  if (it == jobs_.end()) return MissingJobLocked(id);
   CancelLocked(it->second, "cancelled by the user");
   return it->second.job;
 }
@@ -365,23 +391,47 @@ void Coordinator::Drain(const std::string& why) {
   if (!running_.empty()) CancelLocked(jobs_[running_], why);
 }
 
-absl::StatusOr<v1::JobTrace> Coordinator::GetJobTrace(const std::string& id) {
+absl::StatusOr<std::unique_ptr<JobTraceReader>> Coordinator::ReadJobTrace(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
+  if (it == jobs_.end()) return MissingJobLocked(id);
   if (!it->second.job.has_train()) {
     return absl::InvalidArgumentError(absl::StrCat(id, " is a ", it->second.job.has_matmul() ? "matmul" : "collective",
                                                    " job; traces are recorded for training jobs"));
   }
-  v1::JobTrace trace = it->second.trace;
-  trace.set_id(id);
-  return trace;
+  return std::make_unique<TracePieces>(id, it->second.trace.Read());
 }
 
 void Coordinator::UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change) {
+  const bool was_finished = IsTerminal(entry.job.state());
   change(entry.job);
   ++entry.version;
   cv_.notify_all();
+  if (!was_finished && IsTerminal(entry.job.state())) RetireLocked(entry.job.id());
+}
+
+void Coordinator::RetireLocked(const std::string& id) {
+  finished_.push_back(id);
+  while (static_cast<int>(finished_.size()) > options_.retention.finished_jobs) {
+    auto oldest = jobs_.find(finished_.front());
+    trace_spans_ -= oldest->second.trace.spans();
+    jobs_.erase(oldest);
+    finished_.pop_front();
+    ++finished_dropped_;
+  }
+}
+
+void Coordinator::AddTraceStepLocked(JobEntry& entry, int64_t step, const std::vector<ChipRunResult>& chips) {
+  const int64_t before = entry.trace.spans();
+  entry.trace.AddStep(step, entry.traced_until_s, chips);
+  trace_spans_ += entry.trace.spans() - before;
+  const std::string why = absl::StrCat("the coordinator keeps at most ", options_.retention.trace_spans_total,
+                                       " spans of traces; newer jobs' took the room");
+  for (auto it = finished_.begin(); trace_spans_ > options_.retention.trace_spans_total && it != finished_.end(); ++it) {
+    BoundedTrace& old = jobs_.at(*it).trace;
+    trace_spans_ -= old.spans();
+    old.Clear(why);
+  }
 }
 
 void Coordinator::JobLoop() {
@@ -464,15 +514,16 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
     const v1::TrainStep step = ToProto(last);
     std::lock_guard<std::mutex> lock(mu_);
     JobEntry& entry = jobs_[id];
-    for (const ChipRunResult& chip : chips) {
-      for (const TraceEvent& e : chip.trace) {
-        *entry.trace.add_events() = ToProto(TraceEvent{e.track, absl::StrCat("step ", last.step, ": ", e.name),
-                                                       entry.traced_until_s + e.start_s,
-                                                       entry.traced_until_s + e.end_s, e.bytes});
-      }
-    }
+    AddTraceStepLocked(entry, last.step, chips);
     entry.traced_until_s += last.emulated_s;
-    UpdateJobLocked(entry, [&](v1::Job& j) { *j.add_steps() = step; });
+    UpdateJobLocked(entry, [&](v1::Job& j) {
+      *j.add_steps() = step;
+      const int excess = j.steps_size() - options_.retention.step_records_per_job;
+      if (excess > 0) {
+        j.mutable_steps()->DeleteSubrange(0, excess);
+        j.set_steps_dropped(j.steps_dropped() + excess);
+      }
+    });
     if (entry.cancel_requested) return absl::CancelledError("cancelled by the user");
     return absl::OkStatus();
   };

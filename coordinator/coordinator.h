@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "coordinator/bounded_trace.h"
 #include "core/collective_report.h"
 #include "core/host_job.h"
 #include "core/matmul_report.h"
@@ -24,10 +25,21 @@
 
 namespace tpuemu {
 
+// What the coordinator keeps of jobs, so that its memory stays bounded
+// however many jobs run and however long (docs/jobs.md, "What the
+// coordinator keeps"). A kept span costs about 40 bytes.
+struct JobRetention {
+  int64_t trace_spans_per_job = 1'000'000;  // a job's trace: its latest steps' spans, at most this many
+  int64_t trace_spans_total = 2'000'000;    // all traces: the oldest finished jobs' go first
+  int step_records_per_job = 1'000;         // a job's step records: its latest steps'
+  int finished_jobs = 100;                  // finished jobs' records: the oldest go first
+};
+
 struct CoordinatorOptions {
   TopologyRequest topology;
   double time_scale = 0;
   absl::Duration heartbeat_timeout = absl::Seconds(3);
+  JobRetention retention;
 };
 
 class Coordinator : public CoordinatorBackend {
@@ -45,11 +57,11 @@ class Coordinator : public CoordinatorBackend {
   v1::ClusterStatus ClusterStatus() override;
   absl::StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) override;
   absl::StatusOr<v1::Job> GetJob(const std::string& id) override;
-  std::vector<v1::Job> ListJobs() override;
+  v1::ListJobsResponse ListJobs() override;
   absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJob(const std::string& id, int64_t after_version,
                                                       absl::Duration timeout) override;
   absl::StatusOr<v1::Job> CancelJob(const std::string& id) override;
-  absl::StatusOr<v1::JobTrace> GetJobTrace(const std::string& id) override;
+  absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id) override;
 
   // Stops taking jobs and cancels the queued and running ones (SIGTERM).
   void Drain(const std::string& why);
@@ -67,11 +79,12 @@ class Coordinator : public CoordinatorBackend {
     std::string place_source;  // where that worker found its place, for conflicts
   };
   struct JobEntry {
+    explicit JobEntry(int64_t trace_spans = 0) : trace(trace_spans) {}
     v1::Job job;
     uint64_t number = 0;
     int64_t version = 0;
     bool cancel_requested = false;
-    v1::JobTrace trace;           // training jobs: every step's spans
+    BoundedTrace trace;           // training jobs: their latest steps' spans
     double traced_until_s = 0;    // where the next step's spans start
   };
 
@@ -86,6 +99,13 @@ class Coordinator : public CoordinatorBackend {
   std::string WorkerNameLocked(int host) const;
   void CancelLocked(JobEntry& entry, const std::string& why);
   void UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change);
+  // Keeping memory bounded (options_.retention): a job that just finished
+  // joins finished_, whose oldest records go past the cap; traces past the
+  // pod-wide budget are dropped, the oldest finished jobs' first.
+  void RetireLocked(const std::string& id);
+  void AddTraceStepLocked(JobEntry& entry, int64_t step, const std::vector<ChipRunResult>& chips);
+  // A job that is not there: never submitted, or its record dropped.
+  absl::Status MissingJobLocked(const std::string& id) const;
   // Runs outside the lock, on a copy of the job, and fills in its result.
   absl::Status RunJob(const std::string& id, uint64_t number, v1::Job& job);
   absl::Status RunTraining(const std::string& id, uint64_t number, v1::Job& job);
@@ -107,6 +127,9 @@ class Coordinator : public CoordinatorBackend {
   int64_t configured_generation_ = -1;  // registration generation the pod was configured for
   int64_t generation_ = 0;              // bumps on every (re-)registration
   std::map<std::string, JobEntry> jobs_;
+  std::deque<std::string> finished_;    // finished jobs kept, oldest first
+  uint64_t finished_dropped_ = 0;       // finished jobs' records dropped
+  int64_t trace_spans_ = 0;             // kept in all jobs' traces
   std::deque<std::string> queue_;
   std::string running_;                 // id of the running job, if any
   uint64_t next_job_ = 1;

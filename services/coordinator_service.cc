@@ -38,18 +38,41 @@ grpc::Status CoordinatorServiceImpl::SubmitJob(grpc::ServerContext*, const v1::S
   return Fill(backend_->SubmitJob(*req), resp);
 }
 
-grpc::Status CoordinatorServiceImpl::GetJobTrace(grpc::ServerContext*, const v1::GetJobRequest* req,
-                                                 v1::JobTrace* resp) {
-  return Fill(backend_->GetJobTrace(req->id()), resp);
+grpc::Status CoordinatorServiceImpl::StreamJobTrace(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                                                    grpc::ServerWriter<v1::JobTrace>* writer) {
+  auto reader = backend_->ReadJobTrace(req->id());
+  if (!reader.ok()) return ToGrpcStatus(reader.status());
+  v1::JobTrace piece;
+  while ((*reader)->Next(kReplyPieceBytes, &piece)) {
+    if (ctx->IsCancelled() || !writer->Write(piece)) return grpc::Status(grpc::StatusCode::CANCELLED, "the reader left");
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status CoordinatorServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* resp) {
   return Fill(backend_->GetJob(req->id()), resp);
 }
 
-grpc::Status CoordinatorServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
-                                              v1::ListJobsResponse* resp) {
-  for (v1::Job& job : backend_->ListJobs()) *resp->add_jobs() = std::move(job);
+grpc::Status CoordinatorServiceImpl::StreamJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*,
+                                                grpc::ServerWriter<v1::ListJobsResponse>* writer) {
+  v1::ListJobsResponse all = backend_->ListJobs();
+  // The first piece says what was dropped; every piece holds whole jobs, at
+  // least one (a job alone always fits in a reply, see kMaxReplyBytes).
+  v1::ListJobsResponse piece;
+  piece.set_finished_jobs_dropped(all.finished_jobs_dropped());
+  piece.set_finished_jobs_kept(all.finished_jobs_kept());
+  size_t bytes = piece.ByteSizeLong();
+  for (v1::Job& job : *all.mutable_jobs()) {
+    const size_t size = job.ByteSizeLong() + 8;  // the field's tag and length, with room to spare
+    if (piece.jobs_size() > 0 && bytes + size > kReplyPieceBytes) {
+      if (ctx->IsCancelled() || !writer->Write(piece)) return grpc::Status(grpc::StatusCode::CANCELLED, "the reader left");
+      piece.Clear();
+      bytes = 0;
+    }
+    bytes += size;
+    *piece.add_jobs() = std::move(job);
+  }
+  writer->Write(piece);
   return grpc::Status::OK;
 }
 

@@ -34,7 +34,7 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
   grpc::ServerBuilder builder;
   RunningServer running;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &running.port);
-  builder.SetMaxReceiveMessageSize(8 << 20);
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   for (const auto& [name, value] : PeerStreamArgs()) builder.AddChannelArgument(name, value);
   for (grpc::Service* s : services) builder.RegisterService(s);
   running.server = builder.BuildAndStart();

@@ -19,6 +19,9 @@ struct RunningServer {
   int port = 0;
 };
 
+// The largest request any server takes (a submitted job file, a peer chunk).
+inline constexpr int kMaxRequestBytes = 8 << 20;
+
 // Channel arguments of the peer streams that carry tensor chunks, the same on
 // the sending (GrpcFabric) and the receiving (StartServer) end.
 const std::vector<std::pair<const char*, int>>& PeerStreamArgs();

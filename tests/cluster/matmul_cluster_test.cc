@@ -60,7 +60,7 @@ TEST(MatmulClusterTest, BadExpressionsAreRefusedAtSubmitWithACaret) {
   EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(job.status().message()), testing::HasSubstr("forbidden sharding"));
   EXPECT_THAT(std::string(job.status().message()), testing::HasSubstr("^"));
-  EXPECT_TRUE(pod.coordinator().ListJobs().empty());  // nothing queued, nothing half-made
+  EXPECT_TRUE(pod.coordinator().ListJobs().jobs().empty());  // nothing queued, nothing half-made
   // The pod still runs the next job.
   ExpectExact(pod.Run(Spec("A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]", "I=16,J=16,K=16")), 2ull * 16 * 16 * 16 / 8);
 }

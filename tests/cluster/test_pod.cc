@@ -8,7 +8,7 @@
 
 namespace tpuemu {
 
-TestPod::TestPod(const TopologyRequest& topology, double time_scale) {
+TestPod::TestPod(const TopologyRequest& topology, double time_scale, const JobRetention& retention) {
   // As tpuemu-worker's main does, so that these workers run with the same
   // malloc settings: WarmHeap, which keeps a fresh pod's first paced
   // collective from faulting in gRPC's receive buffers while timed, relies on
@@ -18,6 +18,7 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale) {
   options.topology = topology;
   options.time_scale = time_scale;
   options.heartbeat_timeout = absl::Hours(1);  // no heartbeat threads here
+  options.retention = retention;
   auto c = Coordinator::Create(options, MakeGrpcWorkerClient);
   EXPECT_TRUE(c.ok()) << c.status();
   coordinator_ = *std::move(c);
@@ -47,10 +48,20 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale) {
 }
 
 TestPod::~TestPod() {
+  if (coordinator_server_.server) coordinator_server_.server->Shutdown(std::chrono::system_clock::now());
   coordinator_.reset();
   for (Worker& w : workers_) {
     if (w.server.server) w.server.server->Shutdown(std::chrono::system_clock::now());
   }
+}
+
+std::string TestPod::ServeCoordinator() {
+  coordinator_service_ = std::make_unique<CoordinatorServiceImpl>(coordinator_.get());
+  auto server = StartServer("127.0.0.1:0", {coordinator_service_.get()});
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return "";
+  coordinator_server_ = *std::move(server);
+  return absl::StrCat("127.0.0.1:", coordinator_server_.port);
 }
 
 absl::StatusOr<v1::Job> TestPod::Submit(const CollectiveSpec& spec) {
@@ -80,6 +91,14 @@ v1::Job TestPod::Wait(const std::string& id) {
     version = next->second;
     if (IsTerminal(next->first.state())) return next->first;
   }
+}
+
+absl::StatusOr<v1::JobTrace> TestPod::Trace(const std::string& id) {
+  auto reader = coordinator_->ReadJobTrace(id);
+  if (!reader.ok()) return reader.status();
+  v1::JobTrace whole, piece;
+  while ((*reader)->Next(kReplyPieceBytes, &piece)) whole.MergeFrom(piece);
+  return whole;
 }
 
 v1::Job TestPod::Run(const CollectiveSpec& spec) { return Finish(Submit(spec)); }

@@ -109,7 +109,7 @@ TEST(TrainClusterTest, BadJobFilesAreRefusedAtSubmit) {
     ASSERT_FALSE(job.ok()) << c.yaml;
     EXPECT_THAT(std::string(job.status().message()), testing::HasSubstr(c.says)) << job.status();
   }
-  EXPECT_TRUE(pod.coordinator().ListJobs().empty());
+  EXPECT_TRUE(pod.coordinator().ListJobs().jobs().empty());
 }
 
 TEST(TrainClusterTest, CancelStopsWithinAStepAndThePodRunsTheNextJob) {
@@ -139,7 +139,7 @@ TEST(TrainClusterTest, TraceHasEveryChipAndLinkOnTheEmulatedClock) {
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
   const v1::Job job = pod.Run(Job("ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\nfsdp_prefetch: true\n", 2));
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
-  auto trace = pod.coordinator().GetJobTrace(job.id());
+  auto trace = pod.Trace(job.id());
   ASSERT_TRUE(trace.ok()) << trace.status();
   std::set<std::string> tracks;
   double step0_end = 0, step1_start = 1e9;
@@ -158,7 +158,7 @@ TEST(TrainClusterTest, TraceHasEveryChipAndLinkOnTheEmulatedClock) {
   EXPECT_GE(step1_start, job.steps(0).emulated_step_s() - 1e-12);  // steps follow one another
   EXPECT_LE(step0_end, job.steps(0).emulated_step_s() + 1e-12);
   // An unknown job has none.
-  auto none = pod.coordinator().GetJobTrace("job-99");
+  auto none = pod.Trace("job-99");
   EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
 }
 

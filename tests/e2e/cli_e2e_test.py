@@ -277,6 +277,35 @@ class TrainJobTest(Pod):
         self.assertTrue(any(n.startswith("link ") for n in names))
         self.assertTrue(any(e["ph"] == "X" and "all-reduce data" in e["name"] for e in trace["traceEvents"]))
 
+    def test_a_trace_bigger_than_any_message_is_written_whole(self):
+        """32 layers, 20 steps on 8 chips: about 200,000 spans, over 8 MiB as protobuf, more than a
+        gRPC message takes; `trace` reads them in pieces and writes every one."""
+        self.up("--topology", "v5p:2x4", "--chips-per-host", "2")
+        job_file = os.path.join(self.home, "big.yaml")
+        with open(job_file, "w") as f:
+            f.write("ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\nemb_dim: 32\nmlp_dim: 64\nnum_layers: 32\n"
+                    "global_batch_tokens: 64\nsteps: 20\nseed: 5\nopt_type: sgd\nlearning_rate: 20\n")
+        r = self.cli("submit", job_file, "--wait", "--json", timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = json.loads(r.stdout)
+        out = os.path.join(self.home, "trace.json")
+        r = self.cli("trace", job["id"], "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            trace = json.load(f)
+        spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        kept = trace["otherData"]["kept"]
+        self.assertEqual(kept["spans"], len(spans))
+        self.assertGreater(len(spans), 150_000)  # at about 57 bytes each, over 8 MiB of protobuf
+        self.assertEqual((kept["steps"], kept["first_kept_step"], kept["last_kept_step"], kept["spans_dropped"]),
+                         (20, 0, 19, 0))
+        self.assertEqual({e["name"].split(":")[0] for e in spans}, {f"step {i}" for i in range(20)})
+        self.assertIn(f"wrote {len(spans)} spans of {job['id']}", r.stdout)
+        self.assertFalse(os.path.exists(out + ".tmp"))
+        # The job and the list read back too.
+        self.assertEqual(json.loads(self.cli("status", job["id"], "--json").stdout), job)
+        self.assertEqual([j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"]], [job["id"]])
+
     def test_cancel_stops_within_a_step_and_the_pod_runs_the_next_job(self):
         self.up("--topology", "v5p:2x4")
         long_job = os.path.join(self.home, "long.yaml")

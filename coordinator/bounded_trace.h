@@ -1,0 +1,80 @@
+// A training job's trace as the coordinator keeps it: the spans of its latest
+// steps, at most a capped number, each step stored compactly (its track and
+// span names once, a span in 32 bytes) and never changed once added, so that
+// a reader can take a snapshot under the coordinator's lock and serialize it
+// outside it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/collective_executor.h"
+#include "services/coordinator_service.h"
+#include "tpuemu/v1/coordinator.pb.h"
+
+namespace tpuemu {
+
+class BoundedTrace {
+ public:
+  struct Span {
+    uint32_t track = 0;  // index into StepSpans::strings
+    uint32_t name = 0;
+    double start_s = 0;  // from the step's start
+    double end_s = 0;
+    uint64_t bytes = 0;
+  };
+  struct StepSpans {
+    int64_t step = 0;
+    double start_s = 0;  // on the job's clock
+    std::vector<std::string> strings;
+    std::vector<Span> spans;
+  };
+  // What a reader gets: the kept steps and the extent at the time it asked.
+  struct Snapshot {
+    std::vector<std::shared_ptr<const StepSpans>> steps;
+    v1::TraceExtent extent;
+  };
+
+  explicit BoundedTrace(int64_t max_spans) : max_spans_(max_spans) {}
+
+  // Adds one step's spans (times from the step's start), the step starting at
+  // `start_s` on the job's clock; then drops the oldest steps until at most
+  // max_spans are kept. A step bigger than the cap alone keeps its first
+  // max_spans spans.
+  void AddStep(int64_t step, double start_s, const std::vector<ChipRunResult>& chips);
+  // Drops every span, saying why (the pod-wide budget needed the room).
+  void Clear(const std::string& why);
+  int64_t spans() const { return spans_; }
+  Snapshot Read() const;
+
+ private:
+  void Drop(uint64_t spans, const std::string& why);
+
+  int64_t max_spans_;
+  std::deque<std::shared_ptr<const StepSpans>> steps_;
+  int64_t spans_ = 0;
+  int64_t steps_seen_ = 0;
+  uint64_t dropped_ = 0;
+  std::string dropped_why_;
+};
+
+// Serializes a snapshot piece by piece (JobTraceReader), outside the
+// coordinator's lock.
+class TracePieces : public JobTraceReader {
+ public:
+  TracePieces(std::string id, BoundedTrace::Snapshot snapshot)
+      : id_(std::move(id)), snapshot_(std::move(snapshot)) {}
+  bool Next(size_t max_bytes, v1::JobTrace* piece) override;
+
+ private:
+  const std::string id_;
+  const BoundedTrace::Snapshot snapshot_;
+  bool started_ = false;
+  size_t step_ = 0;  // the next span to give: snapshot_.steps[step_]->spans[span_]
+  size_t span_ = 0;
+};
+
+}  // namespace tpuemu

@@ -1,0 +1,105 @@
+// The coordinator's per-job trace stays within its cap, keeps the latest
+// steps, says what it dropped and why, and reads back in pieces of bounded
+// size that put together the same spans.
+#include "coordinator/bounded_trace.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+using testing::HasSubstr;
+
+// One chip's step of `spans` spans, 1 us apart.
+std::vector<ChipRunResult> Step(int spans) {
+  ChipRunResult chip;
+  for (int i = 0; i < spans; ++i) {
+    chip.trace.push_back({"chip 0", "op " + std::to_string(i), i * 1e-6, (i + 1) * 1e-6, static_cast<uint64_t>(i)});
+  }
+  return {chip};
+}
+
+v1::JobTrace ReadWhole(const BoundedTrace& trace, size_t piece_bytes, std::vector<size_t>* sizes = nullptr) {
+  TracePieces pieces("job-1", trace.Read());
+  v1::JobTrace whole, piece;
+  while (pieces.Next(piece_bytes, &piece)) {
+    if (sizes) sizes->push_back(piece.ByteSizeLong());
+    whole.MergeFrom(piece);
+  }
+  return whole;
+}
+
+TEST(BoundedTraceTest, KeepsTheLatestStepsWithinItsCapAndReportsTheDrops) {
+  BoundedTrace trace(10);
+  for (int step = 0; step < 5; ++step) trace.AddStep(step, step * 1.0, Step(4));
+  EXPECT_EQ(trace.spans(), 8);  // steps 3 and 4; step 2 too would be 12
+  const v1::JobTrace read = ReadWhole(trace, 1 << 20);
+  EXPECT_EQ(read.id(), "job-1");
+  const v1::TraceExtent& kept = read.extent();
+  EXPECT_EQ(kept.steps(), 5);
+  EXPECT_EQ(kept.first_kept_step(), 3);
+  EXPECT_EQ(kept.last_kept_step(), 4);
+  EXPECT_EQ(kept.spans(), 8u);
+  EXPECT_EQ(kept.spans_dropped(), 12u);
+  EXPECT_THAT(kept.dropped_why(), HasSubstr("at most 10 spans"));
+  ASSERT_EQ(read.events_size(), 8);
+  EXPECT_EQ(read.events(0).name(), "step 3: op 0");
+  EXPECT_EQ(read.events(0).track(), "chip 0");
+  EXPECT_DOUBLE_EQ(read.events(0).start_s(), 3.0);
+  EXPECT_DOUBLE_EQ(read.events(7).end_s(), 4.0 + 4e-6);
+  EXPECT_EQ(read.events(7).bytes(), 3u);
+}
+
+TEST(BoundedTraceTest, AStepBiggerThanTheCapKeepsItsFirstSpans) {
+  BoundedTrace trace(3);
+  trace.AddStep(0, 0, Step(2));
+  trace.AddStep(1, 1, Step(5));
+  const v1::JobTrace read = ReadWhole(trace, 1 << 20);
+  EXPECT_EQ(read.extent().first_kept_step(), 1);
+  EXPECT_EQ(read.extent().spans(), 3u);
+  EXPECT_EQ(read.extent().spans_dropped(), 4u);  // step 0's two, step 1's last two
+  ASSERT_EQ(read.events_size(), 3);
+  EXPECT_EQ(read.events(2).name(), "step 1: op 2");
+}
+
+TEST(BoundedTraceTest, ClearDropsEverySpanSayingWhy) {
+  BoundedTrace trace(100);
+  trace.AddStep(0, 0, Step(4));
+  trace.Clear("the pod-wide budget");
+  EXPECT_EQ(trace.spans(), 0);
+  const v1::JobTrace read = ReadWhole(trace, 1 << 20);
+  EXPECT_EQ(read.events_size(), 0);
+  EXPECT_EQ(read.extent().steps(), 1);
+  EXPECT_EQ(read.extent().spans_dropped(), 4u);
+  EXPECT_EQ(read.extent().dropped_why(), "the pod-wide budget");
+}
+
+TEST(BoundedTraceTest, PiecesStayWithinTheirSizeAndPutTogetherTheWholeTrace) {
+  BoundedTrace trace(1'000'000);
+  for (int step = 0; step < 20; ++step) trace.AddStep(step, step, Step(500));
+  std::vector<size_t> sizes;
+  const v1::JobTrace read = ReadWhole(trace, 4096, &sizes);
+  ASSERT_EQ(read.events_size(), 20 * 500);
+  EXPECT_GT(sizes.size(), 20u);
+  for (size_t size : sizes) EXPECT_LE(size, 4096u);
+  for (int step = 0; step < 20; ++step) {
+    EXPECT_EQ(read.events(step * 500 + 499).name(), "step " + std::to_string(step) + ": op 499");
+  }
+  EXPECT_EQ(read.extent().spans_dropped(), 0u);
+}
+
+TEST(BoundedTraceTest, ASnapshotOutlivesLaterSteps) {
+  BoundedTrace trace(4);
+  trace.AddStep(0, 0, Step(4));
+  TracePieces pieces("job-1", trace.Read());
+  trace.AddStep(1, 1, Step(4));  // drops step 0 from the trace, not from the snapshot
+  v1::JobTrace piece;
+  ASSERT_TRUE(pieces.Next(1 << 20, &piece));
+  ASSERT_EQ(piece.events_size(), 4);
+  EXPECT_EQ(piece.events(0).name(), "step 0: op 0");
+  EXPECT_FALSE(pieces.Next(1 << 20, &piece));
+}
+
+}  // namespace
+}  // namespace tpuemu
