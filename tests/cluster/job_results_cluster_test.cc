@@ -8,6 +8,7 @@
 #include "client/coordinator_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "core/train_config.h"
 #include "services/proto_conv.h"
 #include "tests/cluster/test_pod.h"
 
@@ -63,15 +64,16 @@ TEST(JobResultsClusterTest, ATraceBiggerThanAnyMessageReadsBackWholeThroughTheCl
   EXPECT_EQ(read->whole.SerializeAsString(), direct->SerializeAsString());
 }
 
-TEST(JobResultsClusterTest, JobsBiggerThanAClientsDefaultMessageReadBackAndList) {
+TEST(JobResultsClusterTest, JobListsBiggerThanAnyMessageReadBackWhole) {
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
   CoordinatorClient client(pod.ServeCoordinator());
-  // Job files of 6 MiB (a request takes up to 8): each job is bigger than a
-  // gRPC client takes by default, the three of them more than any message.
+  // Job files just under their 1 MiB limit: eighteen of them make a list
+  // bigger than any reply the client accepts in one message.
+  constexpr int kJobs = 18;
   std::vector<std::string> ids;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kJobs; ++i) {
     v1::SubmitJobRequest req;
-    *req.mutable_train() = ToProto(Job(1, 1, std::string(6 << 20, 'x')));
+    *req.mutable_train() = ToProto(Job(1, 1, std::string(kMaxJobFileBytes - 1024, 'x')));
     auto job = client.Submit(req);
     ASSERT_TRUE(job.ok()) << job.status();
     EXPECT_EQ(pod.Wait(job->id()).state(), v1::JOB_STATE_SUCCEEDED);
@@ -80,13 +82,13 @@ TEST(JobResultsClusterTest, JobsBiggerThanAClientsDefaultMessageReadBackAndList)
   for (const std::string& id : ids) {
     auto job = client.Get(id);
     ASSERT_TRUE(job.ok()) << job.status();
-    EXPECT_GT(job->ByteSizeLong(), size_t{4 << 20});
+    EXPECT_GT(job->ByteSizeLong(), kMaxJobFileBytes - 1024);
     EXPECT_EQ(job->steps_size(), 1);
   }
   auto list = client.List();
   ASSERT_TRUE(list.ok()) << list.status();
-  ASSERT_EQ(list->jobs_size(), 3);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(list->jobs(i).id(), ids[i]);
+  ASSERT_EQ(list->jobs_size(), kJobs);
+  for (int i = 0; i < kJobs; ++i) EXPECT_EQ(list->jobs(i).id(), ids[i]);
   EXPECT_GT(list->ByteSizeLong(), size_t{kMaxReplyBytes});
   EXPECT_EQ(list->finished_jobs_dropped(), 0u);
   EXPECT_EQ(list->finished_jobs_kept(), JobRetention().finished_jobs);
