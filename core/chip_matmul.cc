@@ -32,9 +32,10 @@ void Multiply(const MatmulProblem& p, const LocalTensor& a, const LocalTensor& b
               const JobAbort& abort) {
   auto contracted = [&](const std::string& d) { return Contains(p.contract, d); };
   auto from_a = [&](const std::string& d) { return p.a.Find(d) >= 0; };
-  Gemm(AsMatrix<MatrixView>(a.data.get(), p.a.dims, a.shape, [&](const std::string& d) { return !contracted(d); }),
-       AsMatrix<MatrixView>(b.data.get(), p.b.dims, b.shape, contracted),
-       AsMatrix<MutableMatrixView>(c.data.get(), p.out.dims, c.shape, from_a), &abort);
+  GemmUnlessAborted(
+      AsMatrix<MatrixView>(a.data.get(), p.a.dims, a.shape, [&](const std::string& d) { return !contracted(d); }),
+      AsMatrix<MatrixView>(b.data.get(), p.b.dims, b.shape, contracted),
+      AsMatrix<MutableMatrixView>(c.data.get(), p.out.dims, c.shape, from_a), abort);
 }
 
 // The product's local shape from its operands' local shapes.

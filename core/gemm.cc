@@ -17,12 +17,16 @@ constexpr int64_t kMinBlockRows = 32;
 
 }  // namespace
 
-void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, const JobAbort* abort) {
+void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
   EnsureBlisKernel();
-  if (abort == nullptr) return BlisGemm(a, b, c);
+  BlisGemm(a, b, c);
+}
+
+void GemmUnlessAborted(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, const JobAbort& abort) {
+  EnsureBlisKernel();
   const int64_t row_flops = std::max<int64_t>(1, 2 * c.cols * a.cols);
   const int64_t rows = std::max(kMinBlockRows, kBlockFlops / row_flops);
-  for (int64_t first = 0; first < c.rows && !abort->aborted(); first += rows) {
+  for (int64_t first = 0; first < c.rows && !abort.aborted(); first += rows) {
     const int64_t n = std::min(rows, c.rows - first);
     BlisGemm(MatrixView{a.data + first * a.rs, n, a.cols, a.rs, a.cs}, b,
              MutableMatrixView{c.data + first * c.rs, n, c.cols, c.rs, c.cs});
@@ -43,7 +47,9 @@ void MatMul(const float* a, int64_t ar, int64_t ac, bool at, const float* b, int
             float* c, const JobAbort* abort) {
   const MatrixView va{a, at ? ac : ar, at ? ar : ac, at ? 1 : ac, at ? ac : 1};
   const MatrixView vb{b, bt ? bc : br, bt ? br : bc, bt ? 1 : bc, bt ? bc : 1};
-  Gemm(va, vb, MutableMatrixView{c, va.rows, vb.cols, vb.cols, 1}, abort);
+  const MutableMatrixView vc{c, va.rows, vb.cols, vb.cols, 1};
+  if (abort != nullptr) return GemmUnlessAborted(va, vb, vc, *abort);
+  Gemm(va, vb, vc);
 }
 
 }  // namespace tpuemu

@@ -20,11 +20,13 @@ struct MutableMatrixView {
 };
 
 // c = a * b (c is overwritten). Shapes must agree. The first call chooses
-// BLIS's kernels for the process (core/blis_kernel.h). With `abort`, the
-// product is made in blocks of rows and stops between two blocks once the job
-// is aborted (c is then partly written): a chip's block of a big matmul takes
+// BLIS's kernels for the process (core/blis_kernel.h).
+void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c);
+
+// Gemm in blocks of rows that stops between two blocks once the job is
+// aborted (c is then partly written): a chip's block of a big matmul takes
 // seconds, which a failed job's survivors should not spend.
-void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, const JobAbort* abort = nullptr);
+void GemmUnlessAborted(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, const JobAbort& abort);
 
 // Gemm without choosing kernels first: for the kernels' self-test, which
 // runs before the choice is made.

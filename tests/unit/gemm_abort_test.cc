@@ -20,8 +20,8 @@ TEST(GemmAbortTest, AnAbortedMultiplyStopsBetweenBlocksAndLeavesTheRestUnwritten
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     abort.Abort(absl::AbortedError("a worker was lost"));
   });
-  Gemm(MatrixView{a.data(), m, k, k, 1}, MatrixView{b.data(), k, n, n, 1}, MutableMatrixView{c.data(), m, n, n, 1},
-       &abort);
+  GemmUnlessAborted(MatrixView{a.data(), m, k, k, 1}, MatrixView{b.data(), k, n, n, 1},
+                    MutableMatrixView{c.data(), m, n, n, 1}, abort);
   aborter.join();
   // 64 GFLOP cannot be done in 50 ms: the last rows were never computed.
   EXPECT_TRUE(std::isnan(c[(m - 1) * n]));
@@ -34,8 +34,8 @@ TEST(GemmAbortTest, WithoutAnAbortTheBlockedProductIsTheWholeProduct) {
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) - 3;
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) - 2;
   JobAbort never;
-  Gemm(MatrixView{a.data(), m, k, k, 1}, MatrixView{b.data(), k, n, n, 1},
-       MutableMatrixView{blocked.data(), m, n, n, 1}, &never);
+  GemmUnlessAborted(MatrixView{a.data(), m, k, k, 1}, MatrixView{b.data(), k, n, n, 1},
+                    MutableMatrixView{blocked.data(), m, n, n, 1}, never);
   Gemm(MatrixView{a.data(), m, k, k, 1}, MatrixView{b.data(), k, n, n, 1}, MutableMatrixView{whole.data(), m, n, n, 1});
   EXPECT_EQ(blocked, whole);
 }
