@@ -40,9 +40,10 @@ absl::Status WorkerNode::CheckIncarnation(uint64_t incarnation, const std::strin
   spdlog::warn("refused {} meant for incarnation {}: this worker (host {}) is incarnation {}", call, incarnation,
                host_, incarnation_);
   return absl::FailedPreconditionError(absl::StrCat(
-      call, " was meant for the worker registered as incarnation ", incarnation, "; this process is ",
-      incarnation_ == 0 ? "not registered yet" : absl::StrCat("incarnation ", incarnation_),
-      ": the place changed hands, so the call is refused"));
+      call, " was meant for the worker registered as incarnation ", incarnation, "; this process ",
+      incarnation_ == 0 ? "has not been registered"
+                        : absl::StrCat("is incarnation ", incarnation_, " (the place changed hands)"),
+      ", so the call is refused"));
 }
 
 std::shared_ptr<WorkerNode::Pod> WorkerNode::pod() {
