@@ -51,6 +51,8 @@ Coordinator::~Coordinator() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    // A running job's calls may wait on a stopped worker for good.
+    if (running_calls_) running_calls_->Cancel();
   }
   cv_.notify_all();
   pod_thread_.join();
@@ -149,8 +151,9 @@ v1::RegisterWorkerResponse Coordinator::TakePlaceLocked(int global, const v1::Re
   w.slice = topo_.SliceOfHost(global);
   w.address = req.address();
   w.last_heartbeat = absl::Now();
-  w.client = factory_(req.address());
+  w.lost_because.clear();
   w.incarnation = next_incarnation_++;
+  w.client = factory_(req.address(), w.incarnation);
   w.place_source = req.place_source().empty() ? "--slice/--host" : req.place_source();
   ++generation_;
   cv_.notify_all();
@@ -179,11 +182,19 @@ absl::Status Coordinator::Heartbeat(int global_host, uint64_t incarnation) {
                                                       it->second.address, "; this registration was replaced"));
   }
   it->second.last_heartbeat = absl::Now();
+  it->second.lost_because.clear();
   return absl::OkStatus();
 }
 
 bool Coordinator::AliveLocked(const Worker& w) const {
-  return absl::Now() - w.last_heartbeat < options_.heartbeat_timeout;
+  return w.lost_because.empty() && absl::Now() - w.last_heartbeat < options_.heartbeat_timeout;
+}
+
+std::string Coordinator::LostReasonLocked(const Worker& w) const {
+  if (!w.lost_because.empty()) return w.lost_because;
+  return absl::StrCat("no heartbeat for ", absl::FormatDuration(absl::Trunc(absl::Now() - w.last_heartbeat,
+                                                                            absl::Milliseconds(100))),
+                      " (the limit is ", absl::FormatDuration(options_.heartbeat_timeout), ")");
 }
 
 bool Coordinator::ReadyLocked() const {
@@ -226,21 +237,14 @@ void Coordinator::PodLoop() {
   while (!stop_) {
     cv_.wait_for(lock, std::chrono::milliseconds(200));
     if (stop_) return;
-    // A worker that stops heartbeating fails the running job: its RPC may
+    // A worker that stops heartbeating fails the running job: its calls may
     // hang (a stopped process) rather than fail.
     if (!running_.empty()) {
       for (const auto& [host, w] : workers_) {
         if (AliveLocked(w)) continue;
-        JobEntry& entry = jobs_[running_];
-        if (!entry.cancel_requested) {
-          entry.cancel_requested = true;
-          const std::string why = absl::StrCat(WorkerNameLocked(host), " stopped sending heartbeats");
-          UpdateJobLocked(entry, [&](v1::Job& j) { j.set_error(why); });
-          for (const auto& [_, other] : workers_) {
-            auto client = other.client;
-            std::thread([client, n = entry.number, why] { client->Abort(n, why).IgnoreError(); }).detach();
-          }
-        }
+        EndRunningLocked(jobs_[running_], absl::StrCat(WorkerNameLocked(host), " was lost: ", LostReasonLocked(w)),
+                         /*failed=*/true);
+        break;
       }
     }
     if (static_cast<int>(workers_.size()) != topo_.num_hosts() || configured_generation_ == generation_) continue;
@@ -374,13 +378,22 @@ void Coordinator::CancelLocked(JobEntry& entry, const std::string& why) {
       j.set_error(why);
       j.set_finished_unix_s(UnixSeconds());
     });
-  } else if (entry.job.state() == v1::JOB_STATE_RUNNING && !entry.cancel_requested) {
-    entry.cancel_requested = true;
-    for (const auto& [_, w] : workers_) {
-      auto client = w.client;
-      std::thread([client, n = entry.number, why] { client->Abort(n, why).IgnoreError(); }).detach();
-    }
+  } else if (entry.job.state() == v1::JOB_STATE_RUNNING) {
+    EndRunningLocked(entry, why, /*failed=*/false);
   }
+}
+
+void Coordinator::EndRunningLocked(JobEntry& entry, const std::string& why, bool failed) {
+  if (entry.cancel_requested) return;
+  entry.cancel_requested = true;
+  if (failed) {
+    spdlog::warn("{} failed: {}", entry.job.id(), why);
+    UpdateJobLocked(entry, [&](v1::Job& j) { j.set_error(why); });
+  } else {
+    entry.cancel_why = why;
+  }
+  if (running_calls_) running_calls_->Cancel();
+  for (const auto& [host, w] : workers_) aborts_.Send(host, w.incarnation, w.client, entry.number, why);
 }
 
 void Coordinator::Drain(const std::string& why) {
@@ -437,7 +450,11 @@ void Coordinator::AddTraceStepLocked(JobEntry& entry, int64_t step, const std::v
 void Coordinator::JobLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    // A job starts once every worker is alive and configured: after a worker
+    // is lost the queue waits for it to come back (or be replaced) rather
+    // than fail job after job. Liveness lapses without a notify: look again
+    // every tick.
+    while (!stop_ && (queue_.empty() || !ReadyLocked())) cv_.wait_for(lock, std::chrono::milliseconds(200));
     if (stop_) return;
     const std::string id = queue_.front();
     queue_.pop_front();
@@ -446,10 +463,13 @@ void Coordinator::JobLoop() {
     UpdateJobLocked(entry, [](v1::Job& j) { j.set_state(v1::JOB_STATE_RUNNING); });
     v1::Job job = entry.job;
     const uint64_t number = entry.number;
+    auto calls = std::make_shared<Cancellation>();
+    running_calls_ = calls;
     lock.unlock();
-    absl::Status status = RunJob(id, number, job);
+    absl::Status status = RunJob(id, number, job, *calls);
     lock.lock();
     running_.clear();
+    running_calls_.reset();
     UpdateJobLocked(entry, [&](v1::Job& j) {
       j.set_finished_unix_s(UnixSeconds());
       if (status.ok()) {
@@ -459,6 +479,7 @@ void Coordinator::JobLoop() {
         if (job.has_matmul_result()) *j.mutable_matmul_result() = job.matmul_result();
       } else if (entry.cancel_requested && j.error().empty()) {
         j.set_state(v1::JOB_STATE_CANCELLED);
+        j.set_error(entry.cancel_why);
       } else {
         j.set_state(v1::JOB_STATE_FAILED);
         if (j.error().empty()) j.set_error(std::string(status.message()));
@@ -467,7 +488,7 @@ void Coordinator::JobLoop() {
   }
 }
 
-absl::Status Coordinator::RunJob(const std::string& id, uint64_t number, v1::Job& job) {
+absl::Status Coordinator::RunJob(const std::string& id, uint64_t number, v1::Job& job, Cancellation& calls) {
   if (job.has_matmul()) {
     auto spec = FromProto(job.matmul());
     if (!spec.ok()) return spec.status();
@@ -475,18 +496,18 @@ absl::Status Coordinator::RunJob(const std::string& id, uint64_t number, v1::Job
     if (!plan.ok()) return plan.status();
     std::vector<ChipRunResult> chips;
     std::vector<ChipCheck> checks;
-    if (auto s = FanOut(id, number, *spec, 1, Keep(chips), checks); !s.ok()) return s;
+    if (auto s = FanOut(id, number, *spec, 1, Keep(chips), checks, calls); !s.ok()) return s;
     *job.mutable_matmul_result() = ToProto(SummarizeMatmul(*plan, chips, checks, topo_.num_chips()));
     return absl::OkStatus();
   }
-  if (job.has_train()) return RunTraining(id, number, job);
+  if (job.has_train()) return RunTraining(id, number, job, calls);
   auto spec = FromProto(job.collective());
   if (!spec.ok()) return spec.status();
   auto plan = CollectivePlan::Create(topo_, *spec);
   if (!plan.ok()) return plan.status();
   std::vector<ChipRunResult> chips;
   std::vector<ChipCheck> checks;
-  if (auto s = FanOut(id, number, *spec, 1, Keep(chips), checks); !s.ok()) return s;
+  if (auto s = FanOut(id, number, *spec, 1, Keep(chips), checks, calls); !s.ok()) return s;
   std::map<int, uint64_t> mismatches;
   for (const ChipCheck& c : checks) mismatches[c.chip] = c.mismatches;
   for (ChipRunResult& c : chips) c.mismatches = mismatches[c.chip];
@@ -501,7 +522,7 @@ Coordinator::StepSink Coordinator::Keep(std::vector<ChipRunResult>& chips) {
   };
 }
 
-absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1::Job& job) {
+absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1::Job& job, Cancellation& calls) {
   const TrainSpec spec = FromProto(job.train());
   auto plan = PlanTrainJob(spec, topo_, options_.time_scale);
   if (!plan.ok()) return plan.status();
@@ -542,7 +563,7 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
     UpdateJobLocked(jobs_[id], [&](v1::Job& j) { *j.mutable_train_summary() = summary; });
   }
   std::vector<ChipCheck> checks;
-  if (auto s = FanOut(id, number, spec, config.steps, on_step, checks); !s.ok()) return s;
+  if (auto s = FanOut(id, number, spec, config.steps, on_step, checks, calls); !s.ok()) return s;
   double squares = 0;
   for (const ChipCheck& c : checks) squares += c.param_squares;
   summary.set_param_l2(std::sqrt(squares));
@@ -551,61 +572,69 @@ absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1
 }
 
 absl::Status Coordinator::FanOut(const std::string& id, uint64_t job, const JobSpec& spec, int steps,
-                                 const StepSink& on_step, std::vector<ChipCheck>& checks) {
+                                 const StepSink& on_step, std::vector<ChipCheck>& checks, Cancellation& calls) {
   std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> clients;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [host, w] : workers_) clients.emplace_back(host, w.client);
   }
   // Every worker prepares its chips' buffers, then all run their share at
-  // once. The first failure aborts the others so nobody waits for data that
-  // will never come.
+  // once. The first failure ends the job (EndRunningLocked): the others'
+  // calls are cancelled and they are told to abort, so that nobody waits
+  // for data that will never come, nor for a worker that does not answer.
   std::mutex result_mu;
   absl::Status first_error = absl::OkStatus();
   auto fail = [&](int host, const absl::Status& status) {
     std::lock_guard<std::mutex> lock(result_mu);
     if (!first_error.ok()) return;
-    std::string name;
-    {
-      std::lock_guard<std::mutex> pod_lock(mu_);
-      name = WorkerNameLocked(host);
-      // Unreachable: count it as gone now rather than after its heartbeats lapse.
-      if (status.code() == absl::StatusCode::kUnavailable) workers_[host].last_heartbeat = absl::InfinitePast();
+    std::lock_guard<std::mutex> pod_lock(mu_);
+    if (calls.cancelled()) {
+      // Cut short because the job was ended (a worker lost, a cancel): not this worker's failure.
+      first_error = absl::CancelledError(absl::StrCat(id, " was ended"));
+      return;
     }
-    first_error = absl::Status(status.code(), absl::StrCat(name, " failed: ", status.message()));
-    spdlog::warn("{}: {}", id, first_error.ToString());
-    for (auto& [other_host, other] : clients) {
-      if (other_host != host) other->Abort(job, first_error.ToString()).IgnoreError();
+    if (status.code() == absl::StatusCode::kUnavailable) {
+      // Count it as gone now rather than after its heartbeats lapse.
+      workers_[host].lost_because = absl::StrCat("the connection to it was reset or closed (", status.message(), ")");
+      first_error = absl::UnavailableError(
+          absl::StrCat(WorkerNameLocked(host), " was lost: ", workers_[host].lost_because));
+    } else {
+      first_error = absl::Status(status.code(), absl::StrCat(WorkerNameLocked(host), " failed: ", status.message()));
     }
+    EndRunningLocked(jobs_[id], std::string(first_error.message()), /*failed=*/true);
   };
   auto on_every_worker = [&](const std::function<void(int, WorkerClient&)>& fn) {
     std::vector<std::thread> threads;
     for (auto& [host, client] : clients) threads.emplace_back([&, host = host, client = client] { fn(host, *client); });
+    // Each returns promptly once `calls` is cancelled.
     for (auto& t : threads) t.join();
   };
+  auto ended = [&] { return !first_error.ok() || calls.cancelled(); };
+  auto end_status = [&] { return first_error.ok() ? absl::CancelledError(absl::StrCat(id, " was ended")) : first_error; };
   on_every_worker([&](int host, WorkerClient& client) {
-    if (auto s = client.PrepareJob(job, spec); !s.ok()) fail(host, s);
+    if (auto s = client.PrepareJob(job, spec, calls); !s.ok()) fail(host, s);
   });
-  if (!first_error.ok()) return first_error;
+  if (ended()) return end_status();
   for (int step = 0; step < steps; ++step) {
     JobSpec step_spec = spec;
     if (auto* train = std::get_if<TrainSpec>(&step_spec)) train->step = step;
     std::vector<ChipRunResult> chips;
     on_every_worker([&](int host, WorkerClient& client) {
-      auto r = client.RunJob(job, step_spec);
+      auto r = client.RunJob(job, step_spec, calls);
       if (!r.ok()) return fail(host, r.status());
       std::lock_guard<std::mutex> lock(result_mu);
       chips.insert(chips.end(), r->begin(), r->end());
     });
-    if (!first_error.ok()) return first_error;
+    if (ended()) return end_status();
     if (auto s = on_step(step, std::move(chips)); !s.ok()) {
-      for (auto& [_, client] : clients) client->Abort(job, std::string(s.message())).IgnoreError();
+      std::lock_guard<std::mutex> lock(mu_);
+      EndRunningLocked(jobs_[id], std::string(s.message()), /*failed=*/false);
       return s;
     }
   }
   // Checking starts only once every worker has stopped moving data.
   on_every_worker([&](int host, WorkerClient& client) {
-    auto r = client.CheckJob(job);
+    auto r = client.CheckJob(job, calls);
     if (!r.ok()) return fail(host, r.status());
     std::lock_guard<std::mutex> lock(result_mu);
     checks.insert(checks.end(), r->begin(), r->end());

@@ -13,7 +13,9 @@
 #include <set>
 #include <thread>
 
+#include "coordinator/abort_delivery.h"
 #include "coordinator/bounded_trace.h"
+#include "core/cancellation.h"
 #include "core/collective_report.h"
 #include "core/host_job.h"
 #include "core/matmul_report.h"
@@ -44,7 +46,9 @@ struct CoordinatorOptions {
 
 class Coordinator : public CoordinatorBackend {
  public:
-  using ClientFactory = std::function<std::unique_ptr<WorkerClient>(const std::string& address)>;
+  // A client for the worker at `address` that registered as `incarnation`.
+  using ClientFactory =
+      std::function<std::unique_ptr<WorkerClient>(const std::string& address, uint64_t incarnation)>;
 
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(const CoordinatorOptions& options,
                                                              ClientFactory factory);
@@ -77,6 +81,9 @@ class Coordinator : public CoordinatorBackend {
     std::shared_ptr<WorkerClient> client;
     uint64_t incarnation = 0;  // of the registration that holds the place
     std::string place_source;  // where that worker found its place, for conflicts
+    // Why it was counted lost before its heartbeats lapsed (a call found its
+    // connection reset); cleared by its next heartbeat or a new registration.
+    std::string lost_because;
   };
   struct JobEntry {
     explicit JobEntry(int64_t trace_spans = 0) : trace(trace_spans) {}
@@ -84,6 +91,7 @@ class Coordinator : public CoordinatorBackend {
     uint64_t number = 0;
     int64_t version = 0;
     bool cancel_requested = false;
+    std::string cancel_why;       // a running job cancelled: the reason it ends with
     BoundedTrace trace;           // training jobs: their latest steps' spans
     double traced_until_s = 0;    // where the next step's spans start
   };
@@ -98,6 +106,12 @@ class Coordinator : public CoordinatorBackend {
   bool AliveLocked(const Worker& w) const;
   std::string WorkerNameLocked(int host) const;
   void CancelLocked(JobEntry& entry, const std::string& why);
+  // Ends the running job now, as a failure (`why` is its error) or a cancel:
+  // its calls in flight are cancelled (a stopped worker's would never
+  // return) and every worker is told to abort it.
+  void EndRunningLocked(JobEntry& entry, const std::string& why, bool failed);
+  // What the coordinator saw of a worker it counts as lost.
+  std::string LostReasonLocked(const Worker& w) const;
   void UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change);
   // Keeping memory bounded (options_.retention): a job that just finished
   // joins finished_, whose oldest records go past the cap; traces past the
@@ -107,15 +121,16 @@ class Coordinator : public CoordinatorBackend {
   // A job that is not there: never submitted, or its record dropped.
   absl::Status MissingJobLocked(const std::string& id) const;
   // Runs outside the lock, on a copy of the job, and fills in its result.
-  absl::Status RunJob(const std::string& id, uint64_t number, v1::Job& job);
-  absl::Status RunTraining(const std::string& id, uint64_t number, v1::Job& job);
+  // `calls` is cancelled when the job is ended early.
+  absl::Status RunJob(const std::string& id, uint64_t number, v1::Job& job, Cancellation& calls);
+  absl::Status RunTraining(const std::string& id, uint64_t number, v1::Job& job, Cancellation& calls);
   // Gets every step's results from all workers; a non-OK return stops the job.
   using StepSink = std::function<absl::Status(int step, std::vector<ChipRunResult>&& chips)>;
   static StepSink Keep(std::vector<ChipRunResult>& chips);
   // Prepare on every worker, Run `steps` times, then Check; the first
   // failure aborts all.
   absl::Status FanOut(const std::string& id, uint64_t job, const JobSpec& spec, int steps, const StepSink& on_step,
-                      std::vector<ChipCheck>& checks);
+                      std::vector<ChipCheck>& checks, Cancellation& calls);
 
   const CoordinatorOptions options_;
   const Topology topo_;
@@ -132,12 +147,19 @@ class Coordinator : public CoordinatorBackend {
   int64_t trace_spans_ = 0;             // kept in all jobs' traces
   std::deque<std::string> queue_;
   std::string running_;                 // id of the running job, if any
+  std::shared_ptr<Cancellation> running_calls_;  // the running job's calls to workers
   uint64_t next_job_ = 1;
   // Registrations are numbered from a random start, so that a restarted
   // coordinator does not take an earlier process's heartbeats as current.
   uint64_t next_incarnation_ = absl::ToUnixNanos(absl::Now());
   bool stop_ = false;
   std::string draining_;                // why new jobs are refused, once shutting down
+  // After mu_ and workers_, which it reads: destroyed (its threads joined) first.
+  AbortDelivery aborts_{[this](int host, uint64_t incarnation) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(host);
+    return it != workers_.end() && it->second.incarnation == incarnation;
+  }};
   std::thread pod_thread_;
   std::thread job_thread_;
 };

@@ -1,7 +1,6 @@
 #include "core/chip_matmul.h"
 
 #include <cmath>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/gemm.h"
@@ -29,12 +28,14 @@ View AsMatrix(Ptr data, const std::vector<std::string>& dims, const std::vector<
   return v;
 }
 
-void Multiply(const MatmulProblem& p, const LocalTensor& a, const LocalTensor& b, LocalTensor& c) {
+void Multiply(const MatmulProblem& p, const LocalTensor& a, const LocalTensor& b, LocalTensor& c,
+              const JobAbort& abort) {
   auto contracted = [&](const std::string& d) { return Contains(p.contract, d); };
   auto from_a = [&](const std::string& d) { return p.a.Find(d) >= 0; };
-  Gemm(AsMatrix<MatrixView>(a.data.get(), p.a.dims, a.shape, [&](const std::string& d) { return !contracted(d); }),
-       AsMatrix<MatrixView>(b.data.get(), p.b.dims, b.shape, contracted),
-       AsMatrix<MutableMatrixView>(c.data.get(), p.out.dims, c.shape, from_a));
+  GemmUnlessAborted(
+      AsMatrix<MatrixView>(a.data.get(), p.a.dims, a.shape, [&](const std::string& d) { return !contracted(d); }),
+      AsMatrix<MatrixView>(b.data.get(), p.b.dims, b.shape, contracted),
+      AsMatrix<MutableMatrixView>(c.data.get(), p.out.dims, c.shape, from_a), abort);
 }
 
 // The product's local shape from its operands' local shapes.
@@ -89,8 +90,11 @@ void ChipMatmul::Prepare() {
 absl::StatusOr<ChipRunResult> ChipMatmul::Run() {
   const auto wall_start = WallClock::now();
   for (size_t i = 0; i < program_->plan.chosen().steps.size(); ++i) {
+    if (options_.abort->aborted()) return options_.abort->status();
     if (auto s = Step(i); !s.ok()) return s;
   }
+  // A multiply cut short by the abort left the product partial.
+  if (options_.abort->aborted()) return options_.abort->status();
   ChipRunResult r;
   r.chip = chip_;
   r.emulated_s = now_;
@@ -147,7 +151,7 @@ void ChipMatmul::Multiply() {
   LocalTensor& c = value_[2];
   c = LocalTensor::Allocate(ProductShape(problem_, value_[0], value_[1]));
   const auto wall_start = WallClock::now();
-  tpuemu::Multiply(problem_, value_[0], value_[1], c);
+  tpuemu::Multiply(problem_, value_[0], value_[1], c, *options_.abort);
   int64_t k = 1;
   multiply_contract_axes_.clear();
   spec_[2].unreduced.clear();
@@ -168,7 +172,10 @@ void ChipMatmul::Multiply() {
   const double dt = RooflineSeconds(net_.topology().profile(), flops, hbm);
   // Paced: the op takes at least its emulated time, stretched.
   const double scale = net_.time_scale();
-  if (scale > 0) std::this_thread::sleep_until(wall_start + std::chrono::duration<double>(dt * scale));
+  if (scale > 0) {
+    options_.abort->SleepUntil(wall_start +
+                               std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(dt * scale)));
+  }
   now_ += dt;
   compute_s_ += dt;
   flops_ += static_cast<uint64_t>(flops);
@@ -215,7 +222,7 @@ MatmulCheck ChipMatmul::Check() const {
   const LocalTensor a = GenerateBlock(spec.values, spec.seed, 0, problem_.a.sizes, indices(problem_.a));
   const LocalTensor b = GenerateBlock(spec.values, spec.seed, 1, problem_.b.sizes, indices(problem_.b));
   LocalTensor ref = LocalTensor::Allocate(ProductShape(problem_, a, b));
-  tpuemu::Multiply(problem_, a, b, ref);
+  tpuemu::Multiply(problem_, a, b, ref, *options_.abort);
 
   MatmulCheck check;
   const LocalTensor& c = value_[2];

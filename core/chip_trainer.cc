@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/gemm.h"
@@ -15,10 +14,11 @@
 namespace tpuemu {
 namespace {
 
-// c = op(a) * op(b) for two matrices held as tensors.
-LocalTensor MatMul(const LocalTensor& a, bool at, const LocalTensor& b, bool bt) {
+// c = op(a) * op(b) for two matrices held as tensors; partial once `abort` is set.
+LocalTensor MatMul(const LocalTensor& a, bool at, const LocalTensor& b, bool bt, const JobAbort& abort) {
   LocalTensor c = LocalTensor::Allocate({at ? a.shape[1] : a.shape[0], bt ? b.shape[0] : b.shape[1]});
-  tpuemu::MatMul(a.data.get(), a.shape[0], a.shape[1], at, b.data.get(), b.shape[0], b.shape[1], bt, c.data.get());
+  tpuemu::MatMul(a.data.get(), a.shape[0], a.shape[1], at, b.data.get(), b.shape[0], b.shape[1], bt, c.data.get(),
+                 &abort);
   return c;
 }
 
@@ -30,8 +30,9 @@ constexpr int kCollectiveTags = 2047;
 
 }  // namespace
 
-ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job)
-    : c_(config), mesh_(mesh), chip_(chip), net_(net), job_(job) {
+ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job,
+                         std::shared_ptr<JobAbort> abort)
+    : c_(config), mesh_(mesh), chip_(chip), net_(net), job_(job), abort_(std::move(abort)) {
   const int data = mesh.size(MeshAxisKind::kData), fsdp = mesh.size(MeshAxisKind::kFsdp),
             tensor = mesh.size(MeshAxisKind::kTensor);
   b_ = c_.global_batch_tokens / (data * fsdp);
@@ -104,6 +105,7 @@ const CollectivePlan* ChipTrainer::PlanFor(CollectiveOp op, MeshAxisKind axis, u
 RunOptions ChipTrainer::Options() {
   RunOptions options;
   options.job = job_;
+  options.abort = abort_;
   options.trace = &result_.trace;
   options.wire_bf16 = c_.wire_dtype_bytes == 2;
   return options;
@@ -248,8 +250,10 @@ void ChipTrainer::Compute(ComputeKind kind, double flops, double hbm_bytes) {
   result_.trace.push_back({Track(), kNames[static_cast<int>(kind)], now_, now_ + dt, 0});
   // Paced: the op (computed since the last mark) takes at least dt stretched.
   const double scale = net_.time_scale();
-  if (scale > 0) std::this_thread::sleep_until(wall_mark_ + std::chrono::duration_cast<WallClock::duration>(
-                                                                std::chrono::duration<double>(dt * scale)));
+  if (scale > 0) {
+    abort_->SleepUntil(wall_mark_ +
+                       std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(dt * scale)));
+  }
   wall_mark_ = WallClock::now();
   now_ += dt;
   result_.compute_s += dt;
@@ -274,20 +278,21 @@ LocalTensor ChipTrainer::MicrobatchTokens(int m, bool targets) const {
 }
 
 absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
+  if (abort_->aborted()) return abort_->status();
   const int use = next_use_++;
   const double bytes = c_.dtype_bytes;
   LocalTensor xg = x;
   if (auto s = Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, xg, 1); !s.ok()) return s;
   LocalTensor w;
   if (auto s = GatheredWeight(use, true, w); !s.ok()) return s;
-  LocalTensor h = MatMul(xg, false, w, false);
+  LocalTensor h = MatMul(xg, false, w, false, *abort_);
   Compute(ComputeKind::kForwardMatmul, MatMulFlops(h, c_.emb_dim), (xg.elements() + w.elements() + h.elements()) * bytes);
   LocalTensor a = LocalTensor::Allocate(h.shape);
   for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h.data[i]);
   Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
   LocalTensor wo;
   if (auto s = GatheredWeight(use, false, wo); !s.ok()) return s;
-  LocalTensor out = MatMul(a, false, wo, false);
+  LocalTensor out = MatMul(a, false, wo, false, *abort_);
   Compute(ComputeKind::kForwardMatmul, MatMulFlops(out, f_t_), (a.elements() + wo.elements() + out.elements()) * bytes);
   if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !s.ok()) return s;
   HoldActivations(xg.elements() + h.elements());
@@ -321,6 +326,7 @@ void ChipTrainer::Accumulate(LocalTensor& sum, LocalTensor&& g) {
 }
 
 absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
+  if (abort_->aborted()) return abort_->status();
   const int use = next_use_++;
   const double bytes = c_.dtype_bytes;
   Saved saved = std::move(saved_.at({m, l}));
@@ -334,7 +340,7 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   LocalTensor a = LocalTensor::Allocate(saved.h.shape);
   for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, saved.h.data[i]);
   Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
-  LocalTensor dwout = MatMul(a, true, dog, false);  // [F_t, D], partial over the batch
+  LocalTensor dwout = MatMul(a, true, dog, false, *abort_);  // [F_t, D], partial over the batch
   Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwout, b_mb_), (a.elements() + dog.elements() + dwout.elements()) * bytes);
   Accumulate(dwouts_[l], std::move(dwout));
   if (last) {
@@ -342,11 +348,11 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   }
   LocalTensor wo;
   if (auto s = GatheredWeight(use, false, wo); !s.ok()) return s;
-  LocalTensor dh = MatMul(dog, false, wo, true);  // [B, F_t]
+  LocalTensor dh = MatMul(dog, false, wo, true, *abort_);  // [B, F_t]
   Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dh, c_.emb_dim), (dog.elements() + wo.elements() + dh.elements()) * bytes);
   for (int64_t i = 0; i < dh.elements(); ++i) dh.data[i] *= ActivateGrad(c_.activation, saved.h.data[i]);
   Compute(ComputeKind::kOther, 2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
-  LocalTensor dwin = MatMul(saved.xg, true, dh, false);  // [D, F_t], partial over the batch
+  LocalTensor dwin = MatMul(saved.xg, true, dh, false, *abort_);  // [D, F_t], partial over the batch
   Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwin, b_mb_), (saved.xg.elements() + dh.elements() + dwin.elements()) * bytes);
   Accumulate(dwins_[l], std::move(dwin));
   if (last) {
@@ -354,7 +360,7 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   }
   LocalTensor w;
   if (auto s = GatheredWeight(use, true, w); !s.ok()) return s;
-  LocalTensor dxg = MatMul(dh, false, w, true);  // [B, D], partial over tensor
+  LocalTensor dxg = MatMul(dh, false, w, true, *abort_);  // [B, D], partial over tensor
   Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dxg, f_t_), (dh.elements() + w.elements() + dxg.elements()) * bytes);
   if (auto s = Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !s.ok()) return s;
   dx = std::move(dxg);

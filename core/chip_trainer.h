@@ -37,7 +37,9 @@ namespace tpuemu {
 
 class ChipTrainer {
  public:
-  ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job);
+  // `abort` is the job's: the chip stops computing between blocks once it is set.
+  ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job,
+              std::shared_ptr<JobAbort> abort);
   // The chip's weight shards and optimizer state (not timed).
   void Prepare();
   // One step; the result's training fields are filled in.
@@ -119,6 +121,7 @@ class ChipTrainer {
   const int chip_;
   HostNetwork& net_;
   const uint64_t job_;
+  const std::shared_ptr<JobAbort> abort_;
   int64_t b_, d_f_, f_t_, d_t_;  // local sizes
   int64_t b_mb_;                 // the chip's rows of one microbatch
   int bi_, fi_, ti_;             // batch, fsdp and tensor indices

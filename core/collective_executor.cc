@@ -54,7 +54,7 @@ absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, 
     static const TransitBytes kNothingHeld;
     for (const Range& r : ranges) (transit != nullptr ? *transit : kNothingHeld).Lend(buffer, r, &frame.lent);
   }
-  sender->Enqueue(std::move(frame));
+  if (!sender->Enqueue(std::move(frame), options.abort.get())) return options.abort->status();
   return booking;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "core/collective_plan.h"
 #include "core/host_network.h"
+#include "core/job_abort.h"
 #include "core/link_clock.h"
 #include "core/transit_bytes.h"
 
@@ -76,6 +77,11 @@ struct RunOptions {
   bool wire_bf16 = false;
   // When set, every transfer this chip books on a link is recorded here.
   std::vector<TraceEvent>* trace = nullptr;
+  // The job's abort, which its compute checks (its receives are woken by the
+  // mailbox's). Shared by the job's chips on this host.
+  std::shared_ptr<JobAbort> abort = std::make_shared<JobAbort>();
+  // A backstop only: a job whose peer is lost is aborted by the coordinator
+  // (or by this host's failing chip) long before this.
   absl::Duration recv_timeout = absl::Seconds(120);
 };
 

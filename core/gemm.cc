@@ -2,13 +2,35 @@
 
 #include <blis.h>
 
+#include <algorithm>
+
 #include "core/blis_kernel.h"
 
 namespace tpuemu {
 
+namespace {
+
+// About a tenth of a second of one core's multiply: an abort is seen that
+// soon, and each block is still big enough for BLIS to run at full speed.
+constexpr int64_t kBlockFlops = int64_t{1} << 30;
+constexpr int64_t kMinBlockRows = 32;
+
+}  // namespace
+
 void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
   EnsureBlisKernel();
   BlisGemm(a, b, c);
+}
+
+void GemmUnlessAborted(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, const JobAbort& abort) {
+  EnsureBlisKernel();
+  const int64_t row_flops = std::max<int64_t>(1, 2 * c.cols * a.cols);
+  const int64_t rows = std::max(kMinBlockRows, kBlockFlops / row_flops);
+  for (int64_t first = 0; first < c.rows && !abort.aborted(); first += rows) {
+    const int64_t n = std::min(rows, c.rows - first);
+    BlisGemm(MatrixView{a.data + first * a.rs, n, a.cols, a.rs, a.cs}, b,
+             MutableMatrixView{c.data + first * c.rs, n, c.cols, c.rs, c.cs});
+  }
 }
 
 void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
@@ -22,10 +44,12 @@ void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView&
 }
 
 void MatMul(const float* a, int64_t ar, int64_t ac, bool at, const float* b, int64_t br, int64_t bc, bool bt,
-            float* c) {
+            float* c, const JobAbort* abort) {
   const MatrixView va{a, at ? ac : ar, at ? ar : ac, at ? 1 : ac, at ? ac : 1};
   const MatrixView vb{b, bt ? bc : br, bt ? br : bc, bt ? 1 : bc, bt ? bc : 1};
-  Gemm(va, vb, MutableMatrixView{c, va.rows, vb.cols, vb.cols, 1});
+  const MutableMatrixView vc{c, va.rows, vb.cols, vb.cols, 1};
+  if (abort != nullptr) return GemmUnlessAborted(va, vb, vc, *abort);
+  Gemm(va, vb, vc);
 }
 
 }  // namespace tpuemu

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "core/job_abort.h"
+
 namespace tpuemu {
 
 // A strided matrix view: element (r, c) is at data[r * rs + c * cs].
@@ -21,6 +23,11 @@ struct MutableMatrixView {
 // BLIS's kernels for the process (core/blis_kernel.h).
 void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c);
 
+// Gemm in blocks of rows that stops between two blocks once the job is
+// aborted (c is then partly written): a chip's block of a big matmul takes
+// seconds, which a failed job's survivors should not spend.
+void GemmUnlessAborted(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, const JobAbort& abort);
+
 // Gemm without choosing kernels first: for the kernels' self-test, which
 // runs before the choice is made.
 void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c);
@@ -28,6 +35,6 @@ void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView&
 // c = op(a) * op(b) for row-major a (ar x ac) and b (br x bc), each read as
 // it is or transposed; c is row-major and overwritten.
 void MatMul(const float* a, int64_t ar, int64_t ac, bool at, const float* b, int64_t br, int64_t bc, bool bt,
-            float* c);
+            float* c, const JobAbort* abort = nullptr);
 
 }  // namespace tpuemu

@@ -23,7 +23,7 @@ void HostCollective::Prepare() {
 absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run(int) {
   if (!prepared_) Prepare();
   return RunChips(
-      net_, options_.job, chips_.size(), [&](size_t i) { return chips_[i]->Move(); },
+      net_, options_, chips_.size(), [&](size_t i) { return chips_[i]->Move(); },
       [&](size_t i) { return chips_[i]->Report(); });
 }
 

@@ -15,7 +15,7 @@ void OnThreads(size_t n, const std::function<void(size_t)>& fn) {
   for (auto& t : threads) t.join();
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, uint64_t job, size_t n,
+absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, const RunOptions& options, size_t n,
                                                     const std::function<absl::Status(size_t)>& move,
                                                     const std::function<absl::StatusOr<ChipRunResult>(size_t)>& report) {
   std::vector<absl::Status> moved(n);
@@ -26,7 +26,10 @@ absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, uint64_t j
   OnThreads(n, [&](size_t i) {
     started.arrive_and_wait();
     moved[i] = move(i);
-    if (!moved[i].ok()) net.mailbox().AbortJob(job, moved[i]);
+    if (!moved[i].ok()) {
+      options.abort->Abort(moved[i]);
+      net.mailbox().AbortJob(options.job, moved[i]);
+    }
   });
   std::vector<ChipRunResult> out;
   absl::Status first = absl::OkStatus();
@@ -34,7 +37,7 @@ absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, uint64_t j
     auto r = moved[i].ok() ? report(i) : absl::StatusOr<ChipRunResult>(moved[i]);
     if (r.ok()) out.push_back(*std::move(r)); else first = r.status();
   }
-  net.ForgetJob(job);
+  net.ForgetJob(options.job);
   if (!first.ok()) return first;
   return out;
 }
@@ -48,7 +51,8 @@ absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(const JobSpec& spec, HostNe
   if (const auto* t = std::get_if<TrainSpec>(&spec)) {
     auto job = PlanTrainJob(*t, net.topology(), net.time_scale());
     if (!job.ok()) return job.status();
-    return std::unique_ptr<HostJob>(std::make_unique<HostTrainer>(job->config, job->mesh, net, options.job));
+    return std::unique_ptr<HostJob>(
+        std::make_unique<HostTrainer>(job->config, job->mesh, net, options.job, options.abort));
   }
   auto program = MatmulProgram::Create(std::get<MatmulSpec>(spec), net.topology());
   if (!program.ok()) return program.status();

@@ -45,10 +45,10 @@ absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(const JobSpec& spec, HostNe
 // Runs fn(0..n-1) on n threads and joins them.
 void OnThreads(size_t n, const std::function<void(size_t)>& fn);
 
-// Runs every chip's `move` at once (the first failure aborts the job's
-// mailbox, so that the other chips stop waiting for data that will never
-// come), then, once all have stopped, collects every chip's `report`.
-absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, uint64_t job, size_t n,
+// Runs every chip's `move` at once (the first failure aborts the job, so that
+// the other chips stop computing and waiting for data that will never come),
+// then, once all have stopped, collects every chip's `report`.
+absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, const RunOptions& options, size_t n,
                                                     const std::function<absl::Status(size_t)>& move,
                                                     const std::function<absl::StatusOr<ChipRunResult>(size_t)>& report);
 

@@ -18,7 +18,7 @@ absl::StatusOr<std::vector<ChipRunResult>> HostMatmul::Run(int) {
   Prepare();
   std::vector<absl::StatusOr<ChipRunResult>> results(chips_.size(), absl::UnknownError("not run"));
   return RunChips(
-      net_, options_.job, chips_.size(),
+      net_, options_, chips_.size(),
       [&](size_t i) {
         results[i] = chips_[i]->Run();
         return results[i].status();

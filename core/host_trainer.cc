@@ -5,8 +5,12 @@
 
 namespace tpuemu {
 
-HostTrainer::HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job)
-    : config_(config), mesh_(mesh), net_(net), job_(job) {}
+HostTrainer::HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job,
+                         std::shared_ptr<JobAbort> abort)
+    : config_(config), mesh_(mesh), net_(net) {
+  options_.job = job;
+  options_.abort = std::move(abort);
+}
 
 std::vector<ChipCheck> HostTrainer::Check() {
   std::vector<ChipCheck> checks(chips_.size());
@@ -21,7 +25,7 @@ void HostTrainer::Prepare() {
   if (!chips_.empty()) return;
   EnsureBlisKernel();  // here, not in the first timed multiply (it forks and self-tests)
   for (int chip : net_.local_chips()) {
-    chips_.push_back(std::make_unique<ChipTrainer>(config_, mesh_, chip, net_, job_));
+    chips_.push_back(std::make_unique<ChipTrainer>(config_, mesh_, chip, net_, options_.job, options_.abort));
   }
   OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
 }
@@ -29,7 +33,7 @@ void HostTrainer::Prepare() {
 absl::StatusOr<std::vector<ChipRunResult>> HostTrainer::Run(int step) {
   std::vector<absl::StatusOr<ChipRunResult>> results(chips_.size(), absl::UnknownError("not run"));
   return RunChips(
-      net_, job_, chips_.size(),
+      net_, options_, chips_.size(),
       [&](size_t i) {
         results[i] = chips_[i]->Step(step);
         return results[i].status();

@@ -13,7 +13,8 @@ namespace tpuemu {
 
 class HostTrainer : public HostJob {
  public:
-  HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job);
+  HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job,
+              std::shared_ptr<JobAbort> abort = std::make_shared<JobAbort>());
   void Prepare() override;
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step) override;
   std::vector<ChipCheck> Check() override;  // the chips' parameter squares
@@ -23,7 +24,7 @@ class HostTrainer : public HostJob {
   const TrainConfig config_;
   const TrainMesh mesh_;
   HostNetwork& net_;
-  const uint64_t job_;
+  RunOptions options_;  // the job and its abort
   std::vector<std::unique_ptr<ChipTrainer>> chips_;
 };
 

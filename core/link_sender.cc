@@ -18,20 +18,29 @@ LinkSender::~LinkSender() {
   if (thread_.joinable()) thread_.join();
 }
 
-void LinkSender::Enqueue(Frame frame) {
+bool LinkSender::Enqueue(Frame frame, const JobAbort* abort) {
   if (inline_) {
     const uint64_t job = frame.header.job;
     if (absl::Status status = deliver_(std::move(frame)); !status.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       job_errors_.emplace(job, status);
     }
-    return;
+    return true;
   }
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return queue_.size() < max_queued_ || stop_; });
+  auto room = [&] { return queue_.size() < max_queued_ || stop_; };
+  if (abort == nullptr) {
+    cv_.wait(lock, room);
+  } else {
+    // The abort does not notify this link: look at it now and then while full.
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(50), room)) {
+      if (abort->aborted()) return false;
+    }
+  }
   queue_.push_back({std::move(frame), WallClock::now()});
   lock.unlock();
   cv_.notify_all();
+  return true;
 }
 
 absl::Status LinkSender::JobStatus(uint64_t job) {

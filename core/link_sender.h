@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "core/frame.h"
+#include "core/job_abort.h"
 #include "core/link_clock.h"
 
 namespace tpuemu {
@@ -32,8 +33,10 @@ class LinkSender {
   LinkSender& operator=(const LinkSender&) = delete;
 
   // Queues a frame; waits while `max_queued` frames are already queued.
-  // Delivers it at once when the link is inline.
-  void Enqueue(Frame frame);
+  // Delivers it at once when the link is inline. False, the frame dropped,
+  // when `abort` (its job's) is set while waiting: a peer that stopped
+  // reading (a stopped process) would otherwise hold the sending chip.
+  bool Enqueue(Frame frame, const JobAbort* abort = nullptr);
   // The first delivery error of a job, if any.
   absl::Status JobStatus(uint64_t job);
   void ForgetJob(uint64_t job);

@@ -9,29 +9,36 @@
 namespace tpuemu {
 namespace {
 
+constexpr auto kConfigureDeadline = std::chrono::seconds(10);
+
 class GrpcWorkerClient : public WorkerClient {
  public:
-  explicit GrpcWorkerClient(const std::string& address)
+  GrpcWorkerClient(const std::string& address, uint64_t incarnation)
       : address_(address),
+        incarnation_(incarnation),
         stub_(v1::WorkerService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
 
   absl::Status Configure(const PodConfig& config) override {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.set_deadline(std::chrono::system_clock::now() + kConfigureDeadline);
+    v1::ConfigureRequest req = PodConfigToProto(config);
+    req.set_incarnation(incarnation_);
     v1::ConfigureResponse resp;
-    return FromGrpcStatus(stub_->Configure(&ctx, PodConfigToProto(config), &resp), Context());
+    return FromGrpcStatus(stub_->Configure(&ctx, req, &resp), Context());
   }
 
-  absl::Status PrepareJob(uint64_t job, const JobSpec& spec) override {
+  absl::Status PrepareJob(uint64_t job, const JobSpec& spec, Cancellation& cancel) override {
     grpc::ClientContext ctx;
+    const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
     v1::PrepareJobResponse resp;
-    return FromGrpcStatus(stub_->PrepareJob(&ctx, ToProto(job, spec), &resp), Context());
+    return FromGrpcStatus(stub_->PrepareJob(&ctx, Request(job, spec), &resp), Context());
   }
 
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) override {
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec, Cancellation& cancel) override {
     grpc::ClientContext ctx;
+    const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
     v1::RunJobResponse resp;
-    absl::Status status = FromGrpcStatus(stub_->RunJob(&ctx, ToProto(job, spec), &resp), Context());
+    absl::Status status = FromGrpcStatus(stub_->RunJob(&ctx, Request(job, spec), &resp), Context());
     if (!status.ok()) return status;
     std::vector<ChipRunResult> out;
     for (const v1::ChipResult& c : resp.chips()) {
@@ -42,10 +49,12 @@ class GrpcWorkerClient : public WorkerClient {
     return out;
   }
 
-  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) override {
+  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job, Cancellation& cancel) override {
     grpc::ClientContext ctx;
+    const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
     v1::CheckJobRequest req;
     req.set_job(job);
+    req.set_incarnation(incarnation_);
     v1::CheckJobResponse resp;
     absl::Status status = FromGrpcStatus(stub_->CheckJob(&ctx, req, &resp), Context());
     if (!status.ok()) return status;
@@ -61,26 +70,33 @@ class GrpcWorkerClient : public WorkerClient {
     return FromGrpcStatus(stub_->GetStatus(&ctx, v1::WorkerStatusRequest(), &resp), Context());
   }
 
-  absl::Status Abort(uint64_t job, const std::string& reason) override {
+  absl::Status Abort(uint64_t job, const std::string& reason, absl::Duration timeout) override {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     v1::AbortRequest req;
     req.set_job(job);
     req.set_reason(reason);
+    req.set_incarnation(incarnation_);
     v1::AbortResponse resp;
     return FromGrpcStatus(stub_->Abort(&ctx, req, &resp), Context());
   }
 
  private:
+  v1::RunJobRequest Request(uint64_t job, const JobSpec& spec) const {
+    v1::RunJobRequest req = ToProto(job, spec);
+    req.set_incarnation(incarnation_);
+    return req;
+  }
   std::string Context() const { return "worker at " + address_; }
-  std::string address_;
+  const std::string address_;
+  const uint64_t incarnation_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
 };
 
 }  // namespace
 
-std::unique_ptr<WorkerClient> MakeGrpcWorkerClient(const std::string& address) {
-  return std::make_unique<GrpcWorkerClient>(address);
+std::unique_ptr<WorkerClient> MakeGrpcWorkerClient(const std::string& address, uint64_t incarnation) {
+  return std::make_unique<GrpcWorkerClient>(address, incarnation);
 }
 
 }  // namespace tpuemu

@@ -26,17 +26,20 @@ v1::ConfigureRequest PodConfigToProto(const PodConfig& config) {
 
 grpc::Status WorkerServiceImpl::Configure(grpc::ServerContext*, const v1::ConfigureRequest* req,
                                           v1::ConfigureResponse*) {
+  if (auto s = backend_->CheckIncarnation(req->incarnation(), "Configure"); !s.ok()) return ToGrpcStatus(s);
   return ToGrpcStatus(backend_->Configure(PodConfigFromProto(*req)));
 }
 
 grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJobRequest* req,
                                            v1::PrepareJobResponse*) {
+  if (auto s = backend_->CheckIncarnation(req->incarnation(), "PrepareJob"); !s.ok()) return ToGrpcStatus(s);
   auto spec = FromProto(*req);
   if (!spec.ok()) return ToGrpcStatus(spec.status());
   return ToGrpcStatus(backend_->PrepareJob(req->job(), *spec));
 }
 
 grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::RunJobResponse* resp) {
+  if (auto s = backend_->CheckIncarnation(req->incarnation(), "RunJob"); !s.ok()) return ToGrpcStatus(s);
   auto spec = FromProto(*req);
   if (!spec.ok()) return ToGrpcStatus(spec.status());
   auto chips = backend_->RunJob(req->job(), *spec);
@@ -47,6 +50,7 @@ grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobReq
 
 grpc::Status WorkerServiceImpl::CheckJob(grpc::ServerContext*, const v1::CheckJobRequest* req,
                                          v1::CheckJobResponse* resp) {
+  if (auto s = backend_->CheckIncarnation(req->incarnation(), "CheckJob"); !s.ok()) return ToGrpcStatus(s);
   auto checks = backend_->CheckJob(req->job());
   if (!checks.ok()) return ToGrpcStatus(checks.status());
   for (const ChipCheck& c : *checks) *resp->add_chips() = ToProto(c);
@@ -54,6 +58,7 @@ grpc::Status WorkerServiceImpl::CheckJob(grpc::ServerContext*, const v1::CheckJo
 }
 
 grpc::Status WorkerServiceImpl::Abort(grpc::ServerContext*, const v1::AbortRequest* req, v1::AbortResponse*) {
+  if (auto s = backend_->CheckIncarnation(req->incarnation(), "Abort"); !s.ok()) return ToGrpcStatus(s);
   backend_->Abort(req->job(), req->reason());
   return grpc::Status::OK;
 }

@@ -24,9 +24,13 @@ struct WorkerStatusView {
 class WorkerBackend {
  public:
   virtual ~WorkerBackend() = default;
+  // OK when `incarnation` is this process's registration: every call from
+  // the coordinator but GetStatus carries the one it holds for the place.
+  // `call` names the call for the refusal.
+  virtual absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call) = 0;
   virtual absl::Status Configure(const PodConfig& config) = 0;
   virtual absl::Status PrepareJob(uint64_t job, const JobSpec& spec) = 0;
-  // Runs the prepared job (preparing it first if it was not).
+  // Runs a prepared job (one not prepared, or aborted since, fails).
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) = 0;
   // Checks each local chip's result of a job that ran; forgets the job.
   virtual absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) = 0;

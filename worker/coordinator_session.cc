@@ -31,7 +31,7 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& coordinator
 }  // namespace
 
 CoordinatorSession::CoordinatorSession(const std::string& coordinator, const std::string& address,
-                                       const WorkerPlace& place, std::function<void(int)> on_place)
+                                       const WorkerPlace& place, std::function<void(int, uint64_t)> on_place)
     : coordinator_(coordinator),
       address_(address),
       place_(place),
@@ -84,7 +84,7 @@ absl::Status CoordinatorSession::RegisterOnce(const WorkerPlace& place, bool& re
   registered_ = true;
   spdlog::info("registered with {} as slice {} host {} (global host {}; {}), serving at {}", coordinator_,
                resp.slice(), resp.host(), global_host_, place.source, address_);
-  on_place_(global_host_);
+  on_place_(global_host_, incarnation_);
   return absl::OkStatus();
 }
 

@@ -23,9 +23,9 @@ namespace tpuemu {
 class CoordinatorSession {
  public:
   // `on_place` runs after every successful registration with the global host
-  // index the coordinator gave.
+  // index and the incarnation the coordinator gave.
   CoordinatorSession(const std::string& coordinator, const std::string& address, const WorkerPlace& place,
-                     std::function<void(int global_host)> on_place);
+                     std::function<void(int global_host, uint64_t incarnation)> on_place);
   ~CoordinatorSession();
 
   // Registers, retrying while the coordinator is unreachable; returns an
@@ -47,7 +47,7 @@ class CoordinatorSession {
   const std::string coordinator_;
   const std::string address_;
   WorkerPlace place_;
-  const std::function<void(int)> on_place_;
+  const std::function<void(int, uint64_t)> on_place_;
   std::unique_ptr<v1::CoordinatorService::Stub> stub_;
 
   std::atomic<bool> registered_{false};

@@ -99,7 +99,10 @@ int main(int argc, char** argv) {
   SetReady(*server, false);
   const std::string address = absl::StrCat(advertised_host, ":", server->port);
   CoordinatorSession session(*coordinator_address, address, *place,
-                             [&node](int global_host) { node.set_global_host(global_host); });
+                             [&node](int global_host, uint64_t incarnation) {
+                               node.set_registration(global_host, incarnation);
+                             });
+  node.AwaitRegistration();
   // Registration waits for the coordinator on a thread of its own, so that a
   // SIGTERM meanwhile still stops the process at once.
   std::atomic<int> exit_code{0};

@@ -5,9 +5,45 @@
 
 namespace tpuemu {
 
-void WorkerNode::set_global_host(int host) {
+namespace {
+
+// How long a call may wait for this process's registration to be answered:
+// the coordinator configures a worker as soon as it has registered it, which
+// may be before the answer has reached the worker.
+constexpr auto kRegistrationAnswerWait = std::chrono::seconds(2);
+
+}  // namespace
+
+void WorkerNode::AwaitRegistration() {
   std::lock_guard<std::mutex> lock(mu_);
-  host_ = host;
+  awaiting_registration_ = true;
+}
+
+void WorkerNode::set_registration(int global_host, uint64_t incarnation) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    host_ = global_host;
+    incarnation_ = incarnation;
+    awaiting_registration_ = false;
+  }
+  registered_.notify_all();
+}
+
+absl::Status WorkerNode::CheckIncarnation(uint64_t incarnation, const std::string& call) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (awaiting_registration_) {
+    registered_.wait_for(lock, kRegistrationAnswerWait, [&] { return incarnation_ != 0 || incarnation == 0; });
+  }
+  if (incarnation == incarnation_) return absl::OkStatus();
+  // A coordinator still talking to the process this one replaced (at a
+  // reused address), or one that restarted and lost track.
+  spdlog::warn("refused {} meant for incarnation {}: this worker (host {}) is incarnation {}", call, incarnation,
+               host_, incarnation_);
+  return absl::FailedPreconditionError(absl::StrCat(
+      call, " was meant for the worker registered as incarnation ", incarnation, "; this process ",
+      incarnation_ == 0 ? "has not been registered"
+                        : absl::StrCat("is incarnation ", incarnation_, " (the place changed hands)"),
+      ", so the call is refused"));
 }
 
 std::shared_ptr<WorkerNode::Pod> WorkerNode::pod() {
@@ -35,7 +71,7 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
   pod->net = std::make_unique<HostNetwork>(*topo, topo->ChipsOfHost(host), config.time_scale, pod->fabric.get());
   pod->fabric->set_local_mailbox(&pod->net->mailbox());
   if (auto s = pod->fabric->ConnectLinks(pod->net->local_chips()); !s.ok()) return s;
-  std::map<uint64_t, std::shared_ptr<HostJob>> stale;
+  std::map<uint64_t, PreparedJob> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::swap(pod_, pod);
@@ -53,29 +89,49 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
 absl::Status WorkerNode::PrepareJob(uint64_t job, const JobSpec& spec) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return absl::FailedPreconditionError("worker is not configured yet; wait for the pod to be ready");
+  // The coordinator runs its jobs one at a time, in order: an earlier job
+  // still here is one it gave up on without this worker hearing the abort
+  // (the process was stopped, say). Its chips would hold this host until
+  // their receives time out.
+  std::map<uint64_t, PreparedJob> superseded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto first_kept = jobs_.lower_bound(job);
+    superseded.insert(jobs_.begin(), first_kept);
+    jobs_.erase(jobs_.begin(), first_kept);
+  }
+  for (const auto& [old, prepared] : superseded) {
+    AbortPrepared(prepared, *p, old, absl::StrCat("job ", job, " started, so the coordinator had ended it"));
+  }
   RunOptions options;
   options.job = job;
   auto host = MakeHostJob(spec, *p->net, options);
   if (!host.ok()) return host.status();
   (*host)->Prepare();
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_[job] = std::shared_ptr<HostJob>(*std::move(host));
+  jobs_[job] = PreparedJob{std::shared_ptr<HostJob>(*std::move(host)), options.abort};
   return absl::OkStatus();
+}
+
+void WorkerNode::AbortPrepared(const PreparedJob& prepared, Pod& pod, uint64_t job, const std::string& reason) {
+  spdlog::warn("aborting job {}: {}", job, reason);
+  const absl::Status why = absl::AbortedError(absl::StrCat("job aborted: ", reason));
+  prepared.abort->Abort(why);
+  pod.net->mailbox().AbortJob(job, why);
 }
 
 std::shared_ptr<HostJob> WorkerNode::FindJob(uint64_t job) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(job);
-  return it == jobs_.end() ? nullptr : it->second;
+  return it == jobs_.end() ? nullptr : it->second.host;
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t job, const JobSpec& spec) {
+  // Not prepared: aborted, or superseded by a later job (a call that waited
+  // in a stopped process, say). Preparing it now would run a job the
+  // coordinator has ended.
   std::shared_ptr<HostJob> host = FindJob(job);
-  if (!host) {
-    if (auto s = PrepareJob(job, spec); !s.ok()) return s;
-    host = FindJob(job);
-    if (!host) return absl::AbortedError(absl::StrCat("job ", job, " was aborted while it was being prepared"));
-  }
+  if (!host) return absl::AbortedError(absl::StrCat("job ", job, " is not prepared on this worker (aborted or ended)"));
   const auto* train = std::get_if<TrainSpec>(&spec);
   std::lock_guard<std::mutex> run_lock(run_mu_);
   {
@@ -95,7 +151,7 @@ absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t job) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job, " has not run on this worker"));
-    host = std::move(it->second);
+    host = std::move(it->second.host);
     jobs_.erase(it);
   }
   return host->Check();
@@ -104,12 +160,15 @@ absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t job) {
 void WorkerNode::Abort(uint64_t job, const std::string& reason) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return;
-  spdlog::warn("aborting job {}: {}", job, reason);
+  PreparedJob prepared{nullptr, std::make_shared<JobAbort>()};  // a job not prepared here: its mailbox only
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.erase(job);
+    if (auto it = jobs_.find(job); it != jobs_.end()) {
+      prepared = std::move(it->second);
+      jobs_.erase(it);
+    }
   }
-  p->net->mailbox().AbortJob(job, absl::AbortedError(absl::StrCat("job aborted: ", reason)));
+  AbortPrepared(prepared, *p, job, reason);
 }
 
 void WorkerNode::DeliverPeerFrame(Frame&& frame) {

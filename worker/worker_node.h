@@ -2,10 +2,10 @@
 // gRPC fabric to the other hosts. Runs its chips' share of each job.
 #pragma once
 
+#include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
-
-#include <map>
 
 #include "core/host_network.h"
 #include "core/host_job.h"
@@ -17,8 +17,14 @@ namespace tpuemu {
 class WorkerNode : public WorkerBackend {
  public:
   explicit WorkerNode(int global_host) : host_(global_host) {}
-  void set_global_host(int host);
+  // The place and incarnation the coordinator gave this process's latest
+  // registration: calls meant for another incarnation are refused.
+  void set_registration(int global_host, uint64_t incarnation);
+  // Until set_registration: calls wait (2 s at most) for the registration's
+  // answer, which the coordinator's first calls may overtake.
+  void AwaitRegistration();
 
+  absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call) override;
   absl::Status Configure(const PodConfig& config) override;
   absl::Status PrepareJob(uint64_t job, const JobSpec& spec) override;
   absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) override;
@@ -35,16 +41,25 @@ class WorkerNode : public WorkerBackend {
     std::unique_ptr<GrpcFabric> fabric;
     std::unique_ptr<HostNetwork> net;
   };
+  struct PreparedJob {
+    std::shared_ptr<HostJob> host;
+    std::shared_ptr<JobAbort> abort;
+  };
   std::shared_ptr<Pod> pod();
+  std::shared_ptr<HostJob> FindJob(uint64_t job);
+  // Stops the job's compute and wakes its receives.
+  static void AbortPrepared(const PreparedJob& prepared, Pod& pod, uint64_t job, const std::string& reason);
 
   std::mutex mu_;
+  std::condition_variable registered_;
   int host_;
+  uint64_t incarnation_ = 0;  // 0 until the first registration is answered
+  bool awaiting_registration_ = false;
   std::shared_ptr<Pod> pod_;
   uint64_t running_job_ = 0;
-  std::shared_ptr<HostJob> FindJob(uint64_t job);
   // Prepared jobs, until they are checked or aborted (training jobs run a
   // step per RunJob in between).
-  std::map<uint64_t, std::shared_ptr<HostJob>> jobs_;
+  std::map<uint64_t, PreparedJob> jobs_;
   std::mutex run_mu_;  // one job at a time
 };
 

@@ -110,7 +110,7 @@ TEST(JobResultsClusterTest, TheCoordinatorKeepsWithinItsRetentionAndSaysWhatItDr
   retention.trace_spans_total = retention.trace_spans_per_job;
   retention.step_records_per_job = 2;
   retention.finished_jobs = 2;
-  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0, retention);
+  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0, {.retention = retention});
   CoordinatorClient client(pod.ServeCoordinator());
 
   // A job's trace keeps its latest steps within the cap; its step records too.

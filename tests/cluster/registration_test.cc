@@ -10,7 +10,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/server.h"
+#include "services/worker_client.h"
 #include "services/worker_service.h"
+#include "spdlog/sinks/ringbuffer_sink.h"
+#include "spdlog/spdlog.h"
 #include "worker/worker_node.h"
 
 namespace tpuemu {
@@ -156,6 +159,52 @@ TEST_F(RegistrationTest, HeartbeatsOfAReplacedRegistrationAreRefused) {
   EXPECT_TRUE(coordinator_->Heartbeat(0, second->incarnation()).ok());
   // A coordinator that never saw this host (it restarted) says so: the worker registers again.
   EXPECT_EQ(coordinator_->Heartbeat(3, 1).code(), absl::StatusCode::kNotFound);
+}
+
+// What the worker logs while the test runs.
+class CapturedLog {
+ public:
+  CapturedLog() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)), saved_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured", sink_));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(saved_); }
+  std::string Text() const {
+    std::string all;
+    for (const std::string& line : sink_->last_formatted()) all += line;
+    return all;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> saved_;
+};
+
+TEST_F(RegistrationTest, CallsMeantForAReplacedIncarnationAreRefusedAndLogged) {
+  // A process registered, then a new one at the same address took its
+  // place: a coordinator still holding the first registration must not
+  // drive the second process.
+  auto first = Register(*hosts_[0], 0, 0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = Register(*hosts_[0], 0, 0);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_NE(first->incarnation(), second->incarnation());
+  hosts_[0]->node.set_registration(second->global_host(), second->incarnation());
+
+  CapturedLog log;
+  auto stale = MakeGrpcWorkerClient(hosts_[0]->address, first->incarnation());
+  Cancellation never;
+  const absl::Status refused = stale->Abort(7, "test", absl::Seconds(10));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused.message(), AllOf(HasSubstr(absl::StrCat("incarnation ", first->incarnation())),
+                                       HasSubstr(absl::StrCat("incarnation ", second->incarnation()))));
+  EXPECT_EQ(stale->Configure(PodConfig{}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stale->PrepareJob(7, CollectiveSpec{}, never).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stale->RunJob(7, CollectiveSpec{}, never).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stale->CheckJob(7, never).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(log.Text(), AllOf(HasSubstr(absl::StrCat("refused Abort meant for incarnation ", first->incarnation())),
+                                HasSubstr("refused RunJob"), HasSubstr("refused Configure")));
+  // The registration the coordinator holds now is served.
+  EXPECT_TRUE(MakeGrpcWorkerClient(hosts_[0]->address, second->incarnation())->Abort(7, "test", absl::Seconds(10)).ok());
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 namespace tpuemu {
 
-TestPod::TestPod(const TopologyRequest& topology, double time_scale, const JobRetention& retention) {
+TestPod::TestPod(const TopologyRequest& topology, double time_scale, const TestPodOptions& pod_options) {
   // As tpuemu-worker's main does, so that these workers run with the same
   // malloc settings: WarmHeap, which keeps a fresh pod's first paced
   // collective from faulting in gRPC's receive buffers while timed, relies on
@@ -17,8 +17,8 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale, const JobRe
   CoordinatorOptions options;
   options.topology = topology;
   options.time_scale = time_scale;
-  options.heartbeat_timeout = absl::Hours(1);  // no heartbeat threads here
-  options.retention = retention;
+  options.heartbeat_timeout = pod_options.heartbeat_timeout;
+  options.retention = pod_options.retention;
   auto c = Coordinator::Create(options, MakeGrpcWorkerClient);
   EXPECT_TRUE(c.ok()) << c.status();
   coordinator_ = *std::move(c);
@@ -27,7 +27,9 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale, const JobRe
   for (int host = 0; host < topo.num_hosts(); ++host) {
     Worker& w = workers_[host];
     w.node = std::make_unique<WorkerNode>(host);
-    w.service = std::make_unique<WorkerServiceImpl>(w.node.get());
+    w.node->AwaitRegistration();
+    w.backend = std::make_unique<StoppableBackend>(w.node.get());
+    w.service = std::make_unique<WorkerServiceImpl>(w.backend.get());
     WorkerNode* node = w.node.get();
     w.peer = std::make_unique<PeerServiceImpl>([node](Frame&& f) { node->DeliverPeerFrame(std::move(f)); });
     auto server = StartServer("127.0.0.1:0", {w.service.get(), w.peer.get()});
@@ -40,6 +42,12 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale, const JobRe
     req.set_address(absl::StrCat("127.0.0.1:", w.server.port));
     auto reg = coordinator_->RegisterWorker(req);
     EXPECT_TRUE(reg.ok()) << reg.status();
+    if (!reg.ok()) continue;
+    w.incarnation = reg->incarnation();
+    w.node->set_registration(host, w.incarnation);
+  }
+  if (pod_options.heartbeat_timeout != absl::InfiniteDuration()) {
+    heartbeats_ = std::thread([this, every = pod_options.heartbeat_timeout / 10] { HeartbeatLoop(every); });
   }
   for (int i = 0; i < 200 && !coordinator_->ClusterStatus().ready(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -49,6 +57,13 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale, const JobRe
 
 TestPod::~TestPod() {
   if (coordinator_server_.server) coordinator_server_.server->Shutdown(std::chrono::system_clock::now());
+  {
+    std::lock_guard<std::mutex> lock(heartbeat_mu_);
+    stop_heartbeats_ = true;
+  }
+  heartbeat_cv_.notify_all();
+  if (heartbeats_.joinable()) heartbeats_.join();
+  for (Worker& w : workers_) w.backend->SetStopped(false);
   coordinator_.reset();
   for (Worker& w : workers_) {
     if (w.server.server) w.server.server->Shutdown(std::chrono::system_clock::now());
@@ -62,6 +77,48 @@ std::string TestPod::ServeCoordinator() {
   if (!server.ok()) return "";
   coordinator_server_ = *std::move(server);
   return absl::StrCat("127.0.0.1:", coordinator_server_.port);
+}
+
+std::string TestPod::address(int host) const { return absl::StrCat("127.0.0.1:", workers_[host].server.port); }
+
+void TestPod::Stop(int host) { workers_[host].backend->SetStopped(true); }
+void TestPod::Resume(int host) { workers_[host].backend->SetStopped(false); }
+
+void TestPod::HeartbeatLoop(absl::Duration every) {
+  std::unique_lock<std::mutex> lock(heartbeat_mu_);
+  while (!heartbeat_cv_.wait_for(lock, absl::ToChronoNanoseconds(every), [&] { return stop_heartbeats_; })) {
+    for (int host = 0; host < num_workers(); ++host) {
+      if (!workers_[host].backend->stopped()) coordinator_->Heartbeat(host, workers_[host].incarnation).IgnoreError();
+    }
+  }
+}
+
+void TestPod::StoppableBackend::SetStopped(bool stopped) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = stopped;
+  }
+  resumed_.notify_all();
+}
+
+bool TestPod::StoppableBackend::stopped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopped_;
+}
+
+void TestPod::StoppableBackend::WaitWhileStopped() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  resumed_.wait(lock, [&] { return !stopped_; });
+}
+
+absl::Status TestPod::StoppableBackend::CheckIncarnation(uint64_t incarnation, const std::string& call) {
+  WaitWhileStopped();
+  return node_->CheckIncarnation(incarnation, call);
+}
+
+WorkerStatusView TestPod::StoppableBackend::Status() {
+  WaitWhileStopped();
+  return node_->Status();
 }
 
 absl::StatusOr<v1::Job> TestPod::Submit(const CollectiveSpec& spec) {

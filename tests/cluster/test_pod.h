@@ -3,8 +3,12 @@
 // loopback exactly as separate processes would.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <string>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "coordinator/coordinator.h"
@@ -15,9 +19,16 @@
 
 namespace tpuemu {
 
+struct TestPodOptions {
+  // Finite: a thread heartbeats for every worker that is not stopped, as
+  // their sessions would, every tenth of this.
+  absl::Duration heartbeat_timeout = absl::InfiniteDuration();
+  JobRetention retention;
+};
+
 class TestPod {
  public:
-  TestPod(const TopologyRequest& topology, double time_scale, const JobRetention& retention = {});
+  TestPod(const TopologyRequest& topology, double time_scale, const TestPodOptions& options = {});
   ~TestPod();
 
   Coordinator& coordinator() { return *coordinator_; }
@@ -25,6 +36,13 @@ class TestPod {
   // Serves the coordinator over gRPC (as tpuemu-coordinator does) on a free
   // port, for clients; its address.
   std::string ServeCoordinator();
+  WorkerNode& node(int host) { return *workers_[host].node; }
+  std::string address(int host) const;
+  uint64_t incarnation(int host) const { return workers_[host].incarnation; }
+  // As SIGSTOP and SIGCONT do to a worker process: while stopped it sends no
+  // heartbeats and every call to it waits (its chips already running go on).
+  void Stop(int host);
+  void Resume(int host);
   // Submits and waits; the job as the coordinator finished it.
   v1::Job Run(const CollectiveSpec& spec);
   v1::Job Run(const MatmulSpec& spec);
@@ -38,16 +56,48 @@ class TestPod {
 
  private:
   v1::Job Finish(const absl::StatusOr<v1::Job>& job);
+  void HeartbeatLoop(absl::Duration every);
+
+  // Its WorkerService's way into the node: every call but GetStatus checks
+  // the incarnation first, where a stopped worker's calls wait.
+  class StoppableBackend : public WorkerBackend {
+   public:
+    explicit StoppableBackend(WorkerNode* node) : node_(node) {}
+    void SetStopped(bool stopped);
+    bool stopped() const;
+    absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call) override;
+    absl::Status Configure(const PodConfig& config) override { return node_->Configure(config); }
+    absl::Status PrepareJob(uint64_t job, const JobSpec& spec) override { return node_->PrepareJob(job, spec); }
+    absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) override {
+      return node_->RunJob(job, spec);
+    }
+    absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) override { return node_->CheckJob(job); }
+    void Abort(uint64_t job, const std::string& reason) override { node_->Abort(job, reason); }
+    WorkerStatusView Status() override;
+
+   private:
+    void WaitWhileStopped() const;
+    WorkerNode* node_;
+    mutable std::mutex mu_;
+    mutable std::condition_variable resumed_;
+    bool stopped_ = false;
+  };
   struct Worker {
     std::unique_ptr<WorkerNode> node;
+    std::unique_ptr<StoppableBackend> backend;
     std::unique_ptr<WorkerServiceImpl> service;
     std::unique_ptr<PeerServiceImpl> peer;
     RunningServer server;
+    uint64_t incarnation = 0;
   };
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<Worker> workers_;
   std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;
   RunningServer coordinator_server_;
+  std::mutex heartbeat_mu_;
+  std::condition_variable heartbeat_cv_;
+  bool stop_heartbeats_ = false;
+  std::thread heartbeats_;
 };
 
 }  // namespace tpuemu

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -387,6 +388,10 @@ class WorkerFailureTest(Pod):
         elapsed = time.monotonic() - killed_at
         self.assertNotEqual(bench.returncode, 0)
         self.assertIn("worker host 2", err)
+        print(f"\nkilled worker: {err.strip()}", file=sys.stderr)
+        # What the coordinator saw: the connection, not missing heartbeats.
+        self.assertIn("connection to it was reset or closed", err)
+        self.assertNotIn("heartbeat", err)
         self.assertLess(elapsed, 5.0)
         status = json.loads(self.cli("cluster", "status", "--json").stdout)
         dead = [w for w in status["workers"] if not w["alive"]]
