@@ -1,12 +1,13 @@
 #include "core/host_trainer.h"
 
 #include "core/blis_kernel.h"
+#include "core/host_memory.h"
 #include "core/host_job.h"
 
 namespace tpuemu {
 
 HostTrainer::HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job)
-    : config_(config), mesh_(mesh), net_(net), job_(job) {}
+    : HostJob(net, job, kPodHostBytes), config_(config), mesh_(mesh), net_(net), job_(job) {}
 
 std::vector<ChipCheck> HostTrainer::Check() {
   std::vector<ChipCheck> checks(chips_.size());

@@ -104,12 +104,16 @@ absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t job) {
 void WorkerNode::Abort(uint64_t job, const std::string& reason) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return;
-  spdlog::warn("aborting job {}: {}", job, reason);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs_.erase(job);
+  // The mailbox takes aborts of jobs this worker has (prepared, preparing or
+  // running) only; it is told before the job is dropped, so that the abort
+  // outlives the job for a RunJob that comes after it.
+  if (!p->net->mailbox().AbortJob(job, absl::AbortedError(absl::StrCat("job aborted: ", reason)))) {
+    spdlog::warn("ignored an abort of job {}, which this worker does not have: {}", job, reason);
+    return;
   }
-  p->net->mailbox().AbortJob(job, absl::AbortedError(absl::StrCat("job aborted: ", reason)));
+  spdlog::warn("aborting job {}: {}", job, reason);
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.erase(job);
 }
 
 void WorkerNode::DeliverPeerFrame(Frame&& frame) {
@@ -127,6 +131,7 @@ WorkerStatusView WorkerNode::Status() {
   if (p) {
     s.chips = p->net->local_chips();
     s.frames_waiting = p->net->mailbox().pending();
+    s.frames_dropped = p->net->mailbox().dropped_frames();
   }
   return s;
 }

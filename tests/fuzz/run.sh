@@ -14,3 +14,4 @@ cp -n tests/fuzz/corpus/* "$corpus"/ 2>/dev/null || true
 cd build-fuzz
 ./matmul_expr_fuzz -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=256 \
   -print_final_stats=1 corpus
+mkdir -p frames && ./frame_decode_fuzz -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 frames ../tests/fuzz/corpus-frames
