@@ -1,16 +1,17 @@
 #include "core/host_collective.h"
 
+#include <set>
+
 namespace tpuemu {
 namespace {
 
 // Everything the plan sends this host's chips: the most of the job's data the
 // host can ever hold at once.
 uint64_t ReceivedBytes(const CollectivePlan& plan, const HostNetwork& net) {
-  const Topology& topo = net.topology();
-  const int host = topo.HostOf(net.local_chips().front());
+  const std::set<int> local(net.local_chips().begin(), net.local_chips().end());
   uint64_t bytes = 0;
   for (const PlannedTransfer& t : plan.transfers()) {
-    if (topo.HostOf(t.dst) == host) bytes += t.elements() * sizeof(float);
+    if (local.count(t.dst)) bytes += t.elements() * sizeof(float);
   }
   return bytes;
 }
