@@ -286,7 +286,7 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
   } else {
     auto spec = FromProto(request.collective());
     if (!spec.ok()) return spec.status();
-    auto plan = CollectivePlan::Create(topo_, *spec);
+    auto plan = PlanCollectiveJob(topo_, *spec);
     if (!plan.ok()) return plan.status();
   }
   std::lock_guard<std::mutex> lock(mu_);

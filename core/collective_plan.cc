@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/host_memory.h"
+#include "core/units.h"
 
 namespace tpuemu {
 namespace {
@@ -276,6 +278,23 @@ std::string CollectivePlan::AlgorithmLabel() const {
   std::vector<std::string> parts;
   for (const AxisPlan& ap : axes_) parts.push_back(AxisName(ap.axis) + ":" + AlgorithmName(ap.algorithm));
   return absl::StrJoin(parts, ",");
+}
+
+double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo) {
+  return 2.0 * sizeof(float) * static_cast<double>(plan.virtual_len()) * topo.num_chips();
+}
+
+absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const CollectiveSpec& spec) {
+  auto plan = CollectivePlan::Create(topo, spec);
+  if (!plan.ok()) return plan.status();
+  if (auto s = CheckPodHostBytes(CollectiveHostBytes(*plan, topo), topo.num_chips(),
+                                 absl::StrCat("--bytes ", FormatBytes(spec.bytes), " (", OpName(spec.op), " over ",
+                                              AxesName(spec.axes), ")"),
+                                 "use a smaller --bytes");
+      !s.ok()) {
+    return s;
+  }
+  return plan;
 }
 
 }  // namespace tpuemu

@@ -78,4 +78,14 @@ class CollectivePlan {
   std::vector<PlannedTransfer> transfers_;
 };
 
+// Host memory a collective job's chips hold together: every chip of the pod
+// keeps the whole array in fp32 (its virtual buffer), and up to as much again
+// in what it receives before copying it there.
+double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo);
+
+// Plans a collective job, refusing one whose chips would not fit in the pod's
+// host memory (the coordinator at submit, and every worker before it
+// allocates).
+absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const CollectiveSpec& spec);
+
 }  // namespace tpuemu

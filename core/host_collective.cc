@@ -1,9 +1,25 @@
 #include "core/host_collective.h"
 
+#include <set>
+
 namespace tpuemu {
+namespace {
+
+// Everything the plan sends this host's chips: the most of the job's data the
+// host can ever hold at once.
+uint64_t ReceivedBytes(const CollectivePlan& plan, const HostNetwork& net) {
+  const std::set<int> local(net.local_chips().begin(), net.local_chips().end());
+  uint64_t bytes = 0;
+  for (const PlannedTransfer& t : plan.transfers()) {
+    if (local.count(t.dst)) bytes += t.elements() * sizeof(float);
+  }
+  return bytes;
+}
+
+}  // namespace
 
 HostCollective::HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options)
-    : plan_(std::move(plan)), net_(net), options_(options) {}
+    : HostJob(net, options.job, ReceivedBytes(plan, net)), plan_(std::move(plan)), net_(net), options_(options) {}
 
 void HostCollective::Prepare() {
   for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipCollective>(plan_, chip, net_, options_));

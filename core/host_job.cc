@@ -1,18 +1,39 @@
 #include "core/host_job.h"
 
+#include <exception>
 #include <latch>
+#include <new>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "core/host_collective.h"
 #include "core/host_matmul.h"
 #include "core/host_trainer.h"
 
 namespace tpuemu {
 
+HostJob::HostJob(HostNetwork& net, uint64_t job, uint64_t max_buffered_bytes) : net_(net), job_(job) {
+  net_.mailbox().OpenJob(job_, max_buffered_bytes);
+}
+
+HostJob::~HostJob() { net_.mailbox().CloseJob(job_); }
+
 void OnThreads(size_t n, const std::function<void(size_t)>& fn) {
+  std::vector<std::exception_ptr> thrown(n);
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < n; ++i) threads.emplace_back(fn, i);
+  for (size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        fn(i);
+      } catch (...) {
+        thrown[i] = std::current_exception();
+      }
+    });
+  }
   for (auto& t : threads) t.join();
+  for (const std::exception_ptr& e : thrown) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, const RunOptions& options, size_t n,
@@ -25,7 +46,14 @@ absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, const RunO
   std::latch started(static_cast<std::ptrdiff_t>(n));
   OnThreads(n, [&](size_t i) {
     started.arrive_and_wait();
-    moved[i] = move(i);
+    // A chip that runs out of memory fails the job like any other error, so
+    // that the job's other chips stop waiting for it at once.
+    try {
+      moved[i] = move(i);
+    } catch (const std::bad_alloc&) {
+      moved[i] = absl::ResourceExhaustedError(
+          absl::StrCat("chip ", net.local_chips()[i], " ran out of host memory while running job ", options.job));
+    }
     if (!moved[i].ok()) {
       options.abort->Abort(moved[i]);
       net.mailbox().AbortJob(options.job, moved[i]);
@@ -44,7 +72,7 @@ absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, const RunO
 
 absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(const JobSpec& spec, HostNetwork& net, const RunOptions& options) {
   if (const auto* c = std::get_if<CollectiveSpec>(&spec)) {
-    auto plan = CollectivePlan::Create(net.topology(), *c);
+    auto plan = PlanCollectiveJob(net.topology(), *c);
     if (!plan.ok()) return plan.status();
     return std::unique_ptr<HostJob>(std::make_unique<HostCollective>(*std::move(plan), net, options));
   }

@@ -30,19 +30,35 @@ struct ChipCheck {
   double param_squares = 0; // training: sum of squares of the chip's weight shards
 };
 
+// A HostJob is the job's existence on its host: from construction to
+// destruction the host's mailbox takes the job's frames (up to what the job
+// may hold there) and its aborts.
 class HostJob {
  public:
-  virtual ~HostJob() = default;
+  virtual ~HostJob();
+  HostJob(const HostJob&) = delete;
+  HostJob& operator=(const HostJob&) = delete;
   virtual void Prepare() = 0;
   // Collectives and matmuls run once (step 0); training jobs a step per call.
   virtual absl::StatusOr<std::vector<ChipRunResult>> Run(int step) = 0;
   virtual std::vector<ChipCheck> Check() = 0;
+
+ protected:
+  // `max_buffered_bytes`: the most of the job's received data the host may
+  // hold at once (frames not yet taken by their chips).
+  HostJob(HostNetwork& net, uint64_t job, uint64_t max_buffered_bytes);
+
+ private:
+  HostNetwork& net_;
+  const uint64_t job_;
 };
 
 // Plans the job for this host's chips; a bad spec fails here.
 absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(const JobSpec& spec, HostNetwork& net, const RunOptions& options);
 
-// Runs fn(0..n-1) on n threads and joins them.
+// Runs fn(0..n-1) on n threads and joins them. An exception one of them
+// throws (std::bad_alloc) is rethrown here once all have ended, so that it
+// reaches the caller's boundary instead of terminating the process.
 void OnThreads(size_t n, const std::function<void(size_t)>& fn);
 
 // Runs every chip's `move` at once (the first failure aborts the job, so that

@@ -1,11 +1,12 @@
 #include "core/host_matmul.h"
 
 #include "core/blis_kernel.h"
+#include "core/host_memory.h"
 
 namespace tpuemu {
 
 HostMatmul::HostMatmul(std::shared_ptr<const MatmulProgram> program, HostNetwork& net, const RunOptions& options)
-    : program_(std::move(program)), net_(net), options_(options) {}
+    : HostJob(net, options.job, kPodHostBytes), program_(std::move(program)), net_(net), options_(options) {}
 
 void HostMatmul::Prepare() {
   if (!chips_.empty()) return;

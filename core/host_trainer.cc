@@ -1,13 +1,14 @@
 #include "core/host_trainer.h"
 
 #include "core/blis_kernel.h"
+#include "core/host_memory.h"
 #include "core/host_job.h"
 
 namespace tpuemu {
 
 HostTrainer::HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job,
                          std::shared_ptr<JobAbort> abort)
-    : config_(config), mesh_(mesh), net_(net) {
+    : HostJob(net, job, kPodHostBytes), config_(config), mesh_(mesh), net_(net) {
   options_.job = job;
   options_.abort = std::move(abort);
 }

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 
 namespace tpuemu {
 
@@ -21,16 +22,56 @@ WallClock::time_point UsableAt(const FrameHeader& h, WallClock::time_point now) 
 
 }  // namespace
 
+void Mailbox::OpenJob(uint64_t job, uint64_t max_buffered_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  open_.try_emplace(job, Job{max_buffered_bytes, 0});
+}
+
+void Mailbox::CloseJob(uint64_t job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (open_.erase(job) == 0) return;
+  DropFramesLocked(job);
+  if (!aborted_.count(job)) return;
+  closed_aborts_.push_back(job);
+  if (closed_aborts_.size() > kRememberedAborts) {
+    aborted_.erase(closed_aborts_.front());
+    closed_aborts_.pop_front();
+  }
+}
+
 void Mailbox::Put(Frame frame) {
   const auto usable_at = UsableAt(frame.header, WallClock::now());
+  const uint64_t bytes = frame.elements() * sizeof(float);
   std::condition_variable* wake = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const FrameHeader& h = frame.header;
+    auto job = open_.find(h.job);
+    if (job == open_.end()) {
+      // Late frames of a closed job, or anybody's frames for a job this host
+      // never had: held, they would stay forever.
+      ++dropped_frames_;
+      if ((dropped_frames_ & (dropped_frames_ - 1)) == 0) {
+        spdlog::warn("mailbox: dropped {} frame(s) of jobs this worker does not run (the last: job {}, chip {} -> {})",
+                     dropped_frames_, h.job, h.src_chip, h.dst_chip);
+      }
+      return;
+    }
     if (aborted_.count(h.job)) return;
+    if (job->second.buffered_bytes + bytes > job->second.max_buffered_bytes) {
+      AbortLocked(h.job, absl::ResourceExhaustedError(absl::StrCat(
+                             "job ", h.job, ": a frame of ", bytes, " bytes from chip ", h.src_chip, " to chip ",
+                             h.dst_chip, " would make this worker hold ", job->second.buffered_bytes + bytes,
+                             " bytes of the job's data, more than its plan allows here (",
+                             job->second.max_buffered_bytes, ")")));
+      return;
+    }
     const Key key{h.job, h.dst_chip, h.src_chip, h.tag};
-    frames_[key] = Entry{std::move(frame), usable_at};
-    Waiters& w = waiters_[h.dst_chip];
+    auto [slot, fresh] = frames_.try_emplace(key);
+    if (!fresh) job->second.buffered_bytes -= slot->second.bytes;  // a resent frame replaces the first
+    slot->second = Entry{std::move(frame), usable_at, bytes};
+    job->second.buffered_bytes += bytes;
+    Waiters& w = waiters_[std::get<1>(key)];
     if (w.keys.count(key)) wake = &w.cv;
   }
   // Outside the lock, so the woken chip does not block on it at once.
@@ -49,6 +90,7 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
     if (it != frames_.end()) {
       Entry entry = std::move(it->second);
       frames_.erase(it);
+      if (auto open = open_.find(job); open != open_.end()) open->second.buffered_bytes -= entry.bytes;
       lock.unlock();
       std::this_thread::sleep_until(entry.usable_at);
       return std::move(entry.frame);
@@ -63,27 +105,40 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
   }
 }
 
-void Mailbox::AbortJob(uint64_t job, const absl::Status& why) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    aborted_.emplace(job, why);
-    for (auto it = frames_.begin(); it != frames_.end();) {
-      it = std::get<0>(it->first) == job ? frames_.erase(it) : std::next(it);
-    }
-    for (auto& [_, w] : waiters_) w.cv.notify_all();
+bool Mailbox::AbortJob(uint64_t job, const absl::Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!open_.count(job)) return false;
+  AbortLocked(job, why);
+  return true;
+}
+
+void Mailbox::AbortLocked(uint64_t job, const absl::Status& why) {
+  aborted_.emplace(job, why);
+  DropFramesLocked(job);
+  for (auto& [_, w] : waiters_) w.cv.notify_all();
+}
+
+void Mailbox::DropFramesLocked(uint64_t job) {
+  for (auto it = frames_.lower_bound(Key{job, INT32_MIN, INT32_MIN, 0});
+       it != frames_.end() && std::get<0>(it->first) == job;) {
+    it = frames_.erase(it);
   }
+  if (auto open = open_.find(job); open != open_.end()) open->second.buffered_bytes = 0;
 }
 
 void Mailbox::ClearJob(uint64_t job) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = frames_.begin(); it != frames_.end();) {
-    it = std::get<0>(it->first) == job ? frames_.erase(it) : std::next(it);
-  }
+  DropFramesLocked(job);
 }
 
 size_t Mailbox::pending() const {
   std::lock_guard<std::mutex> lock(mu_);
   return frames_.size();
+}
+
+uint64_t Mailbox::dropped_frames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_frames_;
 }
 
 }  // namespace tpuemu

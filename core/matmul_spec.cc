@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/units.h"
+#include "core/host_memory.h"
 
 namespace tpuemu {
 
@@ -25,11 +26,9 @@ absl::StatusOr<MatmulPlan> PlanMatmulSpec(const MatmulSpec& spec, const Topology
   // buffers and copies), every chip of the pod; a local pod's chips all share
   // this machine.
   const double bytes = 4.0 * 2 * static_cast<double>(plan->chosen().peak_local_elements) * topo.num_chips();
-  if (bytes > kMatmulHostBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--dims '", spec.dims, "': the pod's ", topo.num_chips(), " chips would hold about ",
-        static_cast<int64_t>(bytes / (1 << 20)), " MiB of host memory (limit ",
-        static_cast<int64_t>(kMatmulHostBytes / (1 << 20)), " MiB); use smaller sizes"));
+  if (auto s = CheckPodHostBytes(bytes, topo.num_chips(), absl::StrCat("--dims '", spec.dims, "'"), "use smaller sizes");
+      !s.ok()) {
+    return s;
   }
   return plan;
 }

@@ -36,7 +36,4 @@ absl::StatusOr<MatmulPlan> PlanMatmulSpec(const MatmulSpec& spec, const Topology
 // fp32 sums of up to 2^20 terms in a different order than the reference.
 inline constexpr double kMatmulTolerance = 1e-5;
 
-// Host memory a matmul's chips may hold together (fp32 blocks, buffers).
-inline constexpr double kMatmulHostBytes = 12.0 * (1ull << 30);
-
 }  // namespace tpuemu

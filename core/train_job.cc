@@ -1,6 +1,7 @@
 #include "core/train_job.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/host_memory.h"
 #include "core/train_report.h"
 
 namespace tpuemu {
@@ -19,13 +20,13 @@ absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& top
   if (!mesh.ok()) return mesh.status();
   if (auto s = CheckMemory(*config, *mesh, topo); !s.ok()) return s;
   const double host = ChipHostBytes(*config, *mesh) * topo.num_chips();
-  if (host > kPodHostBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        config->name, ": emb_dim=", config->emb_dim, ", mlp_dim=", config->mlp_dim, ", num_layers=",
-        config->num_layers, ", global_batch_tokens=", config->global_batch_tokens, ": the pod's ", topo.num_chips(),
-        " chips would hold about ", static_cast<int64_t>(host / (1 << 20)), " MiB of host memory (limit ",
-        static_cast<int64_t>(kPodHostBytes / (1 << 20)), " MiB; every chip keeps the whole teacher); make the model "
-        "or the batch smaller"));
+  if (auto s = CheckPodHostBytes(host, topo.num_chips(),
+                                 absl::StrCat(config->name, ": emb_dim=", config->emb_dim, ", mlp_dim=",
+                                              config->mlp_dim, ", num_layers=", config->num_layers,
+                                              ", global_batch_tokens=", config->global_batch_tokens),
+                                 "every chip keeps the whole teacher: make the model or the batch smaller");
+      !s.ok()) {
+    return s;
   }
   return TrainJob{*config, *mesh};
 }

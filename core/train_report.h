@@ -27,9 +27,6 @@ double ChipHbmBytes(const TrainConfig& c, const Topology& topo);
 // pipeline stages only the last stage's chips keep it: an upper bound), its
 // shards of weights, gradients and Adam moments, activations, gathered weights.
 double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh);
-// Host memory all of a pod's chips may hold together: a local pod's chips
-// share this machine.
-inline constexpr double kPodHostBytes = 12.0 * (1ull << 30);
 
 // Refuses a job that does not fit before anything is allocated, naming the
 // largest items like an XLA out-of-memory report.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tpuemu/v1/peer.pb.h"
 
 namespace tpuemu {
@@ -28,12 +29,14 @@ class SliceReader {
   explicit SliceReader(const std::vector<grpc::Slice>& slices) : slices_(slices) {}
   size_t slice() const { return slice_; }
   size_t pos() const { return pos_; }
+  size_t consumed() const { return consumed_; }
   bool Skip(size_t n) {
     while (n > 0) {
       if (slice_ == slices_.size()) return false;
       const size_t take = std::min(n, slices_[slice_].size() - pos_);
       n -= take;
       pos_ += take;
+      consumed_ += take;
       if (pos_ == slices_[slice_].size()) {
         ++slice_;
         pos_ = 0;
@@ -65,6 +68,7 @@ class SliceReader {
       out += take;
       n -= take;
       pos_ += take;
+      consumed_ += take;
       if (pos_ == s.size()) {
         ++slice_;
         pos_ = 0;
@@ -77,6 +81,7 @@ class SliceReader {
   const std::vector<grpc::Slice>& slices_;
   size_t slice_ = 0;
   size_t pos_ = 0;
+  size_t consumed_ = 0;
 };
 
 // The payload of a received message, read in place from gRPC's slices.
@@ -146,15 +151,28 @@ absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
   if (!buffer.Dump(&slices).ok()) return absl::DataLossError("PeerChunk: unreadable buffer");
   SliceReader in(slices);
+  size_t left = buffer.Length();  // bytes not yet read: no declared length may exceed it
   size_t payload_slice = 0, payload_pos = 0, payload_len = 0;
   bool have_payload = false;
   Frame frame;
   bool have_header = false;
   uint8_t tag;
   while (in.Byte(&tag)) {
+    const size_t before = in.consumed();
     uint64_t len;
     if (!in.Varint(&len)) return absl::DataLossError("PeerChunk: truncated length");
+    left -= 1 + (in.consumed() - before);
+    // Lengths come from the sender: checked before anything is read or
+    // allocated by them.
+    if (len > left) {
+      return absl::DataLossError(absl::StrCat("PeerChunk: field ", tag >> 3, " declares ", len,
+                                              " bytes but the message has ", left, " left"));
+    }
     if (tag == kHeaderTag) {
+      if (len > kMaxHeaderBytes) {
+        return absl::DataLossError(
+            absl::StrCat("PeerChunk: header declares ", len, " bytes; at most ", kMaxHeaderBytes, " allowed"));
+      }
       std::string bytes(len, '\0');
       v1::PeerChunkHeader h;
       if (!in.Copy(bytes.data(), len) || !h.ParseFromString(bytes)) {
@@ -171,8 +189,9 @@ absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer) {
       have_payload = true;
       if (!in.Skip(len)) return absl::DataLossError("PeerChunk: truncated payload");
     } else {
-      return absl::DataLossError("PeerChunk: unexpected field");
+      return absl::DataLossError(absl::StrCat("PeerChunk: unexpected field tag ", tag));
     }
+    left -= len;
   }
   if (!have_header) return absl::DataLossError("PeerChunk: no header");
   if (have_payload) {

@@ -12,6 +12,12 @@ namespace tpuemu {
 // Sends a frame's lent segments or its own payload (a received frame is never
 // re-sent whole: chips forward its bytes as lent segments of a new frame).
 grpc::ByteBuffer EncodeFrame(Frame&& frame);
+// Reads a frame from another worker, trusting none of its lengths: a length
+// beyond the message's bytes, or a header longer than any header, is refused
+// (DATA_LOSS) before anything is allocated for it.
 absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer);
+
+// A PeerChunkHeader is 8 scalar fields, under 80 bytes encoded.
+inline constexpr size_t kMaxHeaderBytes = 256;
 
 }  // namespace tpuemu

@@ -1,5 +1,8 @@
 #include "services/peer_service.h"
 
+#include <new>
+
+#include "absl/strings/str_cat.h"
 #include "services/frame_codec.h"
 #include "spdlog/spdlog.h"
 #include "tpuemu/v1/peer.pb.h"
@@ -23,14 +26,24 @@ class StreamReader : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       Finish(grpc::Status::OK);
       return;
     }
-    auto frame = DecodeFrame(buffer_);
-    if (!frame.ok()) {
-      spdlog::error("peer stream: {}", frame.status().ToString());
-      Finish(grpc::Status(grpc::StatusCode::DATA_LOSS, std::string(frame.status().message())));
+    // A stream that breaks the protocol ends with a status that says why;
+    // nothing a peer sends may end the process (an allocation that fails
+    // here would unwind into gRPC, which drops the stream without a status).
+    try {
+      auto frame = DecodeFrame(buffer_);
+      if (!frame.ok()) {
+        spdlog::error("peer stream: {}", frame.status().ToString());
+        Finish(grpc::Status(grpc::StatusCode::DATA_LOSS, std::string(frame.status().message())));
+        return;
+      }
+      ++chunks_;
+      sink_(*std::move(frame));
+    } catch (const std::bad_alloc&) {
+      spdlog::error("peer stream: out of host memory after {} chunks", chunks_);
+      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("the receiving worker ran out of host memory after ", chunks_, " chunks")));
       return;
     }
-    ++chunks_;
-    sink_(*std::move(frame));
     buffer_.Clear();
     StartRead(&buffer_);
   }

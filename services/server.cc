@@ -35,6 +35,12 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
   RunningServer running;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &running.port);
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  // No SO_REUSEPORT. With it, gRPC 1.51 clones each listener once per extra
+  // poller at Start, and a clone of a port-0 listener binds a port of its own:
+  // every server listening on port 0 also served its whole API on a second,
+  // unreported port. (It would also let another process bind the same
+  // explicit port and take half of its connections.)
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (const auto& [name, value] : PeerStreamArgs()) builder.AddChannelArgument(name, value);
   for (grpc::Service* s : services) builder.RegisterService(s);
   running.server = builder.BuildAndStart();

@@ -1,9 +1,29 @@
 #include "services/worker_service.h"
 
+#include <functional>
+#include <new>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "services/proto_conv.h"
 #include "services/status_conv.h"
 
 namespace tpuemu {
+namespace {
+
+// The worker's RPC boundary: an allocation that fails while serving `what`
+// fails that call with RESOURCE_EXHAUSTED (the coordinator fails the job with
+// it) instead of terminating the worker and every job after it.
+grpc::Status Guarded(const std::string& what, const std::function<grpc::Status()>& serve) {
+  try {
+    return serve();
+  } catch (const std::bad_alloc&) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("the worker ran out of host memory in ", what));
+  }
+}
+
+}  // namespace
 
 PodConfig PodConfigFromProto(const v1::ConfigureRequest& req) {
   PodConfig config;
@@ -27,34 +47,40 @@ v1::ConfigureRequest PodConfigToProto(const PodConfig& config) {
 grpc::Status WorkerServiceImpl::Configure(grpc::ServerContext*, const v1::ConfigureRequest* req,
                                           v1::ConfigureResponse*) {
   if (auto s = backend_->CheckIncarnation(req->incarnation(), "Configure"); !s.ok()) return ToGrpcStatus(s);
-  return ToGrpcStatus(backend_->Configure(PodConfigFromProto(*req)));
+  return Guarded("Configure", [&] { return ToGrpcStatus(backend_->Configure(PodConfigFromProto(*req))); });
 }
 
 grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJobRequest* req,
                                            v1::PrepareJobResponse*) {
   if (auto s = backend_->CheckIncarnation(req->incarnation(), "PrepareJob"); !s.ok()) return ToGrpcStatus(s);
-  auto spec = FromProto(*req);
-  if (!spec.ok()) return ToGrpcStatus(spec.status());
-  return ToGrpcStatus(backend_->PrepareJob(req->job(), *spec));
+  return Guarded(absl::StrCat("PrepareJob of job ", req->job()), [&] {
+    auto spec = FromProto(*req);
+    if (!spec.ok()) return ToGrpcStatus(spec.status());
+    return ToGrpcStatus(backend_->PrepareJob(req->job(), *spec));
+  });
 }
 
 grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::RunJobResponse* resp) {
   if (auto s = backend_->CheckIncarnation(req->incarnation(), "RunJob"); !s.ok()) return ToGrpcStatus(s);
-  auto spec = FromProto(*req);
-  if (!spec.ok()) return ToGrpcStatus(spec.status());
-  auto chips = backend_->RunJob(req->job(), *spec);
-  if (!chips.ok()) return ToGrpcStatus(chips.status());
-  for (const ChipRunResult& c : *chips) *resp->add_chips() = ToProto(c);
-  return grpc::Status::OK;
+  return Guarded(absl::StrCat("RunJob of job ", req->job()), [&] {
+    auto spec = FromProto(*req);
+    if (!spec.ok()) return ToGrpcStatus(spec.status());
+    auto chips = backend_->RunJob(req->job(), *spec);
+    if (!chips.ok()) return ToGrpcStatus(chips.status());
+    for (const ChipRunResult& c : *chips) *resp->add_chips() = ToProto(c);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status WorkerServiceImpl::CheckJob(grpc::ServerContext*, const v1::CheckJobRequest* req,
                                          v1::CheckJobResponse* resp) {
   if (auto s = backend_->CheckIncarnation(req->incarnation(), "CheckJob"); !s.ok()) return ToGrpcStatus(s);
-  auto checks = backend_->CheckJob(req->job());
-  if (!checks.ok()) return ToGrpcStatus(checks.status());
-  for (const ChipCheck& c : *checks) *resp->add_chips() = ToProto(c);
-  return grpc::Status::OK;
+  return Guarded(absl::StrCat("CheckJob of job ", req->job()), [&] {
+    auto checks = backend_->CheckJob(req->job());
+    if (!checks.ok()) return ToGrpcStatus(checks.status());
+    for (const ChipCheck& c : *checks) *resp->add_chips() = ToProto(c);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status WorkerServiceImpl::Abort(grpc::ServerContext*, const v1::AbortRequest* req, v1::AbortResponse*) {
@@ -71,6 +97,7 @@ grpc::Status WorkerServiceImpl::GetStatus(grpc::ServerContext*, const v1::Worker
   resp->set_configured(s.configured);
   resp->set_running_job(s.running_job);
   resp->set_frames_waiting(s.frames_waiting);
+  resp->set_frames_dropped(s.frames_dropped);
   return grpc::Status::OK;
 }
 

@@ -19,6 +19,7 @@ struct WorkerStatusView {
   bool configured = false;
   uint64_t running_job = 0;
   uint64_t frames_waiting = 0;
+  uint64_t frames_dropped = 0;  // frames of jobs this worker did not run
 };
 
 class WorkerBackend {

@@ -114,10 +114,16 @@ absl::Status WorkerNode::PrepareJob(uint64_t job, const JobSpec& spec) {
 }
 
 void WorkerNode::AbortPrepared(const PreparedJob& prepared, Pod& pod, uint64_t job, const std::string& reason) {
-  spdlog::warn("aborting job {}: {}", job, reason);
   const absl::Status why = absl::AbortedError(absl::StrCat("job aborted: ", reason));
   prepared.abort->Abort(why);
-  pod.net->mailbox().AbortJob(job, why);
+  // The mailbox takes aborts of jobs this worker has (prepared, preparing or
+  // running) only, and is told while `prepared` still holds the job, so that
+  // the abort outlives it for a RunJob that comes after.
+  if (!pod.net->mailbox().AbortJob(job, why) && !prepared.host) {
+    spdlog::warn("ignored an abort of job {}, which this worker does not have: {}", job, reason);
+    return;
+  }
+  spdlog::warn("aborting job {}: {}", job, reason);
 }
 
 std::shared_ptr<HostJob> WorkerNode::FindJob(uint64_t job) {
@@ -186,6 +192,7 @@ WorkerStatusView WorkerNode::Status() {
   if (p) {
     s.chips = p->net->local_chips();
     s.frames_waiting = p->net->mailbox().pending();
+    s.frames_dropped = p->net->mailbox().dropped_frames();
   }
   return s;
 }

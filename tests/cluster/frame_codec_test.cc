@@ -67,5 +67,52 @@ TEST(FrameCodecTest, GarbageIsRefused) {
   EXPECT_FALSE(DecodeFrame(grpc::ByteBuffer(&empty, 1)).ok());
 }
 
+grpc::ByteBuffer Wire(const std::string& bytes) {
+  grpc::Slice slice(bytes.data(), bytes.size());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+std::string EncodedHeader() {
+  Frame f;
+  f.payload.assign(4, 1.0f);
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(EncodeFrame(Header(std::move(f))).Dump(&slices).ok());
+  const std::string prefix(reinterpret_cast<const char*>(slices[0].begin()), slices[0].size());
+  return prefix.substr(0, prefix.size() - 2);  // without the payload's tag and length (16: one byte)
+}
+
+TEST(FrameCodecTest, AHeaderDeclaringATerabyteIsRefusedBeforeAnythingIsAllocated) {
+  // Field 1, length 2^40, and seven bytes: the declared length is checked
+  // against what the message holds (a 1 TiB allocation used to be tried).
+  auto got = DecodeFrame(Wire(std::string("\x0a\x80\x80\x80\x80\x80\x20", 7) + "garbage"));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(got.status().message().find("field 1 declares 1099511627776 bytes but the message has 7 left"),
+            std::string::npos)
+      << got.status();
+}
+
+TEST(FrameCodecTest, AHeaderLongerThanAnyHeaderIsRefused) {
+  std::string wire = "\x0a\x90\x4e";  // field 1, 10000 bytes
+  wire += std::string(10000, '\0');
+  auto got = DecodeFrame(Wire(wire));
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("header declares 10000 bytes; at most 256"), std::string::npos)
+      << got.status();
+}
+
+TEST(FrameCodecTest, APayloadLongerThanTheMessageIsRefused) {
+  const std::string wire = EncodedHeader() + "\x12\x80\x80\x04" + std::string(64, '\0');  // declares 64 KiB
+  auto got = DecodeFrame(Wire(wire));
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("field 2 declares 65536 bytes but the message has 64 left"),
+            std::string::npos)
+      << got.status();
+  // The same header with an honest payload decodes.
+  auto honest = DecodeFrame(Wire(EncodedHeader() + "\x12\x40" + std::string(64, '\0')));
+  ASSERT_TRUE(honest.ok()) << honest.status();
+  EXPECT_EQ(honest->elements(), 16u);
+}
+
 }  // namespace
 }  // namespace tpuemu

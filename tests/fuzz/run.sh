@@ -24,3 +24,5 @@ fuzz() {
 fuzz matmul_expr_fuzz 256 tests/fuzz/corpus/*
 # Job files are a few hundred bytes of flat keys; the examples seed it.
 fuzz job_file_fuzz 4096 examples/jobs/*.yaml
+# Peer frames: a header and a payload field; the seeds are real and broken frames.
+fuzz frame_decode_fuzz 4096 tests/fuzz/corpus-frames/*

@@ -1,6 +1,7 @@
 // The mailbox wakes a chip only for the frame it waits for; these check that
 // every waiter still gets its frame, whatever arrives first, and that abort and
-// timeout still end a wait.
+// timeout still end a wait. It takes frames and aborts only for jobs that are
+// open, and holds no more of a job's bytes than the job allows.
 #include "core/mailbox.h"
 
 #include <gmock/gmock.h>
@@ -29,9 +30,20 @@ Frame MakeFrame(uint64_t job, int src, int dst, uint64_t tag, float value) {
 // before (kPrompt), one that was not only when its wait times out.
 constexpr absl::Duration kPatience = absl::Seconds(20);
 constexpr auto kPrompt = std::chrono::seconds(5);
+constexpr uint64_t kRoomy = 1 << 20;  // bytes a test job may hold
+
+// A mailbox where jobs 1 and 2 are open.
+struct OpenBox {
+  OpenBox() {
+    box.OpenJob(1, kRoomy);
+    box.OpenJob(2, kRoomy);
+  }
+  Mailbox box;
+};
 
 TEST(MailboxTest, AFrameThatArrivedFirstIsTakenAtOnce) {
-  Mailbox box;
+  OpenBox open;
+  Mailbox& box = open.box;
   box.Put(MakeFrame(1, 0, 1, 7, 3.0f));
   auto f = box.Take(1, 1, 0, 7, kPatience);
   ASSERT_TRUE(f.ok()) << f.status();
@@ -40,7 +52,8 @@ TEST(MailboxTest, AFrameThatArrivedFirstIsTakenAtOnce) {
 }
 
 TEST(MailboxTest, AWaiterGetsItsFrameAfterOtherLinksFramesArrive) {
-  Mailbox box;
+  OpenBox open;
+  Mailbox& box = open.box;
   const auto t0 = std::chrono::steady_clock::now();
   auto waiter = std::async(std::launch::async, [&] { return box.Take(1, 1, 0, 7, kPatience); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -56,7 +69,8 @@ TEST(MailboxTest, AWaiterGetsItsFrameAfterOtherLinksFramesArrive) {
 }
 
 TEST(MailboxTest, TwoWaitersOfOneChipEachGetTheirOwnFrame) {
-  Mailbox box;
+  OpenBox open;
+  Mailbox& box = open.box;
   const auto t0 = std::chrono::steady_clock::now();
   auto a = std::async(std::launch::async, [&] { return box.Take(1, 1, 0, 7, kPatience); });
   auto b = std::async(std::launch::async, [&] { return box.Take(1, 1, 2, 7, kPatience); });
@@ -72,7 +86,8 @@ TEST(MailboxTest, TwoWaitersOfOneChipEachGetTheirOwnFrame) {
 }
 
 TEST(MailboxTest, AbortEndsAWaitAtOnceWithItsReason) {
-  Mailbox box;
+  OpenBox open;
+  Mailbox& box = open.box;
   const auto t0 = std::chrono::steady_clock::now();
   auto waiter = std::async(std::launch::async, [&] { return box.Take(1, 1, 0, 7, kPatience); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -86,12 +101,70 @@ TEST(MailboxTest, AbortEndsAWaitAtOnceWithItsReason) {
 }
 
 TEST(MailboxTest, AWaitThatSeesNothingTimesOutNamingTheLink) {
-  Mailbox box;
+  OpenBox open;
+  Mailbox& box = open.box;
   box.Put(MakeFrame(1, 2, 1, 7, 1.0f));  // not the one it waits for
   auto f = box.Take(1, 1, 0, 7, absl::Milliseconds(50));
   EXPECT_EQ(f.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(f.status().message()), HasSubstr("chip 1 waited"));
   EXPECT_THAT(std::string(f.status().message()), HasSubstr("from chip 0"));
+}
+
+TEST(MailboxTest, FramesOfJobsThatAreNotOpenAreDroppedAndCounted) {
+  OpenBox open;
+  Mailbox& box = open.box;
+  for (int i = 0; i < 300; ++i) box.Put(MakeFrame(99, 0, 1, i, 1.0f));  // a job this host never had
+  EXPECT_EQ(box.pending(), 0u) << "frames of an unknown job must not be held";
+  EXPECT_EQ(box.dropped_frames(), 300u);
+  box.Put(MakeFrame(1, 0, 1, 7, 1.0f));
+  box.CloseJob(1);
+  EXPECT_EQ(box.pending(), 0u) << "closing a job drops what it left";
+  box.Put(MakeFrame(1, 0, 1, 8, 1.0f));  // a late frame of the closed job
+  EXPECT_EQ(box.pending(), 0u);
+  EXPECT_EQ(box.dropped_frames(), 301u);
+}
+
+TEST(MailboxTest, AJobHoldsNoMoreThanItsBytesAndIsAbortedNamingThem) {
+  Mailbox box;
+  box.OpenJob(5, 3 * 4 * sizeof(float));  // three of MakeFrame's frames
+  for (int tag = 0; tag < 3; ++tag) box.Put(MakeFrame(5, 0, 1, tag, 1.0f));
+  EXPECT_EQ(box.pending(), 3u);
+  ASSERT_TRUE(box.Take(5, 1, 0, 0, kPatience).ok());  // taking one makes room for one
+  box.Put(MakeFrame(5, 0, 1, 3, 1.0f));
+  EXPECT_EQ(box.pending(), 3u);
+  box.Put(MakeFrame(5, 0, 1, 4, 1.0f));  // one too many
+  EXPECT_EQ(box.pending(), 0u) << "the job is aborted and its frames dropped";
+  auto f = box.Take(5, 1, 0, 1, kPatience);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(f.status().message()), HasSubstr("more than its plan allows here (48)"));
+}
+
+TEST(MailboxTest, AnAbortOfAJobNumberNotYetUsedLeavesThatJobAlone) {
+  Mailbox box;
+  EXPECT_FALSE(box.AbortJob(7, absl::AbortedError("job aborted: cancelled by the user")));
+  box.OpenJob(7, kRoomy);  // job 7 comes later
+  box.Put(MakeFrame(7, 0, 1, 1, 2.0f));
+  auto f = box.Take(7, 1, 0, 1, kPatience);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->payload[0], 2.0f);
+}
+
+TEST(MailboxTest, AnAbortedJobStaysAbortedAfterItClosesButOnlyTheLastFewAreRemembered) {
+  Mailbox box;
+  box.OpenJob(1, kRoomy);
+  EXPECT_TRUE(box.AbortJob(1, absl::AbortedError("job aborted: worker host 2 failed")));
+  box.CloseJob(1);
+  box.OpenJob(1, kRoomy);  // a RunJob that came after the abort prepares it again
+  EXPECT_EQ(box.Take(1, 1, 0, 7, kPatience).status().code(), absl::StatusCode::kAborted);
+  box.CloseJob(1);
+  for (uint64_t job = 2; job < 2 + Mailbox::kRememberedAborts; ++job) {
+    box.OpenJob(job, kRoomy);
+    box.AbortJob(job, absl::AbortedError("job aborted"));
+    box.CloseJob(job);
+  }
+  box.OpenJob(1, kRoomy);  // the oldest abort is forgotten: memory stays bounded
+  box.Put(MakeFrame(1, 0, 1, 7, 3.0f));
+  EXPECT_TRUE(box.Take(1, 1, 0, 7, kPatience).ok());
 }
 
 }  // namespace

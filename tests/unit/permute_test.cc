@@ -27,6 +27,7 @@ TEST(PermuteTest, ABlockArrivesWholeAtReadyPlusTransferPlusOneHop) {
   const double ready = 5e-6;
   RunOptions options;
   options.job = 7;
+  pod.network().mailbox().OpenJob(options.job, 64 << 20);  // no HostJob here to open it
   std::vector<TraceEvent> trace;
   options.trace = &trace;
   LinkClocks links;
@@ -54,6 +55,7 @@ TEST(PermuteTest, WrapsAroundAndRoundsToBf16OnTheWire) {
   const LocalTensor sent = Ramp(4, 5);
   RunOptions options;
   options.job = 8;
+  pod.network().mailbox().OpenJob(options.job, 64 << 20);
   options.wire_bf16 = true;
   LinkClocks links;
   auto arrival = PermuteSend(pod.network(), links, options, 3, 0, Axis::kX, +1, kPermuteTagBit, sent, 2, 0);

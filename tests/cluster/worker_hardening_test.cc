@@ -1,0 +1,167 @@
+// What a careless or hostile client may send a pod: a collective the hosts
+// cannot hold, aborts of job numbers not yet used, peer frames for jobs that
+// do not exist or with lengths that lie, and calls that run out of memory.
+// Each is refused or contained; no worker dies and no stream hangs.
+#include <chrono>
+#include <new>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/support/sync_stream.h"
+#include "gtest/gtest.h"
+#include "services/frame_codec.h"
+#include "services/worker_client.h"
+#include "tests/cluster/test_pod.h"
+#include "tpuemu/v1/services.grpc.pb.h"
+
+namespace tpuemu {
+namespace {
+
+using ::testing::HasSubstr;
+
+CollectiveSpec AllGatherX(uint64_t bytes) {
+  CollectiveSpec s;
+  s.op = CollectiveOp::kAllGather;
+  s.axes = {Axis::kX};
+  s.bytes = bytes;
+  return s;
+}
+
+// The issue's pod: v5p 2x4, two chips per worker, four workers.
+TopologyRequest IssuePod() { return {"v5p:2x4", 1, 2, "auto"}; }
+
+std::string WorkerAddress(TestPod& pod, int i) { return pod.coordinator().ClusterStatus().workers(i).address(); }
+
+v1::WorkerStatus WorkerStatus(const std::string& address) {
+  auto stub = v1::WorkerService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::WorkerStatus status;
+  EXPECT_TRUE(stub->GetStatus(&ctx, v1::WorkerStatusRequest(), &status).ok());
+  return status;
+}
+
+// A PeerService stream opened by hand, as any client could.
+struct RawPeerStream {
+  explicit RawPeerStream(const std::string& address)
+      : channel(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())) {
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    grpc::internal::RpcMethod method("/tpuemu.v1.PeerService/Stream", grpc::internal::RpcMethod::CLIENT_STREAMING,
+                                     channel);
+    writer.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel.get(), method, &ctx,
+                                                                                &response));
+  }
+  grpc::Status Finish() {
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  std::shared_ptr<grpc::Channel> channel;
+  grpc::ClientContext ctx;
+  grpc::ByteBuffer response;
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer;
+};
+
+TEST(WorkerHardeningTest, ACollectiveTheHostsCannotHoldIsRefusedAtSubmitWithTheFigureAndTheLimit) {
+  TestPod pod(IssuePod(), 0);
+  auto job = pod.Submit(AllGatherX(uint64_t{1024} << 30));
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(job.status().message());
+  EXPECT_THAT(message, HasSubstr("--bytes 1024GiB (all-gather over x)"));
+  // Every one of the 8 chips keeps the 2^39-element array in fp32, twice.
+  EXPECT_THAT(message, HasSubstr("the pod's 8 chips would hold about 33554432 MiB of host memory (limit 12288 MiB)"));
+  // A worker asked directly refuses too, before allocating anything.
+  auto client = MakeGrpcWorkerClient(WorkerAddress(pod, 0));
+  const absl::Status prepared = client->PrepareJob(77, AllGatherX(uint64_t{1024} << 30));
+  EXPECT_EQ(prepared.code(), absl::StatusCode::kInvalidArgument) << prepared;
+  // The pod still runs jobs.
+  EXPECT_TRUE(pod.Run(AllGatherX(1 << 20)).result().correct());
+}
+
+// A backend whose every call runs out of memory.
+class OutOfMemoryBackend : public WorkerBackend {
+ public:
+  absl::Status Configure(const PodConfig&) override { throw std::bad_alloc(); }
+  absl::Status PrepareJob(uint64_t, const JobSpec&) override { throw std::bad_alloc(); }
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t, const JobSpec&) override { throw std::bad_alloc(); }
+  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t) override { throw std::bad_alloc(); }
+  void Abort(uint64_t, const std::string&) override {}
+  WorkerStatusView Status() override { return {}; }
+};
+
+TEST(WorkerHardeningTest, AnAllocationThatFailsFailsTheCallWithResourceExhaustedNotTheWorker) {
+  OutOfMemoryBackend backend;
+  WorkerServiceImpl service(&backend);
+  PeerServiceImpl peer([](Frame&&) { throw std::bad_alloc(); });
+  auto server = StartServer("127.0.0.1:0", {&service, &peer});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string address = absl::StrCat("127.0.0.1:", server->port);
+  auto client = MakeGrpcWorkerClient(address);
+  const absl::Status prepared = client->PrepareJob(3, AllGatherX(1 << 20));
+  EXPECT_EQ(prepared.code(), absl::StatusCode::kResourceExhausted) << prepared;
+  EXPECT_THAT(std::string(prepared.message()), HasSubstr("ran out of host memory in PrepareJob of job 3"));
+  EXPECT_EQ(client->RunJob(3, AllGatherX(1 << 20)).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(client->CheckJob(3).status().code(), absl::StatusCode::kResourceExhausted);
+  // A peer stream whose frame cannot be stored ends with a status, at once.
+  RawPeerStream stream(address);
+  Frame frame;
+  frame.header.job = 3;
+  frame.payload.assign(16, 1.0f);
+  stream.writer->Write(EncodeFrame(std::move(frame)));
+  const grpc::Status finished = stream.Finish();
+  EXPECT_EQ(finished.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << finished.error_message();
+  // Still serving.
+  EXPECT_TRUE(client->Ping(absl::Seconds(10)).ok());
+  server->server->Shutdown(std::chrono::system_clock::now());
+}
+
+TEST(WorkerHardeningTest, AnAbortOfJobNumbersNotYetUsedLeavesThoseJobsAlone) {
+  TestPod pod(IssuePod(), 0);
+  for (int i = 0; i < pod.num_workers(); ++i) {
+    auto client = MakeGrpcWorkerClient(WorkerAddress(pod, i));
+    for (uint64_t job = 1; job <= 5; ++job) ASSERT_TRUE(client->Abort(job, "a stray abort").ok());
+  }
+  for (int n = 0; n < 3; ++n) {
+    v1::Job job = pod.Run(AllGatherX(1 << 20));
+    EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.id() << ": " << job.error();
+  }
+}
+
+TEST(WorkerHardeningTest, PeerFramesOfAJobThatDoesNotExistAreDroppedAndCounted) {
+  TestPod pod(IssuePod(), 0);
+  const std::string address = WorkerAddress(pod, 1);
+  RawPeerStream stream(address);
+  for (int i = 0; i < 30; ++i) {
+    Frame frame;
+    frame.header = {4242, 0, 2, static_cast<uint64_t>(i), 0, 0, 0, 0};
+    frame.payload.resize((4 << 20) / sizeof(float));
+    ASSERT_TRUE(stream.writer->Write(EncodeFrame(std::move(frame))));
+  }
+  const grpc::Status finished = stream.Finish();
+  EXPECT_TRUE(finished.ok()) << finished.error_message();
+  const v1::WorkerStatus status = WorkerStatus(address);
+  EXPECT_EQ(status.frames_waiting(), 0u) << "frames of a job that does not exist must not be held";
+  EXPECT_EQ(status.frames_dropped(), 30u);
+  EXPECT_TRUE(pod.Run(AllGatherX(1 << 20)).result().correct());
+}
+
+TEST(WorkerHardeningTest, AFrameWhoseHeaderDeclaresATerabyteFailsItsStreamAtOnce) {
+  TestPod pod(IssuePod(), 0);
+  RawPeerStream stream(WorkerAddress(pod, 1));
+  // Field 1 (the header), length 2^40 as a varint, then a few bytes.
+  const std::string wire = std::string("\x0a\x80\x80\x80\x80\x80\x20", 7) + "garbage";
+  grpc::Slice slice(wire.data(), wire.size());
+  const auto start = std::chrono::steady_clock::now();
+  stream.writer->Write(grpc::ByteBuffer(&slice, 1));
+  const grpc::Status finished = stream.Finish();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "the stream must not hang";
+  EXPECT_EQ(finished.error_code(), grpc::StatusCode::DATA_LOSS) << finished.error_message();
+  EXPECT_THAT(finished.error_message(), HasSubstr("declares 1099511627776 bytes"));
+  EXPECT_TRUE(pod.Run(AllGatherX(1 << 20)).result().correct());
+}
+
+}  // namespace
+}  // namespace tpuemu
