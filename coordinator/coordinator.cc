@@ -31,6 +31,10 @@ absl::Status Coordinator::Validate(const CoordinatorOptions& options) {
                                                    ": must be 0 (unpaced) or a positive stretch factor"));
   }
   const JobRetention& r = options.retention;
+  if (r.finished_jobs < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--keep-finished-jobs ", r.finished_jobs,
+                                                   ": must be at least 1 (the latest finished job is kept)"));
+  }
   if (r.trace_spans_per_job < 1 || r.trace_spans_total < r.trace_spans_per_job || r.step_records_per_job < 1 ||
       r.finished_jobs < 1) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   env_option(app.add_option("--listen", listen, "address to serve on; port 0 picks a free port"), "TPUEMU_LISTEN")
       ->capture_default_str();
+  env_option(app.add_option("--keep-finished-jobs", options.retention.finished_jobs,
+                            "finished jobs whose records (steps, results, traces) are kept; the oldest go first"),
+             "TPUEMU_KEEP_FINISHED_JOBS")
+      ->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port here once serving");
   app.add_flag("--check-config", check_config,
                "check flags and environment and exit (0 if usable, 2 if not) without serving");

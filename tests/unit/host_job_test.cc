@@ -29,9 +29,11 @@ TEST(HostJobTest, AChipThatRunsOutOfMemoryFailsTheJobAndItsPeersStopWaiting) {
   InProcessPod pod(*topo, 0);
   HostNetwork& net = pod.network();
   net.mailbox().OpenJob(9, 1 << 20);
+  RunOptions options;
+  options.job = 9;
   const auto start = std::chrono::steady_clock::now();
   auto result = RunChips(
-      net, 9, 4,
+      net, options, 4,
       [&](size_t i) -> absl::Status {
         if (i == 2) throw std::bad_alloc();
         return net.mailbox().Take(9, static_cast<int>(i), 2, 0, absl::Seconds(60)).status();  // never sent
