@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything, and runs every test:
 # core (unit), in-process cluster over gRPC (cluster) and the real binaries
-# driven through the CLI (e2e), then the fuzzers (matmul notation, job files) for
+# driven through the CLI (e2e, soak), containers, then the fuzzers (matmul notation,
+# job files, peer frames) for
 # FUZZ_SECONDS (default 30). Tests that measure wall time run alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
