@@ -45,6 +45,17 @@ class Pod(unittest.TestCase):
         state = self.pod_file()
         return [state["coordinator_process"]["pid"]] + [w["pid"] for w in state["workers"]]
 
+    def paced_all_reduce(self):
+        """A pod of 4 workers (v5p:8) running an 8 MiB all-reduce paced to last seconds: a job to
+        interrupt. The running `tpuemu bench` process."""
+        self.up("--topology", "v5p:8", "--chips-per-host", "2", "--time-scale", "20000")
+        bench = subprocess.Popen([TPUEMU, "bench", "collective", "--op", "all-reduce", "--axes", "x",
+                                  "--bytes", "8MiB"], env=self.env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        self.assertIsNone(bench.poll(), "the collective ended before it could be interrupted")
+        return bench
+
     def assert_fails(self, result, *needles):
         self.assertNotEqual(result.returncode, 0, result.stdout)
         for needle in needles:
@@ -374,13 +385,7 @@ class TrainJobTest(Pod):
 
 class WorkerFailureTest(Pod):
     def test_killed_worker_fails_the_job_naming_it_within_5s(self):
-        # Paced so that the all-reduce runs for seconds.
-        self.up("--topology", "v5p:8", "--chips-per-host", "2", "--time-scale", "20000")
-        bench = subprocess.Popen([TPUEMU, "bench", "collective", "--op", "all-reduce", "--axes", "x",
-                                  "--bytes", "8MiB"], env=self.env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
-        self.assertIsNone(bench.poll(), "the collective ended before the worker was killed")
+        bench = self.paced_all_reduce()
         victim = self.pids()[3]  # coordinator, then workers of hosts 0, 1, 2, ...
         killed_at = time.monotonic()
         os.kill(victim, signal.SIGKILL)
