@@ -15,6 +15,7 @@ import unittest
 
 BIN = os.environ.get("TPUEMU_BIN", os.path.join(os.path.dirname(__file__), "../../build/bin"))
 TPUEMU = os.path.join(BIN, "tpuemu")
+DP_JOB = os.path.join(os.path.dirname(__file__), "../../examples/jobs/dp.yaml")
 
 
 class Pod(unittest.TestCase):
@@ -44,6 +45,21 @@ class Pod(unittest.TestCase):
         """The coordinator's, then the workers' by host."""
         state = self.pod_file()
         return [state["coordinator_process"]["pid"]] + [w["pid"] for w in state["workers"]]
+
+    def submit_long_job(self):
+        """examples/jobs/dp.yaml for 100000 steps, submitted; its id once its first step is done."""
+        long_job = os.path.join(self.home, "long.yaml")
+        with open(DP_JOB) as f, open(long_job, "w") as g:
+            g.write(f.read().replace("steps: 10", "steps: 100000"))
+        r = self.cli("submit", long_job)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job_id = r.stdout.split()[0]
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if json.loads(self.cli("status", job_id, "--json").stdout)["steps"]:
+                return job_id
+            time.sleep(0.2)
+        self.fail("the job ran no step in 60 s")
 
     def paced_all_reduce(self):
         """A pod of 4 workers (v5p:8) running an 8 MiB all-reduce paced to last seconds: a job to
@@ -257,7 +273,7 @@ class ReferenceTest(Pod):
 
 
 class TrainJobTest(Pod):
-    JOB = os.path.join(os.path.dirname(__file__), "../../examples/jobs/dp.yaml")
+    JOB = DP_JOB
 
     def test_submit_wait_json_equals_the_reference_and_status(self):
         self.up("--topology", "v5p:2x4")
@@ -320,17 +336,7 @@ class TrainJobTest(Pod):
 
     def test_cancel_stops_within_a_step_and_the_pod_runs_the_next_job(self):
         self.up("--topology", "v5p:2x4")
-        long_job = os.path.join(self.home, "long.yaml")
-        with open(self.JOB) as f, open(long_job, "w") as g:
-            g.write(f.read().replace("steps: 10", "steps: 100000"))
-        r = self.cli("submit", long_job)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        job_id = r.stdout.split()[0]
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if json.loads(self.cli("status", job_id, "--json").stdout)["steps"]:
-                break
-            time.sleep(0.2)
+        job_id = self.submit_long_job()
         start = time.time()
         r = self.cli("cancel", job_id)
         self.assertEqual(r.returncode, 0, r.stderr)

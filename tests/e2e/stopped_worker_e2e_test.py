@@ -22,7 +22,7 @@ END_BOUND_S = 5          # what the issue asks, after the loss or the cancel
 
 
 class StoppedWorkerTest(Pod):
-    JOB = os.path.join(os.path.dirname(__file__), "../../examples/jobs/dp.yaml")
+    """Every test stops a worker; tearDown resumes those still stopped before `cluster down`."""
 
     def setUp(self):
         super().setUp()
@@ -44,20 +44,6 @@ class StoppedWorkerTest(Pod):
                 return
             time.sleep(0.2)
         self.fail("the pod was not ready again 30 s after the worker resumed")
-
-    def submit_long_job(self):
-        long_job = os.path.join(self.home, "long.yaml")
-        with open(self.JOB) as f, open(long_job, "w") as g:
-            g.write(f.read().replace("steps: 10", "steps: 100000"))
-        r = self.cli("submit", long_job)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        job_id = r.stdout.split()[0]
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if json.loads(self.cli("status", job_id, "--json").stdout)["steps"]:
-                return job_id
-            time.sleep(0.2)
-        self.fail("the job ran no step in 60 s")
 
     def test_stopped_worker_fails_the_job_within_5s_of_its_loss_and_the_pod_runs_on_once_it_is_back(self):
         bench = self.paced_all_reduce()
