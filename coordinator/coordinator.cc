@@ -1,5 +1,7 @@
 #include "coordinator/coordinator.h"
 
+#include <malloc.h>
+
 #include <cmath>
 #include <set>
 
@@ -429,13 +431,19 @@ void Coordinator::UpdateJobLocked(JobEntry& entry, const std::function<void(v1::
 
 void Coordinator::RetireLocked(const std::string& id) {
   finished_.push_back(id);
+  bool dropped = false;
   while (static_cast<int>(finished_.size()) > options_.retention.finished_jobs) {
     auto oldest = jobs_.find(finished_.front());
     trace_spans_ -= oldest->second.trace.spans();
     jobs_.erase(oldest);
     finished_.pop_front();
     ++finished_dropped_;
+    dropped = true;
   }
+  // A dropped record may have held a trace of tens of MB in many small
+  // blocks; glibc keeps freed blocks for reuse, so the process would stay at
+  // its high-water mark. Give them back (a few ms, once per finished job).
+  if (dropped) malloc_trim(0);
 }
 
 void Coordinator::AddTraceStepLocked(JobEntry& entry, int64_t step, const std::vector<ChipRunResult>& chips) {

@@ -1,11 +1,13 @@
 // What a hostile or broken peer can send a worker, for the soak test: a peer
 // frame that declares a payload far larger than it carries, many frames for a
-// job that does not exist, and aborts for job numbers not issued yet. Each
+// job that does not exist, aborts for job numbers not issued yet, and a
+// heartbeat in the name of a registration that does not hold a place. Each
 // prints one line saying what the worker answered; the soak test then checks
 // that the pod still computes exactly what one device would.
 //   hostile_peer ADDRESS huge-frame
 //   hostile_peer ADDRESS unknown-frames COUNT BYTES
 //   hostile_peer ADDRESS abort JOB [JOB...]
+//   hostile_peer COORDINATOR stale-heartbeat HOST
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -91,11 +93,29 @@ int Abort(const std::string& address, char** jobs, int n) {
   return 0;
 }
 
+// A heartbeat for HOST from incarnation 0, which no registration is given:
+// the coordinator must refuse it (0), not count it as the worker's (1).
+int StaleHeartbeat(const std::string& address, int host) {
+  auto stub =
+      tpuemu::v1::CoordinatorService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  tpuemu::v1::HeartbeatRequest req;
+  req.set_global_host(host);
+  req.set_incarnation(0);
+  tpuemu::v1::HeartbeatResponse resp;
+  const grpc::Status s = stub->Heartbeat(&ctx, req, &resp);
+  std::printf("heartbeat for host %d from incarnation 0: %s %s\n", host, s.ok() ? "accepted" : "refused:",
+              s.error_message().c_str());
+  return s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string usage =
-      "usage: hostile_peer ADDRESS huge-frame | unknown-frames COUNT BYTES | abort JOB [JOB...]\n";
+      "usage: hostile_peer ADDRESS huge-frame | unknown-frames COUNT BYTES | abort JOB [JOB...] | "
+      "stale-heartbeat HOST\n";
   if (argc < 3) {
     std::fputs(usage.c_str(), stderr);
     return 2;
@@ -107,6 +127,7 @@ int main(int argc, char** argv) {
     return SendFrames(address, std::atoi(argv[3]), bytes, bytes, 999999999);
   }
   if (what == "abort" && argc > 3) return Abort(address, argv + 3, argc - 3);
+  if (what == "stale-heartbeat" && argc == 4) return StaleHeartbeat(address, std::atoi(argv[3]));
   std::fputs(usage.c_str(), stderr);
   return 2;
 }
