@@ -14,6 +14,7 @@ WORKDIR /src
 COPY scripts/setup.sh scripts/setup.sh
 RUN bash scripts/setup.sh build && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
+COPY cmake cmake
 COPY proto proto
 COPY core core
 COPY services services

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/blis_kernel.h"
-#include "core/inprocess_pod.h"
+#include "core/tensor/blis_kernel.h"
+#include "core/job/inprocess_pod.h"
 
 extern char** environ;
 

@@ -21,10 +21,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "core/host_trainer.h"
-#include "core/inprocess_pod.h"
-#include "core/train_job.h"
-#include "core/train_report.h"
+#include "core/train/host.h"
+#include "core/job/inprocess_pod.h"
+#include "core/train/job.h"
+#include "core/train/report.h"
 
 namespace tpuemu {
 namespace {

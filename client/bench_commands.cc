@@ -9,8 +9,8 @@
 #include "client/pod_state.h"
 #include "client/job_json.h"
 #include "client/job_wait.h"
-#include "core/collective_spec.h"
-#include "core/units.h"
+#include "core/collective/spec.h"
+#include "core/base/units.h"
 #include "nlohmann/json.hpp"
 #include "services/proto_conv.h"
 

@@ -11,7 +11,7 @@
 #include "client/pod_state.h"
 #include "client/processes.h"
 #include "client/progress.h"
-#include "core/topology.h"
+#include "core/pod/topology.h"
 #include "nlohmann/json.hpp"
 
 namespace tpuemu {

@@ -16,8 +16,8 @@
 #include "client/pod_state.h"
 #include "client/progress.h"
 #include "client/reference_command.h"
-#include "core/train_config.h"
-#include "core/units.h"
+#include "core/train/config.h"
+#include "core/base/units.h"
 #include "services/coordinator_service.h"
 
 namespace tpuemu {

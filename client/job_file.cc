@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "core/train_config.h"
+#include "core/train/config.h"
 
 namespace tpuemu {
 namespace {

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "client/pod_state.h"
 #include "client/progress.h"
-#include "core/topology.h"
+#include "core/pod/topology.h"
 #include "tpuemu/v1/pod.pb.h"
 
 namespace tpuemu {

@@ -11,8 +11,8 @@
 #include "client/job_json.h"
 #include "client/job_wait.h"
 #include "client/pod_state.h"
-#include "core/matmul_spec.h"
-#include "core/units.h"
+#include "core/matmul/spec.h"
+#include "core/base/units.h"
 #include "nlohmann/json.hpp"
 #include "services/proto_conv.h"
 

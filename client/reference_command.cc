@@ -9,7 +9,7 @@
 #include "client/cli_errors.h"
 #include "client/job_file.h"
 #include "client/progress.h"
-#include "core/train_model.h"
+#include "core/train/model.h"
 #include "nlohmann/json.hpp"
 
 namespace tpuemu {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/collective_executor.h"
+#include "core/collective/executor.h"
 #include "services/coordinator_service.h"
 #include "tpuemu/v1/coordinator.pb.h"
 

@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/collective_plan.h"
+#include "core/collective/plan.h"
 #include "services/proto_conv.h"
 #include "spdlog/spdlog.h"
 

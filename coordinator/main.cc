@@ -4,7 +4,7 @@
 
 #include "CLI/CLI.hpp"
 #include "coordinator/coordinator.h"
-#include "core/profile.h"
+#include "core/pod/profile.h"
 #include "services/flags.h"
 #include "services/process_env.h"
 #include "services/server.h"

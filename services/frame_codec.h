@@ -4,7 +4,7 @@
 #pragma once
 
 #include "absl/status/statusor.h"
-#include "core/frame.h"
+#include "core/wire/frame.h"
 #include "grpcpp/support/byte_buffer.h"
 
 namespace tpuemu {

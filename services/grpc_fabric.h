@@ -8,8 +8,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/host_network.h"
-#include "core/pod_config.h"
+#include "core/wire/host_network.h"
+#include "core/pod/pod_config.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tpuemu {

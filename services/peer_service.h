@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "core/frame.h"
+#include "core/wire/frame.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {

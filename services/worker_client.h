@@ -9,11 +9,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/cancellation.h"
-#include "core/collective_executor.h"
-#include "core/collective_spec.h"
-#include "core/host_job.h"
-#include "core/pod_config.h"
+#include "core/base/cancellation.h"
+#include "core/collective/executor.h"
+#include "core/collective/spec.h"
+#include "core/job/make_host_job.h"
+#include "core/pod/pod_config.h"
 
 namespace tpuemu {
 

@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/collective_executor.h"
-#include "core/collective_spec.h"
-#include "core/host_job.h"
-#include "core/pod_config.h"
+#include "core/collective/executor.h"
+#include "core/collective/spec.h"
+#include "core/job/make_host_job.h"
+#include "core/pod/pod_config.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <mutex>
 
-#include "core/host_network.h"
-#include "core/host_job.h"
+#include "core/wire/host_network.h"
+#include "core/job/make_host_job.h"
 #include "services/grpc_fabric.h"
 #include "services/worker_service.h"
 

@@ -8,7 +8,7 @@
 #include "client/coordinator_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "core/train_config.h"
+#include "core/train/config.h"
 #include "services/proto_conv.h"
 #include "tests/cluster/test_pod.h"
 

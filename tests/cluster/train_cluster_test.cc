@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "core/train_model.h"
+#include "core/train/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/test_pod.h"

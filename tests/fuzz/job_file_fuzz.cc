@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/train_job.h"
+#include "core/train/job.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/matmul_spec.h"
+#include "core/matmul/spec.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // BLIS's sub-configuration (issue 21): the choice from CPU features, the
 // library's contents and BLIS_ARCH_TYPE; the exact self-test catching wrong
 // products; the child process that survives a kernel's crash.
-#include "core/blis_kernel.h"
+#include "core/tensor/blis_kernel.h"
 
 #include <signal.h>
 

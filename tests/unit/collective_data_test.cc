@@ -1,8 +1,8 @@
-#include "core/collective_data.h"
+#include "core/collective/data.h"
 
 #include <memory>
 
-#include "core/splitmix.h"
+#include "core/base/splitmix.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {

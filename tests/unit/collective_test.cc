@@ -5,8 +5,8 @@
 #include <mutex>
 #include <set>
 
-#include "core/inprocess_pod.h"
-#include "core/oracle.h"
+#include "core/job/inprocess_pod.h"
+#include "core/collective/oracle.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {

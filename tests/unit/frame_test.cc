@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <thread>
 
-#include "core/frame.h"
-#include "core/link_sender.h"
-#include "core/transit_bytes.h"
+#include "core/wire/frame.h"
+#include "core/wire/link_sender.h"
+#include "core/collective/transit_bytes.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {

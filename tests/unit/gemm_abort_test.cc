@@ -4,8 +4,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/gemm.h"
-#include "core/job_abort.h"
+#include "core/tensor/gemm.h"
+#include "core/wire/job_abort.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {

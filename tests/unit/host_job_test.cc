@@ -1,7 +1,7 @@
 // A chip's thread that runs out of memory must not end the process (an
 // exception that leaves a std::thread calls std::terminate): it fails the
 // job, and the job's other chips stop waiting for it at once.
-#include "core/host_job.h"
+#include "core/host/job.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <new>
 
-#include "core/inprocess_pod.h"
+#include "core/job/inprocess_pod.h"
 
 namespace tpuemu {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/link_clock.h"
+#include "core/pod/link_clock.h"
 
 #include <thread>
 

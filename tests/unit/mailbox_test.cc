@@ -2,7 +2,7 @@
 // every waiter still gets its frame, whatever arrives first, and that abort and
 // timeout still end a wait. It takes frames and aborts only for jobs that are
 // open, and holds no more of a job's bytes than the job allows.
-#include "core/mailbox.h"
+#include "core/wire/mailbox.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
 // The notation's parser and checks, and the planner's choices for the seed's
 // cases (seed 000 part 3, seed 002): steps, bytes, flops. No data moves here;
 // matmul_run_test.cc runs the plans.
-#include "core/matmul_plan.h"
+#include "core/matmul/plan.h"
 
-#include "core/matmul_spec.h"
+#include "core/matmul/spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

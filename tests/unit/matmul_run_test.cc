@@ -4,7 +4,7 @@
 // says, and the emulated clock agrees with the cost model.
 #include <cmath>
 
-#include "core/inprocess_pod.h"
+#include "core/job/inprocess_pod.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {

@@ -2,11 +2,11 @@
 // whole, in chunks, at ready + V / W + T_hop on the emulated clock (the
 // chunks queue on the link, the latency is paid once at the end), the link
 // counts exactly V emulated bytes, and bf16 on the wire rounds each value.
-#include "core/permute.h"
+#include "core/train/permute.h"
 
 #include <thread>
 
-#include "core/inprocess_pod.h"
+#include "core/job/inprocess_pod.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {

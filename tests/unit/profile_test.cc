@@ -1,8 +1,8 @@
-#include "core/profile.h"
+#include "core/pod/profile.h"
 
 #include <fstream>
 
-#include "core/topology.h"
+#include "core/pod/topology.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {

@@ -1,4 +1,4 @@
-#include "core/ring_schedule.h"
+#include "core/collective/ring_schedule.h"
 
 #include <map>
 

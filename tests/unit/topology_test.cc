@@ -1,4 +1,4 @@
-#include "core/topology.h"
+#include "core/pod/topology.h"
 
 #include "gtest/gtest.h"
 

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "core/host_trainer.h"
-#include "core/inprocess_pod.h"
-#include "core/train_job.h"
-#include "core/train_model.h"
+#include "core/train/host.h"
+#include "core/job/inprocess_pod.h"
+#include "core/train/job.h"
+#include "core/train/model.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {

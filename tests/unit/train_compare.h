@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/collective_executor.h"
-#include "core/topology.h"
-#include "core/train_config.h"
-#include "core/train_mesh.h"
+#include "core/collective/executor.h"
+#include "core/pod/topology.h"
+#include "core/train/config.h"
+#include "core/train/mesh.h"
 
 namespace tpuemu {
 

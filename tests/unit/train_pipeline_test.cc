@@ -11,8 +11,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "core/pipeline_schedule.h"
-#include "core/train_report.h"
+#include "core/train/pipeline_schedule.h"
+#include "core/train/report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/train_compare.h"

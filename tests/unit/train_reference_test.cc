@@ -2,8 +2,8 @@
 // against finite differences, losses going down, determinism.
 #include <cmath>
 
-#include "core/train_config.h"
-#include "core/train_model.h"
+#include "core/train/config.h"
+#include "core/train/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -4,11 +4,11 @@
 // chip sends per step, counted by the link layer, equal seed 001's table.
 #include <cmath>
 
-#include "core/host_trainer.h"
-#include "core/inprocess_pod.h"
-#include "core/train_job.h"
-#include "core/train_model.h"
-#include "core/train_report.h"
+#include "core/train/host.h"
+#include "core/job/inprocess_pod.h"
+#include "core/train/job.h"
+#include "core/train/model.h"
+#include "core/train/report.h"
 #include "gtest/gtest.h"
 #include "tests/unit/train_compare.h"
 

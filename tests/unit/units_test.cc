@@ -1,4 +1,4 @@
-#include "core/units.h"
+#include "core/base/units.h"
 
 #include "gtest/gtest.h"
 

@@ -1,0 +1,288 @@
+#include "core/collective/executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "core/collective/chip_program.h"
+#include "core/collective/data.h"
+#include "core/base/interval_max.h"
+#include "core/pod/link_clock.h"
+
+namespace tpuemu {
+
+float RoundToBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf and NaN stay as they are
+  u += 0x7fffu + ((u >> 16) & 1u);                  // round to nearest, ties to even
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, sizeof(x));
+  return x;
+}
+
+absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
+                                           int peer, Axis axis, int dir, uint64_t tag,
+                                           const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
+                                           int dtype_bytes, double ready, const std::string& what,
+                                           const TransitBytes* transit) {
+  LinkSender* sender = net.Link(chip, axis, dir);
+  if (sender == nullptr) {
+    return absl::InternalError(absl::StrCat("chip ", chip, " has no ", AxisName(axis), dir > 0 ? "+" : "-",
+                                            " link to chip ", peer));
+  }
+  uint64_t elements = 0;
+  for (const Range& r : ranges) elements += r.len;
+  const double emu_bytes = static_cast<double>(elements) * dtype_bytes;
+  auto [it, _] = links.try_emplace({static_cast<int>(axis), dir}, net.topology().Link(axis));
+  const EmuLink::Booking booking = it->second.Book(emu_bytes, ready);
+  if (options.trace != nullptr) {
+    options.trace->push_back({absl::StrCat("link ", chip, "->", peer, " ", AxisName(axis), dir > 0 ? "+" : "-"), what,
+                              booking.start, booking.end, static_cast<uint64_t>(emu_bytes)});
+  }
+  Frame frame;
+  frame.header = {options.job, chip, peer, tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
+  if (options.wire_bf16) {
+    frame.payload.resize(elements);
+    float* out = frame.payload.data();
+    for (const Range& r : ranges) {
+      for (uint64_t i = 0; i < r.len; ++i) *out++ = RoundToBf16(buffer[r.offset + i]);
+    }
+  } else {
+    static const TransitBytes kNothingHeld;
+    for (const Range& r : ranges) (transit != nullptr ? *transit : kNothingHeld).Lend(buffer, r, &frame.lent);
+  }
+  if (!sender->Enqueue(std::move(frame), options.abort.get())) return options.abort->status();
+  return booking;
+}
+
+class ChipCollective::Impl {
+ public:
+  Impl(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
+      : plan_(plan), chip_(chip), net_(net), options_(options), ready_(0.0),
+        dtype_(plan.spec().dtype_bytes), profile_(net.topology().profile()) {}
+
+  void Prepare() {
+    prog_ = BuildChipProgram(plan_, chip_, plan_.spec().chunk_bytes / sizeof(float));
+    // Uninitialised on purpose: pages a chip never touches cost no memory.
+    buffer_.reset(new float[plan_.virtual_len()]);
+    // Fault in the pages that receives will write, outside the timed part,
+    // then write the input (which may share those pages).
+    for (const ChunkOp& op : prog_.recvs) {
+      for (const Range& r : op.ranges) std::memset(buffer_.get() + r.offset, 0, r.len * sizeof(float));
+    }
+    FillCollectiveInput(plan_, chip_, buffer_.get());
+    // Sends become ready when the last receive they depend on is done.
+    for (const ChunkOp& op : prog_.sends) sends_after_[op.after_recv].push_back(&op);
+    result_ = SortedResult();
+  }
+
+  void PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links) {
+    prog_ = BuildChipProgram(plan_, chip_, plan_.spec().chunk_bytes / sizeof(float));
+    buffer_ = std::move(buffer);
+    ready_.Assign(0, plan_.virtual_len(), start_s);
+    compute_free_ = start_s;
+    links_ = links;
+    for (const ChunkOp& op : prog_.sends) sends_after_[op.after_recv].push_back(&op);
+    result_ = SortedResult();
+  }
+
+  std::vector<Range> SortedResult() const {
+    std::vector<Range> r = plan_.ResultRanges(chip_);
+    std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
+    return r;
+  }
+
+  absl::Status Move() {
+    const auto wall_start = WallClock::now();
+    absl::Status status = MoveAll();
+    transit_.Clear();  // queued frames keep what they lent
+    wall_s_ = std::chrono::duration<double>(WallClock::now() - wall_start).count();
+    return status;
+  }
+
+  uint64_t CountMismatches() { return CountCollectiveMismatches(plan_, chip_, buffer_.get()); }
+
+  absl::StatusOr<ChipRunResult> Report() {
+    ChipRunResult result;
+    result.chip = chip_;
+    result.wall_s = wall_s_;
+    for (const Range& r : plan_.ResultRanges(chip_)) {
+      result.emulated_s = std::max(result.emulated_s, ready_.Max(r.offset, r.end()));
+    }
+    const double scale = net_.time_scale();
+    if (scale > 0) result.host_lag_s = std::max(0.0, wall_s_ - result.emulated_s * scale);
+    for (auto& [key, link] : *links_) {
+      const auto& [axis, dir] = key;
+      if (link.bytes_sent() == 0) continue;
+      const Axis a = static_cast<Axis>(axis);
+      result.links.push_back({chip_, *net_.topology().Neighbor(chip_, a, dir), a, dir,
+                              static_cast<uint64_t>(link.bytes_sent())});
+      if (auto s = net_.Link(chip_, a, dir)->JobStatus(options_.job); !s.ok()) return s;
+    }
+    return result;
+  }
+
+ private:
+  absl::Status MoveAll() {
+    for (const ChunkOp* op : sends_after_[-1]) {
+      if (auto s = Send(*op); !s.ok()) return s;
+    }
+    for (int i = 0; i < static_cast<int>(prog_.recvs.size()); ++i) {
+      if (auto s = Receive(prog_.recvs[i]); !s.ok()) return s;
+      if (auto it = sends_after_.find(i); it != sends_after_.end()) {
+        for (const ChunkOp* op : it->second) {
+          if (auto s = Send(*op); !s.ok()) return s;
+        }
+      }
+      CopyKeptParts();
+    }
+    return absl::OkStatus();
+  }
+
+  double ReadyTime(const ChunkOp& op) const {
+    double t = op.barrier_recv >= 0 ? done_upto_[op.barrier_recv] : 0;
+    for (const Range& r : op.ranges) t = std::max(t, ready_.Max(r.offset, r.end()));
+    return t;
+  }
+
+  absl::Status Send(const ChunkOp& op) {
+    return SendChunk(net_, *links_, options_, chip_, op.peer, op.axis, op.dir, op.tag | options_.tag_base, buffer_,
+                     op.ranges, dtype_, ReadyTime(op), absl::StrCat("to chip ", op.peer), &transit_)
+        .status();
+  }
+
+  absl::Status Receive(const ChunkOp& op) {
+    auto frame = net_.mailbox().Take(options_.job, chip_, op.peer, op.tag | options_.tag_base, options_.recv_timeout);
+    if (!frame.ok()) return frame.status();
+    if (frame->elements() != op.elements) {
+      return absl::InternalError(absl::StrCat("chip ", chip_, " expected ", op.elements, " elements from chip ",
+                                              op.peer, ", got ", frame->elements()));
+    }
+    double done = frame->header.emu_arrival;
+    if (op.reduce) {
+      // The add runs on the chip's vector units, one op at a time: it starts
+      // when the data, the chip's own partial sums and the unit are all ready.
+      const double start = std::max({done, compute_free_, ReadyTime(op)});
+      const double n = static_cast<double>(op.elements);
+      compute_free_ = start + RooflineSeconds(profile_, n, 3 * n * dtype_);
+      done = compute_free_;
+      Accumulate(*frame, op.ranges);
+    } else {
+      Place(*std::move(frame), op.ranges);
+    }
+    for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);
+    done_upto_.push_back(std::max(done, done_upto_.empty() ? 0.0 : done_upto_.back()));
+    return absl::OkStatus();
+  }
+
+  // Adds the frame's elements into `ranges` of the buffer. Received bytes
+  // that are split across transport slices or not float-aligned (most of
+  // them over gRPC) go through a small block that stays in L1, rather than a
+  // chunk-sized copy.
+  void Accumulate(const Frame& frame, const std::vector<Range>& ranges) {
+    const float* in = frame.contiguous();
+    uint64_t first = 0;
+    for (const Range& r : ranges) {
+      float* dst = buffer_.get() + r.offset;
+      for (uint64_t done = 0; done < r.len;) {
+        const uint64_t len = in != nullptr ? r.len : std::min<uint64_t>(kAddBlock, r.len - done);
+        const float* src = in != nullptr ? in + first : add_block_;
+        if (in == nullptr) frame.CopyOut(first, len, add_block_);
+        for (uint64_t i = 0; i < len; ++i) dst[done + i] += src[i];
+        done += len;
+        first += len;
+      }
+    }
+  }
+
+  // Holds the frame where it arrived, to be lent to the next link: the sends
+  // waiting for it go out before the chip copies anything (cut-through, as an
+  // ICI router forwards before the write to HBM lands), so a copy never delays
+  // the next hop, and on a busy host the chips' copies do not queue up in
+  // front of each other's forwards. What the chip keeps is copied into its
+  // buffer by CopyKeptParts once those sends are queued; what it only passes
+  // on (outside its result) is never copied. With bf16 on the wire the copy
+  // is made at once: SendChunk rounds from the buffer.
+  void Place(Frame frame, const std::vector<Range>& ranges) {
+    const auto held = std::make_shared<const Frame>(std::move(frame));
+    uint64_t first = 0;
+    for (const Range& r : ranges) {
+      ForEachPart(r, [&](Range part, bool kept) {
+        const uint64_t at = first + (part.offset - r.offset);
+        if (options_.wire_bf16) {
+          held->CopyOut(at, part.len, buffer_.get() + part.offset);
+          transit_.Release(part);
+          return;
+        }
+        transit_.Hold(part, held, at);
+        if (kept) to_copy_.push_back({part, held, at});
+      });
+      first += r.len;
+    }
+  }
+
+  void CopyKeptParts() {
+    for (const KeptPart& k : to_copy_) {
+      k.frame->CopyOut(k.first, k.part.len, buffer_.get() + k.part.offset);
+      transit_.Release(k.part);
+    }
+    to_copy_.clear();
+  }
+
+  // Calls fn on the parts of r inside (true) and outside (false) the result.
+  template <typename Fn>
+  void ForEachPart(Range r, Fn&& fn) const {
+    uint64_t pos = r.offset;
+    for (const Range& res : result_) {
+      const uint64_t from = std::max(pos, res.offset), to = std::min(r.end(), res.end());
+      if (from >= to) continue;
+      if (from > pos) fn(Range{pos, from - pos}, false);
+      fn(Range{from, to - from}, true);
+      pos = to;
+    }
+    if (pos < r.end()) fn(Range{pos, r.end() - pos}, false);
+  }
+
+  const CollectivePlan& plan_;
+  const int chip_;
+  HostNetwork& net_;
+  const RunOptions options_;
+  IntervalMax<double> ready_;
+  const int dtype_;
+  const ChipProfile& profile_;
+  double compute_free_ = 0;
+  std::vector<double> done_upto_;  // latest completion among receives 0..i
+  // Shared with frames that lend ranges of it to their receivers.
+  std::shared_ptr<float[]> buffer_;
+  static constexpr uint64_t kAddBlock = 2048;  // 8 KiB
+  float add_block_[kAddBlock];
+  std::vector<Range> result_;  // sorted by offset
+  TransitBytes transit_;
+  struct KeptPart {
+    Range part;                          // in the buffer
+    std::shared_ptr<const Frame> frame;  // where it arrived,
+    uint64_t first;                      // from this element on
+  };
+  std::vector<KeptPart> to_copy_;  // received, held, not yet in the buffer
+  LinkClocks own_links_;
+  LinkClocks* links_ = &own_links_;
+  ChipProgram prog_;
+  std::map<int, std::vector<const ChunkOp*>> sends_after_;
+  double wall_s_ = 0;
+};
+
+ChipCollective::ChipCollective(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
+    : impl_(std::make_unique<Impl>(plan, chip, net, options)) {}
+ChipCollective::~ChipCollective() = default;
+void ChipCollective::Prepare() { impl_->Prepare(); }
+void ChipCollective::PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links) {
+  impl_->PrepareOn(std::move(buffer), start_s, links);
+}
+absl::Status ChipCollective::Move() { return impl_->Move(); }
+absl::StatusOr<ChipRunResult> ChipCollective::Report() { return impl_->Report(); }
+uint64_t ChipCollective::CountMismatches() { return impl_->CountMismatches(); }
+
+}  // namespace tpuemu

@@ -1,0 +1,55 @@
+#include "core/collective/host.h"
+
+#include <set>
+
+namespace tpuemu {
+namespace {
+
+// Everything the plan sends this host's chips: the most of the job's data the
+// host can ever hold at once.
+uint64_t ReceivedBytes(const CollectivePlan& plan, const HostNetwork& net) {
+  const std::set<int> local(net.local_chips().begin(), net.local_chips().end());
+  uint64_t bytes = 0;
+  for (const PlannedTransfer& t : plan.transfers()) {
+    if (local.count(t.dst)) bytes += t.elements() * sizeof(float);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+HostCollective::HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options)
+    : HostJob(net, options.job, ReceivedBytes(plan, net)), plan_(std::move(plan)), net_(net), options_(options) {}
+
+void HostCollective::Prepare() {
+  for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipCollective>(plan_, chip, net_, options_));
+  OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
+  // What this host's chips receive from other hosts arrives in buffers the
+  // transport allocates: fault that much heap in now, not while timed.
+  const Topology& topo = net_.topology();
+  const int host = topo.HostOf(net_.local_chips().front());
+  uint64_t remote_bytes = 0;
+  for (const PlannedTransfer& t : plan_.transfers()) {
+    if (topo.HostOf(t.dst) == host && topo.HostOf(t.src) != host) remote_bytes += t.elements() * sizeof(float);
+  }
+  WarmHeap(remote_bytes);
+  prepared_ = true;
+}
+
+absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run(int) {
+  if (!prepared_) Prepare();
+  return RunChips(
+      net_, options_, chips_.size(), [&](size_t i) { return chips_[i]->Move(); },
+      [&](size_t i) { return chips_[i]->Report(); });
+}
+
+std::vector<ChipCheck> HostCollective::Check() {
+  std::vector<ChipCheck> checks(chips_.size());
+  OnThreads(chips_.size(), [&](size_t i) {
+    checks[i].chip = net_.local_chips()[i];
+    checks[i].mismatches = chips_[i]->CountMismatches();
+  });
+  return checks;
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,29 @@
+// One host's share of a collective: a ChipCollective per local chip.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/collective/executor.h"
+#include "core/collective/plan.h"
+#include "core/host/job.h"
+#include "core/wire/host_network.h"
+
+namespace tpuemu {
+
+class HostCollective : public HostJob {
+ public:
+  HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options);
+  void Prepare() override;
+  absl::StatusOr<std::vector<ChipRunResult>> Run(int step = 0) override;  // mismatches still 0
+  std::vector<ChipCheck> Check() override;
+
+ private:
+  const CollectivePlan plan_;
+  HostNetwork& net_;
+  const RunOptions options_;
+  std::vector<std::unique_ptr<ChipCollective>> chips_;
+  bool prepared_ = false;
+};
+
+}  // namespace tpuemu

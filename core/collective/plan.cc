@@ -1,0 +1,300 @@
+#include "core/collective/plan.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/pod/host_memory.h"
+#include "core/base/units.h"
+
+namespace tpuemu {
+namespace {
+
+enum class PhaseKind { kGather, kReduceScatter, kAllToAll };
+
+struct Phase {
+  int order_index;  // which axis of the part's order
+  PhaseKind kind;
+};
+
+// Calls fn(rank) for every rank whose coordinate on spec axis m is fixed[m],
+// or any value where fixed[m] < 0.
+void ForEachRank(const std::vector<int>& sizes, const std::vector<int>& fixed, const std::function<void(int)>& fn) {
+  const int m = static_cast<int>(sizes.size());
+  std::vector<int> coord(m);
+  for (int i = 0; i < m; ++i) coord[i] = fixed[i] < 0 ? 0 : fixed[i];
+  while (true) {
+    int rank = 0;
+    for (int i = 0; i < m; ++i) rank = rank * sizes[i] + coord[i];
+    fn(rank);
+    int i = m - 1;
+    for (; i >= 0; --i) {
+      if (fixed[i] >= 0) continue;
+      if (++coord[i] < sizes[i]) break;
+      coord[i] = 0;
+    }
+    if (i < 0) return;
+  }
+}
+
+std::vector<Range> Merge(std::vector<Range> ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
+  std::vector<Range> out;
+  for (const Range& r : ranges) {
+    if (!out.empty() && out.back().end() == r.offset) {
+      out.back().len += r.len;
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+uint64_t PlannedTransfer::elements() const {
+  uint64_t n = 0;
+  for (const Range& r : ranges) n += r.len;
+  return n;
+}
+
+absl::StatusOr<CollectivePlan> CollectivePlan::Create(const Topology& topo, const CollectiveSpec& spec) {
+  CollectivePlan plan;
+  plan.topo_ = topo;
+  plan.spec_ = spec;
+  if (spec.axes.empty()) {
+    return absl::InvalidArgumentError("--axes: empty; name at least one of the pod's axes (x, y, z, dcn)");
+  }
+  std::vector<std::string> have;
+  for (Axis a : {Axis::kX, Axis::kY, Axis::kZ, Axis::kDcn}) {
+    if (topo.HasAxis(a)) have.push_back(AxisName(a));
+  }
+  for (Axis a : spec.axes) {
+    if (!topo.HasAxis(a)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--axes '", AxesName(spec.axes), "': the pod (", topo.Describe(), ") has no axis ", AxisName(a),
+          a == Axis::kDcn ? " (start the pod with --slices 2 or more)" : "",
+          "; its axes are: ", absl::StrJoin(have, ", ")));
+    }
+    if (topo.AxisSize(a) < 2) {
+      return absl::InvalidArgumentError(absl::StrCat("--axes '", AxesName(spec.axes), "': axis ", AxisName(a),
+                                                     " has size 1 in ", topo.ShapeString(),
+                                                     ", so there is nothing to communicate along it"));
+    }
+  }
+  if (spec.dtype_bytes != 2 && spec.dtype_bytes != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dtype: element size ", spec.dtype_bytes, " bytes is not supported; allowed: bf16, f32"));
+  }
+  if (spec.chunk_bytes < 1024 || spec.chunk_bytes % 4 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk size ", spec.chunk_bytes, " bytes: must be a multiple of 4 and at least 1 KiB"));
+  }
+
+  std::vector<int> sizes;
+  std::vector<Axis> ici;
+  bool has_dcn = false;
+  for (Axis a : spec.axes) {
+    auto alg = ResolveAlgorithm(spec.algorithm, topo.AxisWraps(a), AxisName(a), topo.Describe());
+    if (!alg.ok()) return alg.status();
+    plan.axes_.push_back({a, topo.AxisSize(a), *alg});
+    sizes.push_back(topo.AxisSize(a));
+    plan.group_size_ *= topo.AxisSize(a);
+    if (a == Axis::kDcn) has_dcn = true; else ici.push_back(a);
+  }
+  const int n = plan.group_size_;
+  const int k = std::max<int>(1, ici.size());
+  plan.num_parts_ = k;
+  const uint64_t v = spec.elements();
+  const bool a2a = spec.op == CollectiveOp::kAllToAll;
+  const uint64_t unit = a2a ? static_cast<uint64_t>(n) * n * k * 2 : static_cast<uint64_t>(n) * k;
+  if (spec.bytes == 0 || spec.bytes % spec.dtype_bytes != 0 || v % unit != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--bytes ", spec.bytes, ": the array must split evenly over the ", n, " chips of the group",
+        a2a ? absl::StrCat(" into ", n, "x", n, " blocks") : "", k > 1 ? absl::StrCat(" and ", k, " axis parts") : "",
+        a2a ? " and halves" : "", "; use a multiple of ", unit * spec.dtype_bytes, " bytes"));
+  }
+  plan.virtual_len_ = v;
+
+  // Position of each spec axis in the rank, and the part orders.
+  std::map<Axis, int> spec_index;
+  for (size_t m = 0; m < spec.axes.size(); ++m) spec_index[spec.axes[m]] = static_cast<int>(m);
+  const uint64_t shard = v / n;
+  const uint64_t part_len = shard / k;          // AllGather/ReduceScatter piece
+  const uint64_t block = v / (static_cast<uint64_t>(n) * n);  // AllToAll block
+  const uint64_t a2a_part = block / k;
+
+  for (int p = 0; p < k; ++p) {
+    std::vector<Axis> order;
+    if (has_dcn) order.push_back(Axis::kDcn);
+    for (int i = 0; i < static_cast<int>(ici.size()); ++i) order.push_back(ici[(i + p) % ici.size()]);
+    const int depth = static_cast<int>(order.size());
+
+    std::vector<Phase> phases;
+    switch (spec.op) {
+      case CollectiveOp::kAllGather:
+        for (int i = 0; i < depth; ++i) phases.push_back({i, PhaseKind::kGather});
+        break;
+      case CollectiveOp::kReduceScatter:
+        for (int i = depth - 1; i >= 0; --i) phases.push_back({i, PhaseKind::kReduceScatter});
+        break;
+      case CollectiveOp::kAllReduce:
+        for (int i = depth - 1; i >= 0; --i) phases.push_back({i, PhaseKind::kReduceScatter});
+        for (int i = 0; i < depth; ++i) phases.push_back({i, PhaseKind::kGather});
+        break;
+      case CollectiveOp::kAllToAll:
+        for (int i = 0; i < depth; ++i) phases.push_back({i, PhaseKind::kAllToAll});
+        break;
+    }
+
+    int local_step = 0;  // part-local steps already used
+    for (int phase_index = 0; phase_index < static_cast<int>(phases.size()); ++phase_index) {
+      const Phase& phase = phases[phase_index];
+      const Axis a = order[phase.order_index];
+      const int m_a = spec_index[a];
+      const AxisPlan& ap = plan.axes_[m_a];
+      std::vector<Hop> hops = phase.kind == PhaseKind::kGather        ? AllGatherHops(ap.size, ap.algorithm)
+                              : phase.kind == PhaseKind::kReduceScatter ? ReduceScatterHops(ap.size, ap.algorithm)
+                                                                        : AllToAllHops(ap.size, ap.algorithm);
+      // Group the hops that share a link and a step into one transfer.
+      std::map<std::tuple<int, int, int, int>, std::vector<Hop>> grouped;
+      for (const Hop& h : hops) grouped[{h.step, h.from, h.to, h.dir}].push_back(h);
+
+      // Spec-axis status for this phase: done before (routed/gathered), now, after.
+      auto before = [&](int m) {
+        for (int j = 0; j < phase.order_index; ++j) if (spec_index[order[j]] == m) return true;
+        return false;
+      };
+
+      for (int chip = 0; chip < topo.num_chips(); ++chip) {
+        const Coord line = topo.CoordOf(chip);
+        if (line.Get(a) != 0) continue;  // one representative per line along a
+        for (const auto& [key, group] : grouped) {
+          const auto& [step, from, to, dir] = key;
+          Coord src = line, dst = line;
+          src.Set(a, from);
+          dst.Set(a, to);
+          PlannedTransfer t;
+          t.step = (local_step + step - 1) * k + p;
+          t.src = topo.ChipId(src);
+          t.dst = topo.ChipId(dst);
+          t.axis = a;
+          t.dir = dir;
+          t.reduce = phase.kind == PhaseKind::kReduceScatter;
+          t.part = p;
+          t.phase = phase_index;
+          for (const Hop& h : group) {
+            const int nm = static_cast<int>(sizes.size());
+            if (phase.kind != PhaseKind::kAllToAll) {
+              std::vector<int> fixed(nm);
+              for (int m = 0; m < nm; ++m) fixed[m] = before(m) ? -1 : line.Get(spec.axes[m]);
+              fixed[m_a] = h.block;
+              ForEachRank(sizes, fixed, [&](int r) { t.ranges.push_back({r * shard + p * part_len, part_len}); });
+            } else {
+              std::vector<int> fixed_r(nm), fixed_q(nm);
+              for (int m = 0; m < nm; ++m) {
+                fixed_r[m] = before(m) ? -1 : line.Get(spec.axes[m]);
+                fixed_q[m] = before(m) ? line.Get(spec.axes[m]) : -1;
+              }
+              fixed_r[m_a] = h.block;
+              fixed_q[m_a] = h.dest;
+              const uint64_t len = h.half ? a2a_part / 2 : a2a_part;
+              const uint64_t skip = h.half == 2 ? a2a_part / 2 : 0;
+              ForEachRank(sizes, fixed_r, [&](int r) {
+                ForEachRank(sizes, fixed_q, [&](int q) {
+                  t.ranges.push_back({(static_cast<uint64_t>(r) * n + q) * block + p * a2a_part + skip, len});
+                });
+              });
+            }
+          }
+          t.ranges = Merge(std::move(t.ranges));
+          plan.transfers_.push_back(std::move(t));
+        }
+      }
+      local_step += NumSteps(hops);
+    }
+    plan.num_steps_ = std::max(plan.num_steps_, local_step * k);
+  }
+  std::stable_sort(plan.transfers_.begin(), plan.transfers_.end(),
+                   [](const PlannedTransfer& a, const PlannedTransfer& b) { return a.step < b.step; });
+  return plan;
+}
+
+uint64_t CollectivePlan::input_len() const {
+  const uint64_t v = virtual_len_;
+  switch (spec_.op) {
+    case CollectiveOp::kAllGather: return v / group_size_;
+    case CollectiveOp::kAllToAll: return v / group_size_;
+    default: return v;
+  }
+}
+
+uint64_t CollectivePlan::output_len() const {
+  const uint64_t v = virtual_len_;
+  switch (spec_.op) {
+    case CollectiveOp::kReduceScatter: return v / group_size_;
+    case CollectiveOp::kAllToAll: return v / group_size_;
+    default: return v;
+  }
+}
+
+int CollectivePlan::GroupRank(int chip) const {
+  const Coord c = topo_.CoordOf(chip);
+  int rank = 0;
+  for (const AxisPlan& ap : axes_) rank = rank * ap.size + c.Get(ap.axis);
+  return rank;
+}
+
+std::vector<Range> CollectivePlan::InputRanges(int chip) const {
+  const uint64_t n = group_size_, v = virtual_len_, r = GroupRank(chip);
+  switch (spec_.op) {
+    case CollectiveOp::kAllGather: return {{r * (v / n), v / n}};
+    case CollectiveOp::kAllToAll: return {{r * (v / n), v / n}};
+    default: return {{0, v}};
+  }
+}
+
+std::vector<Range> CollectivePlan::ResultRanges(int chip) const {
+  const uint64_t n = group_size_, v = virtual_len_, r = GroupRank(chip);
+  switch (spec_.op) {
+    case CollectiveOp::kReduceScatter: return {{r * (v / n), v / n}};
+    case CollectiveOp::kAllToAll: {
+      const uint64_t block = v / (n * n);
+      std::vector<Range> out;
+      for (uint64_t o = 0; o < n; ++o) out.push_back({(o * n + r) * block, block});
+      return out;
+    }
+    default: return {{0, v}};
+  }
+}
+
+std::string CollectivePlan::AlgorithmLabel() const {
+  bool same = true;
+  for (const AxisPlan& ap : axes_) same = same && ap.algorithm == axes_[0].algorithm;
+  if (same) return AlgorithmName(axes_[0].algorithm);
+  std::vector<std::string> parts;
+  for (const AxisPlan& ap : axes_) parts.push_back(AxisName(ap.axis) + ":" + AlgorithmName(ap.algorithm));
+  return absl::StrJoin(parts, ",");
+}
+
+double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo) {
+  return 2.0 * sizeof(float) * static_cast<double>(plan.virtual_len()) * topo.num_chips();
+}
+
+absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const CollectiveSpec& spec) {
+  auto plan = CollectivePlan::Create(topo, spec);
+  if (!plan.ok()) return plan.status();
+  if (auto s = CheckPodHostBytes(CollectiveHostBytes(*plan, topo), topo.num_chips(),
+                                 absl::StrCat("--bytes ", FormatBytes(spec.bytes), " (", OpName(spec.op), " over ",
+                                              AxesName(spec.axes), ")"),
+                                 "use a smaller --bytes");
+      !s.ok()) {
+    return s;
+  }
+  return plan;
+}
+
+}  // namespace tpuemu

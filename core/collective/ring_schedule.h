@@ -1,0 +1,39 @@
+// Collective schedules on one axis of n chips (positions 0..n-1), as hops of
+// blocks between neighbours, step by step (store and forward).
+#pragma once
+
+#include <vector>
+
+#include "core/collective/spec.h"
+
+namespace tpuemu {
+
+// One block moving one hop at one step. For AllGather/ReduceScatter `block` is
+// the shard's owner; for AllToAll the block goes from `block` to `dest`, and
+// `half` is 0 (whole) or 1/2 (the first/second half, sent opposite ways).
+struct Hop {
+  int step = 1;  // 1-based
+  int from = 0;
+  int to = 0;
+  int dir = +1;
+  int block = 0;
+  int dest = -1;
+  int half = 0;
+};
+
+// The algorithm an axis really runs: auto becomes bi-ring on a wraparound
+// axis and line otherwise; asking for a ring on a line is an error.
+absl::StatusOr<RingAlgorithm> ResolveAlgorithm(RingAlgorithm requested, bool wraps, const std::string& axis_name,
+                                               const std::string& topology);
+
+// Shard `o` travels h(o, dir) hops in direction dir (0 if none).
+int GatherHops(int n, RingAlgorithm alg, int origin, int dir);
+
+std::vector<Hop> AllGatherHops(int n, RingAlgorithm alg);
+// The time-reversed transpose of the AllGather: partial sums flow toward each
+// block's owner and every receiver adds what it gets.
+std::vector<Hop> ReduceScatterHops(int n, RingAlgorithm alg);
+std::vector<Hop> AllToAllHops(int n, RingAlgorithm alg);
+int NumSteps(const std::vector<Hop>& hops);
+
+}  // namespace tpuemu

@@ -1,0 +1,35 @@
+// What a collective job asks for.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/pod/topology.h"
+
+namespace tpuemu {
+
+enum class CollectiveOp { kAllGather, kReduceScatter, kAllReduce, kAllToAll };
+enum class RingAlgorithm { kAuto, kUniRing, kBiRing, kLine };
+
+std::string OpName(CollectiveOp op);
+absl::StatusOr<CollectiveOp> ParseOp(const std::string& name);
+std::string AlgorithmName(RingAlgorithm alg);
+absl::StatusOr<RingAlgorithm> ParseAlgorithm(const std::string& name);
+absl::StatusOr<std::vector<Axis>> ParseAxes(const std::string& csv);
+std::string AxesName(const std::vector<Axis>& axes);
+
+struct CollectiveSpec {
+  CollectiveOp op = CollectiveOp::kAllGather;
+  std::vector<Axis> axes;
+  uint64_t bytes = 0;          // V: the full array, in emulated bytes
+  RingAlgorithm algorithm = RingAlgorithm::kAuto;
+  int dtype_bytes = 2;         // emulated element size (bf16 = 2, f32 = 4)
+  uint64_t seed = 1;
+  uint64_t chunk_bytes = 1 << 20;  // host bytes per wire chunk
+
+  uint64_t elements() const { return bytes / dtype_bytes; }
+};
+
+}  // namespace tpuemu

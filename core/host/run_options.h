@@ -1,0 +1,33 @@
+// How a chip runs its share of one job on its host: the job's number and tags,
+// the wire format, where transfers are traced, and the job's abort.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/host/chip_result.h"
+#include "core/wire/job_abort.h"
+
+namespace tpuemu {
+
+struct RunOptions {
+  uint64_t job = 0;
+  // ORed into every chunk tag, so that several collectives of one job (the
+  // steps of a matmul) never mistake each other's chunks.
+  uint64_t tag_base = 0;
+  // Round what crosses links to bf16 (training's wire_dtype: bf16): frames
+  // carry rounded copies instead of lending the buffer.
+  bool wire_bf16 = false;
+  // When set, every transfer this chip books on a link is recorded here.
+  std::vector<TraceEvent>* trace = nullptr;
+  // The job's abort, which its compute checks (its receives are woken by the
+  // mailbox's). Shared by the job's chips on this host.
+  std::shared_ptr<JobAbort> abort = std::make_shared<JobAbort>();
+  // A backstop only: a job whose peer is lost is aborted by the coordinator
+  // (or by this host's failing chip) long before this.
+  absl::Duration recv_timeout = absl::Seconds(120);
+};
+
+}  // namespace tpuemu

@@ -1,0 +1,37 @@
+#include "core/pod/link_clock.h"
+
+#include <algorithm>
+
+namespace tpuemu {
+
+EmuLink::Booking EmuLink::Book(double bytes, double ready) {
+  Booking b;
+  b.start = std::max(ready, free_);
+  b.end = b.start + bytes / params_.bw_dir;
+  b.arrival = b.end + params_.latency;
+  free_ = b.end;
+  bytes_ += bytes;
+  return b;
+}
+
+WallPacer::WallPacer(LinkParams params, double time_scale) : params_(params), scale_(time_scale) {
+  if (scale_ > 0) {
+    latency_ = std::chrono::duration_cast<WallClock::duration>(
+        std::chrono::duration<double>(params_.latency * scale_));
+  }
+}
+
+WallClock::time_point WallPacer::Book(double bytes, WallClock::time_point ready) {
+  if (scale_ <= 0) return ready;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto start = std::max(ready, free_);
+  free_ = start + std::chrono::duration_cast<WallClock::duration>(
+                      std::chrono::duration<double>(bytes * scale_ / params_.bw_dir));
+  return free_;
+}
+
+double RooflineSeconds(const ChipProfile& chip, double flops, double hbm_bytes) {
+  return std::max(flops / chip.flops_bf16, hbm_bytes / chip.hbm_bw);
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,55 @@
+#include "core/tensor/gemm.h"
+
+#include <blis.h>
+
+#include <algorithm>
+
+#include "core/tensor/blis_kernel.h"
+
+namespace tpuemu {
+
+namespace {
+
+// About a tenth of a second of one core's multiply: an abort is seen that
+// soon, and each block is still big enough for BLIS to run at full speed.
+constexpr int64_t kBlockFlops = int64_t{1} << 30;
+constexpr int64_t kMinBlockRows = 32;
+
+}  // namespace
+
+void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
+  EnsureBlisKernel();
+  BlisGemm(a, b, c);
+}
+
+void GemmUnlessAborted(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, const JobAbort& abort) {
+  EnsureBlisKernel();
+  const int64_t row_flops = std::max<int64_t>(1, 2 * c.cols * a.cols);
+  const int64_t rows = std::max(kMinBlockRows, kBlockFlops / row_flops);
+  for (int64_t first = 0; first < c.rows && !abort.aborted(); first += rows) {
+    const int64_t n = std::min(rows, c.rows - first);
+    BlisGemm(MatrixView{a.data + first * a.rs, n, a.cols, a.rs, a.cs}, b,
+             MutableMatrixView{c.data + first * c.rs, n, c.cols, c.rs, c.cs});
+  }
+}
+
+void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
+  // One thread whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say: the chips
+  // of a host already run one thread each.
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(1, &rntm);
+  float one = 1.0f, zero = 0.0f;
+  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c.rows, c.cols, a.cols, &one, const_cast<float*>(a.data), a.rs,
+               a.cs, const_cast<float*>(b.data), b.rs, b.cs, &zero, c.data, c.rs, c.cs, nullptr, &rntm);
+}
+
+void MatMul(const float* a, int64_t ar, int64_t ac, bool at, const float* b, int64_t br, int64_t bc, bool bt,
+            float* c, const JobAbort* abort) {
+  const MatrixView va{a, at ? ac : ar, at ? ar : ac, at ? 1 : ac, at ? ac : 1};
+  const MatrixView vb{b, bt ? bc : br, bt ? br : bc, bt ? 1 : bc, bt ? bc : 1};
+  const MutableMatrixView vc{c, va.rows, vb.cols, vb.cols, 1};
+  if (abort != nullptr) return GemmUnlessAborted(va, vb, vc, *abort);
+  Gemm(va, vb, vc);
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,319 @@
+#include "core/train/config.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "yaml-cpp/yaml.h"
+
+namespace tpuemu {
+namespace {
+
+// Host memory the one-device reference may use, so that a typo in a size
+// is an error rather than an exhausted machine.
+constexpr double kMaxReferenceBytes = 8.0 * (1ull << 30);
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+absl::Status KeyError(const std::string& source, const std::string& key, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, ": ", what));
+}
+
+// Fills the -1 of one level and checks the product.
+absl::Status Resolve(Parallelism& p, int total, const std::string& level, const std::string& what,
+                     const std::string& source) {
+  int* fields[] = {&p.data, &p.fsdp, &p.tensor, &p.pipeline};
+  int* fill = nullptr;
+  int known = 1;
+  for (int i = 0; i < 4; ++i) {
+    if (*fields[i] == -1) {
+      if (fill != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(source, ": only one of ", level,
+                                                       "_{data,fsdp,tensor,pipeline}_parallelism may be -1"));
+      }
+      fill = fields[i];
+    } else {
+      known *= *fields[i];
+    }
+  }
+  const std::string given = absl::StrCat(level, "_data_parallelism=", p.data, ", ", level, "_fsdp_parallelism=",
+                                         p.fsdp, ", ", level, "_tensor_parallelism=", p.tensor, ", ", level,
+                                         "_pipeline_parallelism=", p.pipeline);
+  if (fill != nullptr) {
+    if (total % known != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", given, ": the product of the others (", known,
+                                                     ") must divide ", what, " (", total, ")"));
+    }
+    *fill = total / known;
+  } else if (known != total) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", given, ": the product is ", known, " but must be ",
+                                                   what, " (", total, "); set one of them to -1 to fill in"));
+  }
+  return absl::OkStatus();
+}
+
+// Stages, microbatches and repeats: what the schedules need of them.
+absl::Status ResolvePipeline(TrainConfig& c, int64_t batch_ways) {
+  const std::string& source = c.name;
+  if (c.ici.pipeline > 1 && c.dcn.pipeline > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": ici_pipeline_parallelism=", c.ici.pipeline, ", dcn_pipeline_parallelism=", c.dcn.pipeline,
+        ": pipeline stages lie on one physical axis, inside a slice or across slices; set one of them to 1"));
+  }
+  const int stages = c.stages();
+  if (c.num_microbatches == -1) c.num_microbatches = stages;
+  const int64_t groups = int64_t{stages} * c.pipeline_repeats;
+  if (c.num_layers % groups != 0) {
+    return KeyError(source, "num_layers",
+                    absl::StrCat(c.num_layers, " layers do not split into ", stages, " stage(s) x ",
+                                 c.pipeline_repeats, " repeat(s) = ", groups,
+                                 " equal layer groups; use a multiple of ", groups));
+  }
+  if (c.pipeline_schedule == "circular" && c.num_microbatches < stages) {
+    return KeyError(source, "num_pipeline_microbatches",
+                    absl::StrCat(c.num_microbatches, " is fewer than the ", stages,
+                                 " stages; the circular schedule needs at least one microbatch per stage (MaxText "
+                                 "recommends 2 x stages)"));
+  }
+  const int64_t ways = batch_ways * c.num_microbatches;
+  if (c.global_batch_tokens % ways != 0) {
+    return KeyError(source, "global_batch_tokens",
+                    absl::StrCat(c.global_batch_tokens, " does not split into ", c.num_microbatches,
+                                 " microbatches over ", batch_ways, " data x fsdp shard(s); use a multiple of ",
+                                 ways));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<TrainKey>& TrainKeys() {
+  static const std::vector<TrainKey> keys = {
+      {"name", "string", "job", "a label for the job"},
+      {"topology", "string", "(the pod's)", "CHIP:SHAPE the job was written for; must match the pod's"},
+      {"num_slices", "int", "(all)", "slices the job runs on; must be the pod's slice count"},
+      {"ici_data_parallelism", "int", "1", "data-parallel ways inside a slice (-1: fill in)"},
+      {"ici_fsdp_parallelism", "int", "-1", "FSDP (ZeRO-3) ways inside a slice (-1: fill in)"},
+      {"ici_tensor_parallelism", "int", "1", "tensor-parallel (Megatron) ways inside a slice (-1: fill in)"},
+      {"ici_pipeline_parallelism", "int", "1", "pipeline stages inside a slice, on one physical axis (-1: fill in)"},
+      {"dcn_data_parallelism", "int", "-1", "data-parallel ways across slices (-1: fill in)"},
+      {"dcn_fsdp_parallelism", "int", "1", "FSDP ways across slices (-1: fill in)"},
+      {"dcn_tensor_parallelism", "int", "1", "tensor-parallel ways across slices (-1: fill in)"},
+      {"dcn_pipeline_parallelism", "int", "1", "pipeline stages across slices, one per slice (-1: fill in)"},
+      {"emb_dim", "int", "(required)", "D, the model (residual stream) width"},
+      {"mlp_dim", "int", "(required)", "F, the feed-forward width"},
+      {"num_layers", "int", "1", "L, the number of In*Win -> act -> *Wout blocks"},
+      {"global_batch_tokens", "int", "(required)", "B, tokens per step across the pod"},
+      {"steps", "int", "1", "training steps"},
+      {"num_pipeline_microbatches", "int", "-1",
+       "microbatches per step (-1: one per pipeline stage); gradients are accumulated over them"},
+      {"num_pipeline_repeats", "int", "1", "layer groups per stage; above 1 needs pipeline_schedule: circular"},
+      {"pipeline_schedule", "string", "gpipe", "gpipe (all forwards, then all backwards) | 1f1b | circular"},
+      {"pipeline_fsdp_ag_once", "bool", "false", "gather a stage's FSDP weights once per step, not per microbatch"},
+      {"seed", "int", "0", "seed of the weights, the teacher and the batches"},
+      {"opt_type", "string", "adam", "optimizer: adam | sgd"},
+      {"learning_rate", "number", "0.001", "step size"},
+      {"adam_b1", "number", "0.9", "Adam's first-moment decay"},
+      {"adam_b2", "number", "0.95", "Adam's second-moment decay"},
+      {"adam_eps", "number", "1e-8", "Adam's epsilon"},
+      {"activation", "string", "gelu", "the block's nonlinearity: relu | gelu | silu | tanh | linear"},
+      {"dtype", "string", "bf16", "emulated dtype of parameters and activations (bytes, roofline): bf16 | f32"},
+      {"wire_dtype", "string", "f32", "dtype of what crosses links: f32 (exact) | bf16 (rounded)"},
+      {"time_scale", "number", "(the pod's)", "wall-clock pacing the job expects; must equal the pod's --time-scale"},
+      {"fsdp_prefetch", "bool", "false", "gather the next layer's FSDP weights during this layer's compute"},
+      {"hbm_bytes", "number", "(the chip's)", "HBM per chip the memory check uses"},
+  };
+  return keys;
+}
+
+absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& source) {
+  // Checked here too, not only where files are read: the coordinator and the
+  // workers parse whatever text a client sent.
+  if (text.size() > kMaxJobFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", text.size(), " bytes; a job file may hold at most ",
+                                                   kMaxJobFileBytes, " bytes (1 MiB)"));
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid YAML: ", e.what()));
+  }
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": expected a flat map of keys (key: value per line)"));
+  }
+  TrainConfig c;
+  std::map<std::string, bool> seen;
+  std::string dtype = "bf16", wire = "f32";
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar()) {
+      const int line = kv.first.Mark().line;  // -1 when yaml-cpp knows no position
+      return absl::InvalidArgumentError(absl::StrCat(source, line >= 0 ? absl::StrCat(": line ", line + 1) : "",
+                                                     ": a key must be a plain name, not a list, map or null; every "
+                                                     "key is listed by `tpuemu reference --help`"));
+    }
+    const std::string key = kv.first.Scalar();
+    const auto spec = std::find_if(TrainKeys().begin(), TrainKeys().end(),
+                                   [&](const TrainKey& k) { return k.name == key; });
+    if (spec == TrainKeys().end()) {
+      const TrainKey* best = &TrainKeys()[0];
+      for (const TrainKey& k : TrainKeys()) {
+        if (EditDistance(k.name, key) < EditDistance(best->name, key)) best = &k;
+      }
+      return KeyError(source, key,
+                      absl::StrCat("unknown key", EditDistance(best->name, key) <= 3
+                                                      ? absl::StrCat(" (did you mean ", best->name, "?)")
+                                                      : "",
+                                   "; every key is listed by `tpuemu reference --help` and in docs/jobs.md"));
+    }
+    seen[key] = true;
+    const YAML::Node& v = kv.second;
+    if (!v.IsScalar()) return KeyError(source, key, absl::StrCat("expected a single ", spec->type, " value"));
+    const std::string raw = v.Scalar();
+    try {
+      if (spec->type == "int") {
+        int64_t n = 0;
+        if (!YAML::convert<int64_t>::decode(v, n)) {
+          return KeyError(source, key, absl::StrCat("'", raw, "' is not an integer"));
+        }
+        const std::map<std::string, int*> ints = {
+            {"num_slices", &c.num_slices}, {"ici_data_parallelism", &c.ici.data},
+            {"ici_fsdp_parallelism", &c.ici.fsdp}, {"ici_tensor_parallelism", &c.ici.tensor},
+            {"dcn_data_parallelism", &c.dcn.data}, {"dcn_fsdp_parallelism", &c.dcn.fsdp},
+            {"dcn_tensor_parallelism", &c.dcn.tensor}, {"ici_pipeline_parallelism", &c.ici.pipeline},
+            {"dcn_pipeline_parallelism", &c.dcn.pipeline}, {"num_layers", &c.num_layers}, {"steps", &c.steps},
+            {"num_pipeline_microbatches", &c.num_microbatches}, {"num_pipeline_repeats", &c.pipeline_repeats}};
+        const std::map<std::string, int64_t*> longs = {
+            {"emb_dim", &c.emb_dim}, {"mlp_dim", &c.mlp_dim}, {"global_batch_tokens", &c.global_batch_tokens}};
+        if (key == "seed") {
+          if (n < 0) return KeyError(source, key, absl::StrCat(n, ": must be >= 0"));
+          c.seed = static_cast<uint64_t>(n);
+        } else if (auto it = longs.find(key); it != longs.end()) {
+          if (n <= 0 || n > (int64_t{1} << 24)) {
+            return KeyError(source, key, absl::StrCat(n, ": must be between 1 and 16777216"));
+          }
+          *it->second = n;
+        } else {
+          const bool parallelism = key.find("parallelism") != std::string::npos || key == "num_pipeline_microbatches";
+          const bool ok = parallelism ? (n == -1 || (n >= 1 && n <= 65536)) : (n >= 1 && n <= 1000000);
+          if (!ok) {
+            return KeyError(source, key, absl::StrCat(n, parallelism ? ": must be -1 or a positive count"
+                                                                     : ": must be a positive integer"));
+          }
+          *ints.at(key) = static_cast<int>(n);
+        }
+      } else if (spec->type == "number") {
+        const double x = v.as<double>();
+        if (key == "learning_rate" && !(x > 0 && x < 1e3)) return KeyError(source, key, absl::StrCat(raw, ": must be > 0"));
+        if ((key == "adam_b1" || key == "adam_b2") && !(x >= 0 && x < 1)) {
+          return KeyError(source, key, absl::StrCat(raw, ": must be in [0, 1)"));
+        }
+        if (key == "adam_eps" && !(x > 0)) return KeyError(source, key, absl::StrCat(raw, ": must be > 0"));
+        if ((key == "time_scale" || key == "hbm_bytes") && !(x >= 0 && x < 1e15)) {
+          return KeyError(source, key, absl::StrCat(raw, ": must be >= 0"));
+        }
+        if (key == "learning_rate") c.learning_rate = x;
+        if (key == "adam_b1") c.adam_b1 = x;
+        if (key == "adam_b2") c.adam_b2 = x;
+        if (key == "adam_eps") c.adam_eps = x;
+        if (key == "time_scale") c.time_scale = x;
+        if (key == "hbm_bytes") c.hbm_bytes = x;
+      } else if (spec->type == "bool") {
+        bool b = false;
+        if (!YAML::convert<bool>::decode(v, b)) return KeyError(source, key, absl::StrCat("'", raw, "' is not true or false"));
+        (key == "fsdp_prefetch" ? c.fsdp_prefetch : c.pipeline_fsdp_ag_once) = b;
+      } else {
+        auto one_of = [&](std::initializer_list<const char*> allowed) -> absl::Status {
+          for (const char* a : allowed) {
+            if (raw == a) return absl::OkStatus();
+          }
+          return KeyError(source, key, absl::StrCat("'", raw, "': allowed: ", absl::StrJoin(allowed, ", ")));
+        };
+        absl::Status s = absl::OkStatus();
+        if (key == "opt_type") s = one_of({"adam", "sgd"});
+        if (key == "activation") s = one_of({"relu", "gelu", "silu", "tanh", "linear"});
+        if (key == "dtype") s = one_of({"bf16", "f32"});
+        if (key == "wire_dtype") s = one_of({"f32", "bf16"});
+        if (key == "pipeline_schedule") s = one_of({"gpipe", "1f1b", "circular"});
+        if (!s.ok()) return s;
+        if (key == "name") c.name = raw;
+        if (key == "topology") c.topology = raw;
+        if (key == "opt_type") c.opt_type = raw;
+        if (key == "activation") c.activation = raw;
+        if (key == "dtype") dtype = raw;
+        if (key == "wire_dtype") wire = raw;
+        if (key == "pipeline_schedule") c.pipeline_schedule = raw;
+      }
+    } catch (const YAML::Exception&) {
+      return KeyError(source, key, absl::StrCat("'", raw, "' is not a ", spec->type));
+    }
+  }
+  for (const char* required : {"emb_dim", "mlp_dim", "global_batch_tokens"}) {
+    if (!seen[required]) return KeyError(source, required, "missing; it has no default");
+  }
+  if (c.pipeline_repeats > 1 && c.pipeline_schedule != "circular") {
+    return KeyError(source, "num_pipeline_repeats",
+                    absl::StrCat(c.pipeline_repeats, ": several layer groups per stage need pipeline_schedule: "
+                                                     "circular (it is ", c.pipeline_schedule, ")"));
+  }
+  if (c.name.empty()) c.name = "job";
+  c.dtype_bytes = dtype == "bf16" ? 2 : 4;
+  c.wire_dtype_bytes = wire == "bf16" ? 2 : 4;
+  // The one-device reference holds weights, gradients, Adam moments and the
+  // teacher (5 copies of 2 L D F floats) and the activations of every layer.
+  const double d = static_cast<double>(c.emb_dim), f = static_cast<double>(c.mlp_dim),
+               b = static_cast<double>(c.global_batch_tokens), l = c.num_layers;
+  const double bytes = 4 * (5 * 2 * l * d * f + l * b * (2 * f + d) + 4 * b * d);
+  if (bytes > kMaxReferenceBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": emb_dim=", c.emb_dim, ", mlp_dim=", c.mlp_dim, ", num_layers=", c.num_layers,
+        ", global_batch_tokens=", c.global_batch_tokens, " need ", static_cast<int64_t>(bytes / (1 << 20)),
+        " MiB of host memory for the one-device reference; the limit is ", kMaxReferenceBytes / (1 << 20),
+        " MiB: make the model or the batch smaller"));
+  }
+  return c;
+}
+
+absl::Status ResolveMesh(TrainConfig& c, const Topology& topo) {
+  const std::string source = c.name;
+  if (!c.topology.empty() && c.topology != topo.request().topology) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": topology: the job was written for ", c.topology,
+                                                   " but the pod is ", topo.request().topology));
+  }
+  if (c.num_slices == 0) c.num_slices = topo.slices();
+  if (c.num_slices != topo.slices()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": num_slices: ", c.num_slices, ", but the pod has ",
+                                                   topo.slices(), " slice(s); a job runs on all of them"));
+  }
+  if (auto s = Resolve(c.ici, topo.chips_per_slice(), "ici", "the chips per slice", source); !s.ok()) return s;
+  if (auto s = Resolve(c.dcn, c.num_slices, "dcn", "the number of slices", source); !s.ok()) return s;
+  const int64_t batch_ways = int64_t{c.ici.data} * c.ici.fsdp * c.dcn.data * c.dcn.fsdp;
+  const int64_t fsdp_ways = int64_t{c.ici.fsdp} * c.dcn.fsdp;
+  const int64_t tensor_ways = int64_t{c.ici.tensor} * c.dcn.tensor;
+  auto divides = [&](const char* key, int64_t value, int64_t ways, const char* by) -> absl::Status {
+    if (value % ways == 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, ": ", value, " does not split over the ", ways,
+                                                   " ", by, " shards; use a multiple of ", ways));
+  };
+  if (auto s = divides("global_batch_tokens", c.global_batch_tokens, batch_ways, "data x fsdp"); !s.ok()) return s;
+  if (auto s = ResolvePipeline(c, batch_ways); !s.ok()) return s;
+  if (auto s = divides("emb_dim", c.emb_dim, fsdp_ways, "fsdp"); !s.ok()) return s;
+  if (auto s = divides("mlp_dim", c.mlp_dim, tensor_ways, "tensor"); !s.ok()) return s;
+  // Activations between blocks are sharded over tensor along D (Megatron).
+  if (auto s = divides("emb_dim", c.emb_dim, tensor_ways, "tensor"); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,79 @@
+// A training job file (DESIGN §6, issue 4): flat YAML with MaxText's key
+// names where the concept is the same. Every key is described once, in
+// TrainKeys(), which also feeds `tpuemu submit --help` and docs/jobs.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/pod/topology.h"
+
+namespace tpuemu {
+
+struct TrainKey {
+  std::string name;
+  std::string type;        // "int", "number", "string", "bool"
+  std::string default_text;
+  std::string doc;
+};
+const std::vector<TrainKey>& TrainKeys();
+
+// Data, fsdp, tensor and pipeline parallelism of one level (ICI inside a
+// slice, DCN across slices); -1 is "whatever is left", as in MaxText.
+struct Parallelism {
+  int data = 1;
+  int fsdp = 1;
+  int tensor = 1;
+  int pipeline = 1;
+  int product() const { return data * fsdp * tensor * pipeline; }
+};
+
+struct TrainConfig {
+  std::string name;
+  std::string topology;  // optional; must match the pod's
+  int num_slices = 0;    // 0: all of the pod's
+  Parallelism ici{1, -1, 1, 1};
+  Parallelism dcn{-1, 1, 1, 1};
+  int64_t emb_dim = 0;              // D
+  int64_t mlp_dim = 0;              // F
+  int num_layers = 1;               // L
+  int64_t global_batch_tokens = 0;  // B
+  int steps = 1;
+  uint64_t seed = 0;
+  std::string opt_type = "adam";    // adam | sgd
+  double learning_rate = 1e-3;
+  double adam_b1 = 0.9;
+  double adam_b2 = 0.95;
+  double adam_eps = 1e-8;
+  std::string activation = "gelu";  // relu | gelu | silu | tanh | linear
+  int dtype_bytes = 2;              // emulated: bf16 (2) | f32 (4)
+  int wire_dtype_bytes = 4;         // what crosses links: f32 (4) | bf16 (2)
+  double time_scale = -1;           // -1: whatever the pod runs at
+  bool fsdp_prefetch = false;
+  double hbm_bytes = 0;             // 0: the chip preset's
+  // Pipelining (issue 5). Microbatches: -1 until ResolveMesh makes it one
+  // per stage. Each stage holds `pipeline_repeats` groups of layers.
+  int num_microbatches = -1;
+  int pipeline_repeats = 1;
+  std::string pipeline_schedule = "gpipe";  // gpipe | 1f1b | circular
+  bool pipeline_fsdp_ag_once = false;
+
+  int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
+};
+
+// Largest job file anyone reads or ships: real ones are a few hundred bytes
+// of flat keys, so anything near this is a wrong file, and it stays far
+// below gRPC's message limit (8 MiB) for the trip to the pod.
+inline constexpr size_t kMaxJobFileBytes = size_t{1} << 20;
+
+// Parses and checks a job file's text (at most kMaxJobFileBytes). `source`
+// names it in errors.
+absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& yaml_text, const std::string& source);
+
+// Fills in the -1s for a pod and checks the products and divisibility.
+absl::Status ResolveMesh(TrainConfig& config, const Topology& topo);
+
+}  // namespace tpuemu

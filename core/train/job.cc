@@ -1,0 +1,34 @@
+#include "core/train/job.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/pod/host_memory.h"
+#include "core/train/report.h"
+
+namespace tpuemu {
+
+absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& topo, double pod_time_scale) {
+  auto config = ParseTrainConfig(spec.yaml, spec.source.empty() ? "job file" : spec.source);
+  if (!config.ok()) return config.status();
+  // Links are paced per pod, so a job cannot choose its own pacing.
+  if (config->time_scale >= 0 && config->time_scale != pod_time_scale) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config->name, ": time_scale: ", config->time_scale, ", but the pod runs at --time-scale ", pod_time_scale,
+        "; drop the key, or start a pod with `tpuemu cluster up --time-scale ", config->time_scale, "`"));
+  }
+  if (auto s = ResolveMesh(*config, topo); !s.ok()) return s;
+  auto mesh = TrainMesh::Create(*config, topo);
+  if (!mesh.ok()) return mesh.status();
+  if (auto s = CheckMemory(*config, *mesh, topo); !s.ok()) return s;
+  const double host = ChipHostBytes(*config, *mesh) * topo.num_chips();
+  if (auto s = CheckPodHostBytes(host, topo.num_chips(),
+                                 absl::StrCat(config->name, ": emb_dim=", config->emb_dim, ", mlp_dim=",
+                                              config->mlp_dim, ", num_layers=", config->num_layers,
+                                              ", global_batch_tokens=", config->global_batch_tokens),
+                                 "every chip keeps the whole teacher: make the model or the batch smaller");
+      !s.ok()) {
+    return s;
+  }
+  return TrainJob{*config, *mesh};
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,64 @@
+// Seed 001's simplified Transformer on one device (DESIGN §6): L blocks of
+// In[B, D] * Win[D, F] -> activation -> * Wout[F, D], trained with a mean
+// squared error against a fixed random teacher of the same shape. Weights,
+// teacher and batches are deterministic in (seed, what, index), so any shard
+// of any of them can be made anywhere; the sharded strategies and this
+// one-device reference see exactly the same numbers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/train/config.h"
+
+namespace tpuemu {
+
+// Row-major weights of every layer: win[l] is D x F, wout[l] is F x D.
+struct ModelWeights {
+  std::vector<std::vector<float>> win, wout;
+};
+
+enum class WeightStream { kStudent = 0, kTeacher = 1 };
+// Element `index` (row-major) of layer `layer`'s Win (out = false) or Wout.
+float WeightValue(const TrainConfig& c, WeightStream stream, int layer, bool out, int64_t index);
+ModelWeights InitWeights(const TrainConfig& c, WeightStream stream);
+
+// x (B x D, row-major) <- the model's output on x, forward only.
+void ForwardPass(const TrainConfig& c, const ModelWeights& weights, std::vector<float>& x);
+
+// The loss of `weights` on the batch of `step` (forward only).
+double BatchLoss(const TrainConfig& c, const ModelWeights& weights, int step);
+
+// Sum of squares of every weight (the final parameters' checksum).
+double SumOfSquares(const ModelWeights& w);
+
+// Tokens [first, first + count) of the batch of `step`: count x D, row-major.
+std::vector<float> BatchTokens(const TrainConfig& c, int step, int64_t first, int64_t count);
+
+// The activation and its derivative, elementwise.
+float Activate(const std::string& name, float h);
+float ActivateGrad(const std::string& name, float h);
+
+struct StepRecord {
+  int step = 0;
+  double loss = 0;  // before the update, over the whole batch
+};
+
+// One device: forward, backward and optimizer step, in fp32.
+class ReferenceTrainer {
+ public:
+  explicit ReferenceTrainer(const TrainConfig& config);
+  StepRecord Step();  // the next step
+  const ModelWeights& weights() const { return weights_; }
+
+ private:
+  void Update(std::vector<float>& w, const std::vector<float>& g, std::vector<float>& m, std::vector<float>& v);
+
+  TrainConfig c_;
+  ModelWeights weights_;
+  ModelWeights teacher_;
+  ModelWeights m_, v_;  // Adam moments
+  int step_ = 0;
+};
+
+}  // namespace tpuemu

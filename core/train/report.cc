@@ -1,0 +1,181 @@
+#include "core/train/report.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/train/pipeline_schedule.h"
+
+namespace tpuemu {
+
+namespace {
+
+// Layers one chip holds, and microbatches whose activations it may hold at
+// once (1f1b's first stage: one per stage; gpipe and circular: all).
+double StageLayers(const TrainConfig& c) { return static_cast<double>(c.num_layers) / c.stages(); }
+double MicrobatchesHeld(const TrainConfig& c) {
+  return c.pipeline_schedule == "1f1b" ? std::min(c.stages(), c.num_microbatches) : c.num_microbatches;
+}
+
+}  // namespace
+
+std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh) {
+  const double d = c.emb_dim, f = c.mlp_dim, l = StageLayers(c), dtype = c.dtype_bytes;
+  const double fsdp = mesh.size(MeshAxisKind::kFsdp), tensor = mesh.size(MeshAxisKind::kTensor);
+  const double microbatch = static_cast<double>(c.global_batch_tokens) /
+                            (mesh.size(MeshAxisKind::kData) * fsdp * c.num_microbatches);
+  const double params = 2 * l * d * f / (fsdp * tensor);
+  // FSDP: one layer's Win and Wout gathered over fsdp (two with prefetch,
+  // all the stage's with pipeline_fsdp_ag_once).
+  const double gathered_layers = c.pipeline_fsdp_ag_once ? l : c.fsdp_prefetch ? 2 : 1;
+  std::vector<MemoryItem> items = {
+      {"parameters", params * dtype},
+      {"gradients", params * dtype},
+      {"optimizer state", c.opt_type == "adam" ? params * 8 : 0},
+      // Saved for the backward pass: each layer's gathered input and
+      // pre-activation, for every microbatch in flight.
+      {"activations", MicrobatchesHeld(c) * l * microbatch * (d + f / tensor) * dtype},
+      {"gathered weights", fsdp > 1 ? gathered_layers * 2 * d * f / tensor * dtype : 0},
+  };
+  return items;
+}
+
+double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh) {
+  const double d = c.emb_dim, f = c.mlp_dim, l = StageLayers(c);
+  const double fsdp = mesh.size(MeshAxisKind::kFsdp), tensor = mesh.size(MeshAxisKind::kTensor);
+  const double batch = static_cast<double>(c.global_batch_tokens) / (mesh.size(MeshAxisKind::kData) * fsdp);
+  const double microbatch = batch / c.num_microbatches;
+  const double shard = 2 * l * d * f / (fsdp * tensor);
+  const double copies = c.opt_type == "adam" ? 4 : 2;  // weights, gradients (, two moments)
+  const double gathered_layers = c.pipeline_fsdp_ag_once ? l : c.fsdp_prefetch ? 2 : 1;
+  const double gathered = fsdp > 1 ? gathered_layers * 2 * d * f / tensor : 0;
+  return 4 * (2.0 * c.num_layers * d * f + copies * shard + MicrobatchesHeld(c) * l * microbatch * (d + 2 * f / tensor) +
+              gathered + 4 * batch * d);
+}
+
+double ChipHbmBytes(const TrainConfig& c, const Topology& topo) {
+  return c.hbm_bytes > 0 ? c.hbm_bytes : topo.profile().hbm_bytes;
+}
+
+absl::Status CheckMemory(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo) {
+  std::vector<MemoryItem> items = ChipMemory(c, mesh);
+  double total = 0;
+  for (const MemoryItem& m : items) total += m.bytes;
+  const double hbm = ChipHbmBytes(c, topo);
+  if (total <= hbm) return absl::OkStatus();
+  std::sort(items.begin(), items.end(), [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
+  std::vector<std::string> lines;
+  for (const MemoryItem& m : items) {
+    if (m.bytes > 0) lines.push_back(absl::StrFormat("  %-17s %10.3f GiB", m.name, m.bytes / (1 << 30)));
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: out of memory: each chip needs %.3f GiB but has %.3f GiB of HBM (%s). Largest items per chip:\n%s\n"
+      "Shard more (fsdp or tensor parallelism), shrink global_batch_tokens, or set hbm_bytes.",
+      c.name, total / (1 << 30), hbm / (1 << 30), c.hbm_bytes > 0 ? "hbm_bytes" : topo.profile().name,
+      absl::StrJoin(lines, "\n")));
+}
+
+double StepModelFlops(const TrainConfig& c) {
+  return 3.0 * 2 * 2.0 * c.global_batch_tokens * c.emb_dim * c.mlp_dim * c.num_layers;
+}
+
+StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::vector<ChipRunResult>& chips) {
+  StepReport r;
+  double loss_sum = 0;
+  for (const ChipRunResult& chip : chips) {
+    r.step = chip.step;
+    loss_sum += chip.loss_sum;
+    if (chip.emulated_s >= r.emulated_s) {
+      r.emulated_s = chip.emulated_s;
+      r.compute_s = chip.compute_s;
+      for (int k = 0; k < kMeshAxes; ++k) {
+        r.exposed_comm_s[k] = chip.mesh_comm_s[k];
+        r.comm_s[k] = chip.mesh_busy_s[k];
+      }
+      for (int k = 0; k < 3; ++k) r.compute_parts_s[k] = chip.compute_parts_s[k];
+    }
+    r.wall_s = std::max(r.wall_s, chip.wall_s);
+    r.host_lag_s = std::max(r.host_lag_s, chip.host_lag_s);
+    uint64_t total = 0;
+    for (int k = 0; k < kMeshAxes; ++k) {
+      r.comm_bytes[k] = std::max(r.comm_bytes[k], chip.mesh_bytes[k]);
+      total += chip.mesh_bytes[k];
+    }
+    r.comm_bytes_total = std::max(r.comm_bytes_total, total);
+    r.peak_activation_bytes = std::max(r.peak_activation_bytes, chip.peak_activation_bytes);
+  }
+  if (c.stages() > 1 && !chips.empty()) {
+    // Each stage is idle while it waits for its neighbours and after its
+    // last microbatch until the slowest stage is through.
+    double span = 0, busy = 0;
+    for (const ChipRunResult& chip : chips) {
+      span = std::max(span, chip.pipeline_end_s);
+      busy += chip.pipeline_busy_s;
+    }
+    if (span > 0) r.bubble_fraction = 1 - busy / (span * static_cast<double>(chips.size()));
+    r.bubble_formula = BubbleFormula(c.stages(), c.num_microbatches, c.pipeline_repeats);
+  }
+  r.loss = loss_sum / static_cast<double>(c.global_batch_tokens * c.emb_dim);
+  const double tokens = static_cast<double>(c.global_batch_tokens);
+  if (r.emulated_s > 0) {
+    r.mfu = StepModelFlops(c) / (topo.num_chips() * topo.profile().flops_bf16 * r.emulated_s);
+    r.tokens_per_s_emulated = tokens / r.emulated_s;
+  }
+  if (r.wall_s > 0) r.tokens_per_s_wall = tokens / r.wall_s;
+  return r;
+}
+
+std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo,
+                                     const StepReport& step) {
+  const double d = c.emb_dim, f = c.mlp_dim, layers = StageLayers(c), dtype = c.dtype_bytes;
+  const double data = mesh.size(MeshAxisKind::kData), fsdp = mesh.size(MeshAxisKind::kFsdp),
+               tensor = mesh.size(MeshAxisKind::kTensor), stages = mesh.stages();
+  const double batch = static_cast<double>(c.global_batch_tokens) / (data * fsdp);
+  const double m = c.num_microbatches;
+  // The bidirectional bandwidth a chip has on a logical axis: both
+  // directions of each of its physical axes (the seed's n_axes speed-up).
+  auto bandwidth = [&](MeshAxisKind k) {
+    double w = 0;
+    for (Axis a : mesh.axes(k)) w += 2 * topo.Link(a).bw_dir;
+    return w;
+  };
+  // FSDP gathers Win and Wout for every use: forward and backward of each
+  // microbatch (the seed's 12 D F is one microbatch), or once per step.
+  const bool once = c.pipeline_fsdp_ag_once;
+  const std::string fsdp_formula =
+      once ? "FSDP once: 8 D F/T (N-1)/N"
+           : m == 1 ? "FSDP: 12 D F/T (N-1)/N" : absl::StrCat("FSDP x M=", m, ": (8M+4) D F/T (N-1)/N");
+  const double fsdp_units = once ? 8 : 8 * m + 4;
+  // A stage sends each microbatch's activations on after each of its layer
+  // groups but the last one, and gradients back before each but the first.
+  const double sends = stages == 2 ? 2.0 * c.pipeline_repeats - 1 : 2.0 * c.pipeline_repeats;
+  struct Row {
+    MeshAxisKind kind;
+    double ways;
+    std::string formula;
+    double bytes;  // per layer per chip, the seed's table with (N-1)/N
+  };
+  const Row rows[] = {
+      {MeshAxisKind::kData, data, "DP: 8 D F/(T Z) (N-1)/N", 4 * dtype * d * f / (tensor * fsdp) * (data - 1) / data},
+      {MeshAxisKind::kFsdp, fsdp, fsdp_formula, fsdp_units / 2 * dtype * d * f / tensor * (fsdp - 1) / fsdp},
+      {MeshAxisKind::kTensor, tensor, "TP: 8 B D (N-1)/N", 4 * dtype * batch * d * (tensor - 1) / tensor},
+      {MeshAxisKind::kPipeline, stages, "PP: sends x 2 B D/T / layers",
+       sends * dtype * batch * d / tensor / layers},
+  };
+  std::vector<LayerCost> out;
+  for (const Row& r : rows) {
+    if (r.ways <= 1) continue;
+    const int k = static_cast<int>(r.kind);
+    // Pipeline sends go one way on one link each.
+    const double w = r.kind == MeshAxisKind::kPipeline ? bandwidth(r.kind) / 2 : bandwidth(r.kind);
+    out.push_back({MeshAxisName(r.kind), r.formula, r.bytes, step.comm_bytes[k] / layers, r.bytes / w,
+                   step.comm_s[k] / layers});
+  }
+  const double flops = 12 * batch * d * f / tensor;  // 2 matmuls forward, 4 backward
+  out.push_back({"compute", "12 B D F/T flops / C", 0, 0, flops / topo.profile().flops_bf16,
+                 (step.compute_parts_s[0] + step.compute_parts_s[1]) / layers});
+  return out;
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,144 @@
+#include "core/wire/mailbox.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace tpuemu {
+
+namespace {
+
+// When a paced frame may be used. Processes on one machine share the steady
+// clock, so the sender's due time holds as it is; a sender on another machine
+// (a different clock: it would look far off) gets the same delay after receipt.
+WallClock::time_point UsableAt(const FrameHeader& h, WallClock::time_point now) {
+  if (h.due_at_ns == 0) return now;
+  const auto sent = WallClock::time_point(std::chrono::nanoseconds(h.sent_at_ns));
+  const auto due = WallClock::time_point(std::chrono::nanoseconds(h.due_at_ns));
+  const bool same_clock = sent <= now && now - sent < std::chrono::seconds(1);
+  return same_clock ? due : now + (due - sent);
+}
+
+}  // namespace
+
+void Mailbox::OpenJob(uint64_t job, uint64_t max_buffered_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  open_.try_emplace(job, Job{max_buffered_bytes, 0});
+}
+
+void Mailbox::CloseJob(uint64_t job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (open_.erase(job) == 0) return;
+  DropFramesLocked(job);
+  if (!aborted_.count(job)) return;
+  closed_aborts_.push_back(job);
+  if (closed_aborts_.size() > kRememberedAborts) {
+    aborted_.erase(closed_aborts_.front());
+    closed_aborts_.pop_front();
+  }
+}
+
+void Mailbox::Put(Frame frame) {
+  const auto usable_at = UsableAt(frame.header, WallClock::now());
+  const uint64_t bytes = frame.elements() * sizeof(float);
+  std::condition_variable* wake = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const FrameHeader& h = frame.header;
+    auto job = open_.find(h.job);
+    if (job == open_.end()) {
+      // Late frames of a closed job, or anybody's frames for a job this host
+      // never had: held, they would stay forever.
+      ++dropped_frames_;
+      if ((dropped_frames_ & (dropped_frames_ - 1)) == 0) {
+        spdlog::warn("mailbox: dropped {} frame(s) of jobs this worker does not run (the last: job {}, chip {} -> {})",
+                     dropped_frames_, h.job, h.src_chip, h.dst_chip);
+      }
+      return;
+    }
+    if (aborted_.count(h.job)) return;
+    if (job->second.buffered_bytes + bytes > job->second.max_buffered_bytes) {
+      AbortLocked(h.job, absl::ResourceExhaustedError(absl::StrCat(
+                             "job ", h.job, ": a frame of ", bytes, " bytes from chip ", h.src_chip, " to chip ",
+                             h.dst_chip, " would make this worker hold ", job->second.buffered_bytes + bytes,
+                             " bytes of the job's data, more than its plan allows here (",
+                             job->second.max_buffered_bytes, ")")));
+      return;
+    }
+    const Key key{h.job, h.dst_chip, h.src_chip, h.tag};
+    auto [slot, fresh] = frames_.try_emplace(key);
+    if (!fresh) job->second.buffered_bytes -= slot->second.bytes;  // a resent frame replaces the first
+    slot->second = Entry{std::move(frame), usable_at, bytes};
+    job->second.buffered_bytes += bytes;
+    Waiters& w = waiters_[std::get<1>(key)];
+    if (w.keys.count(key)) wake = &w.cv;
+  }
+  // Outside the lock, so the woken chip does not block on it at once.
+  if (wake) wake->notify_all();
+}
+
+absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag, absl::Duration timeout) {
+  const Key key{job, dst, src, tag};
+  const auto deadline = WallClock::now() + absl::ToChronoNanoseconds(timeout);
+  std::unique_lock<std::mutex> lock(mu_);
+  Waiters& waiters = waiters_[dst];
+  while (true) {
+    auto aborted = aborted_.find(job);
+    if (aborted != aborted_.end()) return aborted->second;
+    auto it = frames_.find(key);
+    if (it != frames_.end()) {
+      Entry entry = std::move(it->second);
+      frames_.erase(it);
+      if (auto open = open_.find(job); open != open_.end()) open->second.buffered_bytes -= entry.bytes;
+      lock.unlock();
+      std::this_thread::sleep_until(entry.usable_at);
+      return std::move(entry.frame);
+    }
+    const auto waiting = waiters.keys.insert(key);
+    const bool timed_out = waiters.cv.wait_until(lock, deadline) == std::cv_status::timeout;
+    waiters.keys.erase(waiting);
+    if (timed_out && !frames_.count(key) && !aborted_.count(job)) {
+      return absl::DeadlineExceededError(absl::StrCat("chip ", dst, " waited ", absl::FormatDuration(timeout),
+                                                      " for data from chip ", src, " (job ", job, ")"));
+    }
+  }
+}
+
+bool Mailbox::AbortJob(uint64_t job, const absl::Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!open_.count(job)) return false;
+  AbortLocked(job, why);
+  return true;
+}
+
+void Mailbox::AbortLocked(uint64_t job, const absl::Status& why) {
+  aborted_.emplace(job, why);
+  DropFramesLocked(job);
+  for (auto& [_, w] : waiters_) w.cv.notify_all();
+}
+
+void Mailbox::DropFramesLocked(uint64_t job) {
+  for (auto it = frames_.lower_bound(Key{job, INT32_MIN, INT32_MIN, 0});
+       it != frames_.end() && std::get<0>(it->first) == job;) {
+    it = frames_.erase(it);
+  }
+  if (auto open = open_.find(job); open != open_.end()) open->second.buffered_bytes = 0;
+}
+
+void Mailbox::ClearJob(uint64_t job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DropFramesLocked(job);
+}
+
+size_t Mailbox::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return frames_.size();
+}
+
+uint64_t Mailbox::dropped_frames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_frames_;
+}
+
+}  // namespace tpuemu
