@@ -10,6 +10,7 @@
 #include "client/chrome_trace.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
+#include "client/flag_names.h"
 #include "client/job_file.h"
 #include "client/job_json.h"
 #include "client/job_wait.h"
@@ -117,7 +118,7 @@ int Finish(const v1::Job& job, bool json) {
   }
   if (job.state() == v1::JOB_STATE_SUCCEEDED) return 0;
   std::cerr << "error: " << job.id() << " "
-            << (job.state() == v1::JOB_STATE_CANCELLED ? "was cancelled" : "failed: " + job.error()) << "\n";
+            << (job.state() == v1::JOB_STATE_CANCELLED ? "was cancelled" : "failed: " + WithFlagNames(job.error())) << "\n";
   return 1;
 }
 
@@ -186,7 +187,7 @@ int Status(const JobOptions& o) {
     return 0;
   }
   std::printf("%s (%s): %s%s\n", job->id().c_str(), JobKind(*job).c_str(), JobState(*job).c_str(),
-              job->error().empty() ? "" : (": " + job->error()).c_str());
+              job->error().empty() ? "" : (": " + WithFlagNames(job->error())).c_str());
   if (job->has_train()) {
     std::printf("mesh %s\n", job->train_summary().mesh().c_str());
     for (const v1::MemoryUse& m : job->train_summary().memory_per_chip()) {

@@ -1,5 +1,7 @@
 #include "client/job_json.h"
 
+#include "client/flag_names.h"
+
 namespace tpuemu {
 
 nlohmann::json CollectiveJson(const v1::Job& job) {
@@ -129,7 +131,7 @@ nlohmann::json JobJson(const v1::Job& job) {
                         {"kind", JobKind(job)},
                         {"state", JobState(job)},
                         {"submitted_unix_s", job.submitted_unix_s()}};
-  if (!job.error().empty()) out["error"] = job.error();
+  if (!job.error().empty()) out["error"] = WithFlagNames(job.error());
   if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();
   if (job.has_train()) {
     nlohmann::json steps = nlohmann::json::array();

@@ -58,7 +58,7 @@ int RunReference(const ReferenceOptions& o) {
 std::string JobKeysHelp() {
   std::string out = "Job file keys (flat YAML; MaxText's names where the concept is the same):\n";
   for (const TrainKey& k : TrainKeys()) {
-    out += absl::StrFormat("  %-26s %-7s %-12s %s\n", k.name, k.type, k.default_text, k.doc);
+    out += absl::StrFormat("  %-26s %-7s %-12s %s\n", k.name, k.type, k.default_text, WithFlagNames(k.doc));
   }
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/field.h"
 #include "core/pod/host_memory.h"
 #include "core/base/units.h"
 
@@ -66,7 +67,8 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Create(const Topology& topo, cons
   plan.topo_ = topo;
   plan.spec_ = spec;
   if (spec.axes.empty()) {
-    return absl::InvalidArgumentError("--axes: empty; name at least one of the pod's axes (x, y, z, dcn)");
+    return absl::InvalidArgumentError(
+        absl::StrCat(Field("axes"), ": empty; name at least one of the pod's axes (x, y, z, dcn)"));
   }
   std::vector<std::string> have;
   for (Axis a : {Axis::kX, Axis::kY, Axis::kZ, Axis::kDcn}) {
@@ -75,19 +77,19 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Create(const Topology& topo, cons
   for (Axis a : spec.axes) {
     if (!topo.HasAxis(a)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--axes '", AxesName(spec.axes), "': the pod (", topo.Describe(), ") has no axis ", AxisName(a),
-          a == Axis::kDcn ? " (start the pod with --slices 2 or more)" : "",
+          Field("axes"), " '", AxesName(spec.axes), "': the pod (", topo.Describe(), ") has no axis ", AxisName(a),
+          a == Axis::kDcn ? absl::StrCat(" (start the pod with ", Field("slices"), " 2 or more)") : "",
           "; its axes are: ", absl::StrJoin(have, ", ")));
     }
     if (topo.AxisSize(a) < 2) {
-      return absl::InvalidArgumentError(absl::StrCat("--axes '", AxesName(spec.axes), "': axis ", AxisName(a),
+      return absl::InvalidArgumentError(absl::StrCat(Field("axes"), " '", AxesName(spec.axes), "': axis ", AxisName(a),
                                                      " has size 1 in ", topo.ShapeString(),
                                                      ", so there is nothing to communicate along it"));
     }
   }
   if (spec.dtype_bytes != 2 && spec.dtype_bytes != 4) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--dtype: element size ", spec.dtype_bytes, " bytes is not supported; allowed: bf16, f32"));
+        absl::StrCat(Field("dtype"), ": element size ", spec.dtype_bytes, " bytes is not supported; allowed: bf16, f32"));
   }
   if (spec.chunk_bytes < 1024 || spec.chunk_bytes % 4 != 0) {
     return absl::InvalidArgumentError(
@@ -113,7 +115,7 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Create(const Topology& topo, cons
   const uint64_t unit = a2a ? static_cast<uint64_t>(n) * n * k * 2 : static_cast<uint64_t>(n) * k;
   if (spec.bytes == 0 || spec.bytes % spec.dtype_bytes != 0 || v % unit != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--bytes ", spec.bytes, ": the array must split evenly over the ", n, " chips of the group",
+        Field("bytes"), " ", spec.bytes, ": the array must split evenly over the ", n, " chips of the group",
         a2a ? absl::StrCat(" into ", n, "x", n, " blocks") : "", k > 1 ? absl::StrCat(" and ", k, " axis parts") : "",
         a2a ? " and halves" : "", "; use a multiple of ", unit * spec.dtype_bytes, " bytes"));
   }
@@ -288,9 +290,9 @@ absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const Col
   auto plan = CollectivePlan::Create(topo, spec);
   if (!plan.ok()) return plan.status();
   if (auto s = CheckPodHostBytes(CollectiveHostBytes(*plan, topo), topo.num_chips(),
-                                 absl::StrCat("--bytes ", FormatBytes(spec.bytes), " (", OpName(spec.op), " over ",
+                                 absl::StrCat(Field("bytes"), " ", FormatBytes(spec.bytes), " (", OpName(spec.op), " over ",
                                               AxesName(spec.axes), ")"),
-                                 "use a smaller --bytes");
+                                 absl::StrCat("use a smaller ", Field("bytes")));
       !s.ok()) {
     return s;
   }

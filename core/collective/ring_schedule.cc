@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/field.h"
 
 namespace tpuemu {
 namespace {
@@ -27,8 +28,9 @@ absl::StatusOr<RingAlgorithm> ResolveAlgorithm(RingAlgorithm requested, bool wra
   if (requested == RingAlgorithm::kAuto) return wraps ? RingAlgorithm::kBiRing : RingAlgorithm::kLine;
   if (!wraps && requested != RingAlgorithm::kLine) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--algorithm ", AlgorithmName(requested), ": axis ", axis_name, " of ", topology,
-        " has no wraparound link, so rings are impossible; use --algorithm auto or line (or a topology whose ",
+        Field("algorithm"), " ", AlgorithmName(requested), ": axis ", axis_name, " of ", topology,
+        " has no wraparound link, so rings are impossible; use ", Field("algorithm"),
+        " auto or line (or a topology whose ",
         axis_name, " axis wraps)"));
   }
   return requested;

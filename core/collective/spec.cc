@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/base/field.h"
 
 namespace tpuemu {
 
@@ -23,7 +24,7 @@ absl::StatusOr<CollectiveOp> ParseOp(const std::string& name) {
     if (OpName(op) == name) return op;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--op '", name, "': unknown collective; allowed: all-gather, reduce-scatter, all-reduce, all-to-all"));
+      Field("op"), " '", name, "': unknown collective; allowed: all-gather, reduce-scatter, all-reduce, all-to-all"));
 }
 
 std::string AlgorithmName(RingAlgorithm alg) {
@@ -41,7 +42,7 @@ absl::StatusOr<RingAlgorithm> ParseAlgorithm(const std::string& name) {
     if (AlgorithmName(alg) == name) return alg;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("--algorithm '", name, "': unknown algorithm; allowed: auto, uni-ring, bi-ring, line"));
+      absl::StrCat(Field("algorithm"), " '", name, "': unknown algorithm; allowed: auto, uni-ring, bi-ring, line"));
 }
 
 absl::StatusOr<std::vector<Axis>> ParseAxes(const std::string& csv) {
@@ -51,10 +52,10 @@ absl::StatusOr<std::vector<Axis>> ParseAxes(const std::string& csv) {
     auto axis = ParseAxis(std::string(part));
     if (!axis.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--axes '", csv, "': unknown axis '", part, "'; allowed: x, y, z, dcn (comma-separated)"));
+          absl::StrCat(Field("axes"), " '", csv, "': unknown axis '", part, "'; allowed: x, y, z, dcn (comma-separated)"));
     }
     if (!seen.insert(*axis).second) {
-      return absl::InvalidArgumentError(absl::StrCat("--axes '", csv, "': axis '", part, "' is listed twice"));
+      return absl::InvalidArgumentError(absl::StrCat(Field("axes"), " '", csv, "': axis '", part, "' is listed twice"));
     }
     axes.push_back(*axis);
   }

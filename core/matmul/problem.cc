@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/base/field.h"
 
 namespace tpuemu {
 namespace {
@@ -23,7 +24,7 @@ absl::Status CheckAxes(const MatmulExpr& e, const ExprTensor& t, const Mesh& mes
     if (mesh.Find(c) == nullptr) {
       return ExprError(e.text, pos,
                        absl::StrCat("axis ", std::string(1, c), " is not in the mesh (", mesh.Describe(),
-                                    "); bind it with --mesh ", std::string(1, c), "=x|y|z|dcn"));
+                                    "); bind it with ", Field("mesh"), " ", std::string(1, c), "=x|y|z|dcn"));
     }
     auto [it, fresh] = used.emplace(c, where);
     if (!fresh) {
@@ -66,10 +67,11 @@ absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::string& csv)
     int64_t v = 0;
     if (kv.size() != 2 || kv[0].empty() || !absl::SimpleAtoi(kv[1], &v) || v <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--dims: '", item, "' is not NAME=SIZE with a positive integer size (example: --dims I=1024,J=512,K=2048)"));
+          Field("dims"), ": '", item, "' is not NAME=SIZE with a positive integer size (example: ", Field("dims"),
+          " I=1024,J=512,K=2048)"));
     }
     if (!out.emplace(kv[0], v).second) {
-      return absl::InvalidArgumentError(absl::StrCat("--dims: ", kv[0], " is given twice"));
+      return absl::InvalidArgumentError(absl::StrCat(Field("dims"), ": ", kv[0], " is given twice"));
     }
   }
   return out;
@@ -108,18 +110,19 @@ absl::StatusOr<Mesh> Mesh::Create(const std::string& spec, const Topology& topo)
     std::vector<std::string> kv = absl::StrSplit(item, '=');
     if (kv.size() != 2 || kv[0].size() != 1 || !std::isalpha(static_cast<unsigned char>(kv[0][0]))) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--mesh: '", item, "' is not NAME=AXIS with a one-letter name (example: --mesh X=x,Y=y,D=dcn)"));
+          Field("mesh"), ": '", item, "' is not NAME=AXIS with a one-letter name (example: ", Field("mesh"),
+          " X=x,Y=y,D=dcn)"));
     }
     auto axis = ParseAxis(kv[1]);
-    if (!axis.ok()) return absl::InvalidArgumentError(absl::StrCat("--mesh: ", item, ": ", axis.status().message()));
+    if (!axis.ok()) return absl::InvalidArgumentError(absl::StrCat(Field("mesh"), ": ", item, ": ", axis.status().message()));
     if (topo.AxisSize(*axis) < 2) {
-      return absl::InvalidArgumentError(absl::StrCat("--mesh: ", item, ": the pod (", topo.Describe(),
+      return absl::InvalidArgumentError(absl::StrCat(Field("mesh"), ": ", item, ": the pod (", topo.Describe(),
                                                      ") has no axis ", kv[1], " longer than 1"));
     }
     for (const MeshAxis& m : mesh.axes_) {
       if (m.name == kv[0][0] || m.axis == *axis) {
         return absl::InvalidArgumentError(
-            absl::StrCat("--mesh: ", item, " repeats a name or a physical axis already bound in '", spec, "'"));
+            absl::StrCat(Field("mesh"), ": ", item, " repeats a name or a physical axis already bound in '", spec, "'"));
       }
     }
     mesh.axes_.push_back({kv[0][0], *axis, topo.AxisSize(*axis)});
@@ -249,7 +252,7 @@ absl::StatusOr<MatmulProblem> BindMatmul(const MatmulExpr& e, const std::string&
       if (it == given->end()) it = given->find(key = d.name);
       if (it == given->end()) {
         return ExprError(e.text, d.pos,
-                         absl::StrCat("no size for dimension ", d.name, "; give it with --dims ", d.name, "=SIZE"));
+                         absl::StrCat("no size for dimension ", d.name, "; give it with ", Field("dims"), " ", d.name, "=SIZE"));
       }
       used.insert(key);
       const int parts = mesh.Size(d.axes);
@@ -266,7 +269,7 @@ absl::StatusOr<MatmulProblem> BindMatmul(const MatmulExpr& e, const std::string&
   }
   for (const auto& [key, _] : *given) {
     if (!used.count(key)) {
-      return absl::InvalidArgumentError(absl::StrCat("--dims: ", key, " names no dimension of '", e.text, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(Field("dims"), ": ", key, " names no dimension of '", e.text, "'"));
     }
   }
   // Every count downstream (elements, bytes, 2 I J K flops) must fit in 64 bits.
@@ -281,7 +284,7 @@ absl::StatusOr<MatmulProblem> BindMatmul(const MatmulExpr& e, const std::string&
     }
   }
   if (work > (static_cast<unsigned __int128>(1) << kMaxLog2)) {
-    return absl::InvalidArgumentError(absl::StrCat("--dims '", dims_csv, "': the product of the dimension sizes (",
+    return absl::InvalidArgumentError(absl::StrCat(Field("dims"), " '", dims_csv, "': the product of the dimension sizes (",
                                                    absl::StrJoin(names, " x "), ") exceeds 2^", kMaxLog2,
                                                    "; use smaller sizes"));
   }

@@ -1,6 +1,7 @@
 #include "core/matmul/spec.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/base/field.h"
 #include "core/base/units.h"
 #include "core/pod/host_memory.h"
 
@@ -8,10 +9,10 @@ namespace tpuemu {
 
 absl::StatusOr<MatmulPlan> PlanMatmulSpec(const MatmulSpec& spec, const Topology& topo) {
   if (spec.dtype_bytes != 2 && spec.dtype_bytes != 4) {
-    return absl::InvalidArgumentError("--dtype: allowed: bf16, f32");
+    return absl::InvalidArgumentError(absl::StrCat(Field("dtype"), ": allowed: bf16, f32"));
   }
   if (spec.chunk_bytes < kMinChunkBytes || spec.chunk_bytes > kMaxChunkBytes || spec.chunk_bytes % 4 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--chunk ", FormatBytes(spec.chunk_bytes),
+    return absl::InvalidArgumentError(absl::StrCat(Field("chunk"), " ", FormatBytes(spec.chunk_bytes),
                                                    ": must be between 4KiB and 4MiB and a multiple of 4 bytes"));
   }
   auto expr = ParseMatmulExpr(spec.expr);
@@ -26,7 +27,7 @@ absl::StatusOr<MatmulPlan> PlanMatmulSpec(const MatmulSpec& spec, const Topology
   // buffers and copies), every chip of the pod; a local pod's chips all share
   // this machine.
   const double bytes = 4.0 * 2 * static_cast<double>(plan->chosen().peak_local_elements) * topo.num_chips();
-  if (auto s = CheckPodHostBytes(bytes, topo.num_chips(), absl::StrCat("--dims '", spec.dims, "'"), "use smaller sizes");
+  if (auto s = CheckPodHostBytes(bytes, topo.num_chips(), absl::StrCat(Field("dims"), " '", spec.dims, "'"), "use smaller sizes");
       !s.ok()) {
     return s;
   }

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/base/field.h"
 
 namespace tpuemu {
 namespace {
@@ -29,7 +30,7 @@ absl::StatusOr<std::array<int, 3>> HostBlock(const std::array<int, 3>& dims, int
     }
   }
   if (left != 1) {
-    return Invalid("--chips-per-host", std::to_string(chips_per_host),
+    return Invalid(Field("chips_per_host"), std::to_string(chips_per_host),
                    absl::StrCat("does not tile the slice ", shape,
                                 " into contiguous host blocks; use a divisor of the slice such as 1, 2 or 4"));
   }
@@ -61,7 +62,7 @@ absl::StatusOr<Topology> Topology::Create(const TopologyRequest& req) {
   t.request_ = req;
   std::vector<std::string> parts = absl::StrSplit(req.topology, absl::MaxSplits(':', 1));
   if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
-    return Invalid("--topology", req.topology, "expected CHIP:SHAPE such as v5e:4x4 or v5p:4x4x4");
+    return Invalid(Field("topology"), req.topology, "expected CHIP:SHAPE such as v5e:4x4 or v5p:4x4x4");
   }
   absl::StatusOr<ChipProfile> profile = PresetProfile(parts[0]);
   if (!profile.ok() && parts[0].find('/') != std::string::npos) profile = LoadProfileFile(parts[0]);
@@ -70,7 +71,7 @@ absl::StatusOr<Topology> Topology::Create(const TopologyRequest& req) {
 
   std::vector<std::string> dims = absl::StrSplit(parts[1], 'x');
   if (dims.empty() || dims.size() > static_cast<size_t>(t.profile_.max_torus_dims)) {
-    return Invalid("--topology", req.topology,
+    return Invalid(Field("topology"), req.topology,
                    absl::StrCat(t.profile_.name, " slices have 1 to ", t.profile_.max_torus_dims,
                                 " dimensions, like 4x4", t.profile_.max_torus_dims == 3 ? "x4" : ""));
   }
@@ -78,17 +79,17 @@ absl::StatusOr<Topology> Topology::Create(const TopologyRequest& req) {
   for (size_t i = 0; i < dims.size(); ++i) {
     int d = 0;
     if (!absl::SimpleAtoi(dims[i], &d) || d < 1 || d > 64) {
-      return Invalid("--topology", req.topology,
+      return Invalid(Field("topology"), req.topology,
                      absl::StrCat("dimension '", dims[i], "' must be a whole number from 1 to 64"));
     }
     t.dims_[i] = d;
   }
   if (req.slices < 1 || req.slices > 64) {
-    return Invalid("--slices", std::to_string(req.slices), "must be 1 to 64");
+    return Invalid(Field("slices"), std::to_string(req.slices), "must be 1 to 64");
   }
   t.slices_ = req.slices;
   if (req.chips_per_host < 1 || t.chips_per_slice() % req.chips_per_host != 0) {
-    return Invalid("--chips-per-host", std::to_string(req.chips_per_host),
+    return Invalid(Field("chips_per_host"), std::to_string(req.chips_per_host),
                    absl::StrCat("must divide the ", t.chips_per_slice(), " chips of slice ", parts[1]));
   }
   t.chips_per_host_ = req.chips_per_host;
@@ -102,7 +103,7 @@ absl::StatusOr<Topology> Topology::Create(const TopologyRequest& req) {
     for (const auto& name : absl::StrSplit(req.wraparound, ',')) {
       auto axis = ParseAxis(std::string(name));
       if (!axis.ok() || *axis == Axis::kDcn || static_cast<int>(*axis) >= t.num_dims_) {
-        return Invalid("--wraparound", req.wraparound,
+        return Invalid(Field("wraparound"), req.wraparound,
                        absl::StrCat("allowed: auto, none, or a list of the slice's axes (",
                                     t.num_dims_ == 1 ? "x" : t.num_dims_ == 2 ? "x,y" : "x,y,z", ")"));
       }

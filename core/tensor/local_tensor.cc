@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/field.h"
 #include "core/base/splitmix.h"
 
 namespace tpuemu {
@@ -39,7 +40,7 @@ LocalTensor LocalTensor::Allocate(std::vector<int64_t> shape) {
 absl::StatusOr<ValueKind> ParseValueKind(const std::string& name) {
   if (name == "uniform") return ValueKind::kUniform;
   if (name == "int") return ValueKind::kSmallInt;
-  return absl::InvalidArgumentError(absl::StrCat("--values '", name, "': allowed: uniform, int"));
+  return absl::InvalidArgumentError(absl::StrCat(Field("values"), " '", name, "': allowed: uniform, int"));
 }
 
 std::string ValueKindName(ValueKind kind) { return kind == ValueKind::kUniform ? "uniform" : "int"; }

@@ -1,7 +1,6 @@
 #include "core/train/chip_trainer.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -53,35 +52,9 @@ ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int c
 }
 
 void ChipTrainer::Prepare() {
-  const int64_t d = c_.emb_dim, f = c_.mlp_dim;
-  owned_.assign(c_.num_layers, false);
-  win_.resize(c_.num_layers);
-  wout_.resize(c_.num_layers);
-  m_in_.resize(c_.num_layers);
-  v_in_.resize(c_.num_layers);
-  m_out_.resize(c_.num_layers);
-  v_out_.resize(c_.num_layers);
-  for (int l = 0; l < c_.num_layers; ++l) {
-    owned_[l] = (l / layers_per_group_) % stages_ == stage_;
-    if (!owned_[l]) continue;  // another stage's layer
-    LocalTensor win = LocalTensor::Allocate({d_f_, f_t_}), wout = LocalTensor::Allocate({f_t_, d_f_});
-    for (int64_t r = 0; r < d_f_; ++r) {
-      for (int64_t k = 0; k < f_t_; ++k) {
-        win.data[r * f_t_ + k] = WeightValue(c_, WeightStream::kStudent, l, false, (d_offset() + r) * f + f_offset() + k);
-      }
-    }
-    for (int64_t r = 0; r < f_t_; ++r) {
-      for (int64_t k = 0; k < d_f_; ++k) {
-        wout.data[r * d_f_ + k] = WeightValue(c_, WeightStream::kStudent, l, true, (f_offset() + r) * d + d_offset() + k);
-      }
-    }
-    win_[l] = std::move(win);
-    wout_[l] = std::move(wout);
-    m_in_[l].assign(d_f_ * f_t_, 0.0f);
-    v_in_[l].assign(d_f_ * f_t_, 0.0f);
-    m_out_[l].assign(f_t_ * d_f_, 0.0f);
-    v_out_[l].assign(f_t_ * d_f_, 0.0f);
-  }
+  std::vector<bool> owned(c_.num_layers);
+  for (int l = 0; l < c_.num_layers; ++l) owned[l] = (l / layers_per_group_) % stages_ == stage_;
+  weights_.Init(c_, owned, {d_offset(), d_f_, f_offset(), f_t_});
   // The last stage computes the loss: it makes the targets with the teacher.
   if (stage_ == stages_ - 1) teacher_ = InitWeights(c_, WeightStream::kTeacher);
 }
@@ -190,8 +163,8 @@ void ChipTrainer::WaitForGradient(double ready) {
 }
 
 void ChipTrainer::IssueGathers(int layer, Ahead& a) {
-  a.win = win_[layer];
-  a.wout = wout_[layer];
+  a.win = weights_.win(layer);
+  a.wout = weights_.wout(layer);
   a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.win, 0, &a.in_ready);
   if (a.status.ok()) a.status = Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.wout, 1, &a.out_ready);
 }
@@ -213,7 +186,7 @@ absl::Status ChipTrainer::GatheredWeight(int use, bool in, LocalTensor& out) {
     return absl::OkStatus();
   }
   if (!c_.fsdp_prefetch) {
-    out = in ? win_[layer] : wout_[layer];
+    out = in ? weights_.win(layer) : weights_.wout(layer);
     return Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, out, in ? 0 : 1);
   }
   Ahead& a = Current(use);
@@ -463,8 +436,10 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   for (int l = layers - 1; l >= 0; --l) {
     if (!owns(l)) continue;
     WaitForGradient(std::max(grad_ready_out_[l], grad_ready_in_[l]));
-    Update(wout_[l], dwouts_[l], m_out_[l], v_out_[l], step + 1);
-    Update(win_[l], dwins_[l], m_in_[l], v_in_[l], step + 1);
+    for (bool in : {false, true}) {
+      const ElementwiseCost cost = weights_.Update(l, in, in ? dwins_[l] : dwouts_[l], step + 1);
+      Compute(ComputeKind::kOther, cost.flops, cost.hbm_bytes);
+    }
   }
   dwins_.clear();
   dwouts_.clear();
@@ -493,41 +468,8 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
 
 double ChipTrainer::ParamSquares() const {
   // Shards are replicated over the data axis: count one replica. Stages
-  // hold different layers; layers a chip does not own are empty.
-  if (mesh_.Index(chip_, MeshAxisKind::kData) != 0) return 0;
-  double sum = 0;
-  for (int l = 0; l < c_.num_layers; ++l) {
-    if (!owned_[l]) continue;
-    for (const LocalTensor* w : {&win_[l], &wout_[l]}) {
-      for (int64_t i = 0; i < w->elements(); ++i) sum += static_cast<double>(w->data[i]) * w->data[i];
-    }
-  }
-  return sum;
-}
-
-void ChipTrainer::Update(LocalTensor& w, const LocalTensor& g, std::vector<float>& m, std::vector<float>& v,
-                         int t) {
-  // A fresh buffer: the old one may still be lent to frames in flight.
-  LocalTensor out = LocalTensor::Allocate(w.shape);
-  const int64_t n = w.elements();
-  const float lr = static_cast<float>(c_.learning_rate);
-  if (c_.opt_type == "sgd") {
-    for (int64_t i = 0; i < n; ++i) out.data[i] = w.data[i] - lr * g.data[i];
-    Compute(ComputeKind::kOther, 2.0 * n, 6.0 * n);
-  } else {
-    const float b1 = static_cast<float>(c_.adam_b1), b2 = static_cast<float>(c_.adam_b2);
-    const float eps = static_cast<float>(c_.adam_eps);
-    const float c1 = 1 - static_cast<float>(std::pow(c_.adam_b1, t));
-    const float c2 = 1 - static_cast<float>(std::pow(c_.adam_b2, t));
-    for (int64_t i = 0; i < n; ++i) {
-      m[i] = b1 * m[i] + (1 - b1) * g.data[i];
-      v[i] = b2 * v[i] + (1 - b2) * g.data[i] * g.data[i];
-      out.data[i] = w.data[i] - lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
-    }
-    // bf16 weights read and written, bf16 gradient, fp32 moments read and written.
-    Compute(ComputeKind::kOther, 10.0 * n, 22.0 * n);
-  }
-  w = std::move(out);
+  // hold different layers.
+  return mesh_.Index(chip_, MeshAxisKind::kData) != 0 ? 0 : weights_.SquareSum();
 }
 
 }  // namespace tpuemu

@@ -29,6 +29,7 @@
 #include "core/wire/host_network.h"
 #include "core/tensor/local_tensor.h"
 #include "core/train/pipeline_schedule.h"
+#include "core/train/chip_weights.h"
 #include "core/train/config.h"
 #include "core/train/mesh.h"
 #include "core/train/model.h"
@@ -49,10 +50,10 @@ class ChipTrainer {
   double ParamSquares() const;
 
   // Whether the chip's stage holds layer l.
-  bool owns(int l) const { return owned_[l]; }
+  bool owns(int l) const { return weights_.owns(l); }
   // The chip's shard of layer l's Win [D/fsdp, F/tensor] and Wout [F/tensor, D/fsdp].
-  const LocalTensor& win(int l) const { return win_[l]; }
-  const LocalTensor& wout(int l) const { return wout_[l]; }
+  const LocalTensor& win(int l) const { return weights_.win(l); }
+  const LocalTensor& wout(int l) const { return weights_.wout(l); }
   // Where those shards sit in the full matrices.
   int64_t d_offset() const { return fi_ * d_f_; }  // first row of Win, first column of Wout
   int64_t f_offset() const { return ti_ * f_t_; }  // first column of Win, first row of Wout
@@ -112,7 +113,6 @@ class ChipTrainer {
   void Wait(MeshAxisKind axis, double until, const std::string& what);
   void HoldActivations(int64_t elements);
   std::string Track() const;
-  void Update(LocalTensor& w, const LocalTensor& g, std::vector<float>& m, std::vector<float>& v, int step);
   // nullptr if the collective cannot split the array evenly.
   const CollectivePlan* PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements);
 
@@ -127,12 +127,10 @@ class ChipTrainer {
   int bi_, fi_, ti_;             // batch, fsdp and tensor indices
   int stage_, stages_, layers_per_group_;
   StageLink previous_stage_, next_stage_;  // with more than one stage
-  std::vector<bool> owned_;  // by layer
-  std::vector<LocalTensor> win_, wout_;  // empty where not owned
+  ChipWeights weights_;
   // The teacher, whole, on the last stage: it makes the targets (data
   // generation, not charged).
   ModelWeights teacher_;
-  std::vector<std::vector<float>> m_in_, v_in_, m_out_, v_out_;
   std::map<std::tuple<int, int, uint64_t>, std::unique_ptr<CollectivePlan>> plans_;
   // Per step.
   int step_ = 0;

@@ -131,7 +131,7 @@ const std::vector<TrainKey>& TrainKeys() {
       {"activation", "string", "gelu", "the block's nonlinearity: relu | gelu | silu | tanh | linear"},
       {"dtype", "string", "bf16", "emulated dtype of parameters and activations (bytes, roofline): bf16 | f32"},
       {"wire_dtype", "string", "f32", "dtype of what crosses links: f32 (exact) | bf16 (rounded)"},
-      {"time_scale", "number", "(the pod's)", "wall-clock pacing the job expects; must equal the pod's --time-scale"},
+      {"time_scale", "number", "(the pod's)", "wall-clock pacing the job expects; must equal the pod's `time_scale`"},
       {"fsdp_prefetch", "bool", "false", "gather the next layer's FSDP weights during this layer's compute"},
       {"hbm_bytes", "number", "(the chip's)", "HBM per chip the memory check uses"},
   };
@@ -162,7 +162,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
       const int line = kv.first.Mark().line;  // -1 when yaml-cpp knows no position
       return absl::InvalidArgumentError(absl::StrCat(source, line >= 0 ? absl::StrCat(": line ", line + 1) : "",
                                                      ": a key must be a plain name, not a list, map or null; every "
-                                                     "key is listed by `tpuemu reference --help`"));
+                                                     "key is listed in docs/jobs.md"));
     }
     const std::string key = kv.first.Scalar();
     const auto spec = std::find_if(TrainKeys().begin(), TrainKeys().end(),
@@ -176,7 +176,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
                       absl::StrCat("unknown key", EditDistance(best->name, key) <= 3
                                                       ? absl::StrCat(" (did you mean ", best->name, "?)")
                                                       : "",
-                                   "; every key is listed by `tpuemu reference --help` and in docs/jobs.md"));
+                                   "; every key is listed in docs/jobs.md"));
     }
     seen[key] = true;
     const YAML::Node& v = kv.second;

@@ -1,6 +1,7 @@
 #include "core/train/job.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/base/field.h"
 #include "core/pod/host_memory.h"
 #include "core/train/report.h"
 
@@ -12,8 +13,8 @@ absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& top
   // Links are paced per pod, so a job cannot choose its own pacing.
   if (config->time_scale >= 0 && config->time_scale != pod_time_scale) {
     return absl::InvalidArgumentError(absl::StrCat(
-        config->name, ": time_scale: ", config->time_scale, ", but the pod runs at --time-scale ", pod_time_scale,
-        "; drop the key, or start a pod with `tpuemu cluster up --time-scale ", config->time_scale, "`"));
+        config->name, ": time_scale: ", config->time_scale, ", but the pod runs at ", Field("time_scale"), " ", pod_time_scale,
+        "; drop the key, or start a pod with ", Field("time_scale"), " ", config->time_scale));
   }
   if (auto s = ResolveMesh(*config, topo); !s.ok()) return s;
   auto mesh = TrainMesh::Create(*config, topo);

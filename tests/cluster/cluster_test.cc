@@ -116,7 +116,7 @@ TEST(ClusterTest, BadSpecsAreRefusedAtSubmit) {
     EXPECT_NE(job.status().message().find(needle), std::string::npos) << job.status();
   };
   expect(Spec(CollectiveOp::kAllGather, {Axis::kZ}, 1 << 20), "has no axis z");
-  expect(Spec(CollectiveOp::kAllGather, {Axis::kDcn}, 1 << 20), "--slices 2");
+  expect(Spec(CollectiveOp::kAllGather, {Axis::kDcn}, 1 << 20), "`slices` 2");
   expect(Spec(CollectiveOp::kAllGather, {Axis::kX}, 1002), "use a multiple of 8 bytes");
   expect(Spec(CollectiveOp::kAllGather, {Axis::kX}, 1 << 20, RingAlgorithm::kBiRing), "no wraparound");
   // The pod is still usable afterwards.

@@ -70,7 +70,7 @@ TEST(WorkerHardeningTest, ACollectiveTheHostsCannotHoldIsRefusedAtSubmitWithTheF
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
   const std::string message(job.status().message());
-  EXPECT_THAT(message, HasSubstr("--bytes 1024GiB (all-gather over x)"));
+  EXPECT_THAT(message, HasSubstr("`bytes` 1024GiB (all-gather over x)"));
   // Every one of the 8 chips keeps the 2^39-element array in fp32, twice.
   EXPECT_THAT(message, HasSubstr("the pod's 8 chips would hold about 33554432 MiB of host memory (limit 12288 MiB)"));
   // A worker asked directly refuses too, before allocating anything.

@@ -86,7 +86,7 @@ TEST(MatmulBindTest, BadExpressionsGetClearErrors) {
       {"A[I, J] * B[K, L] -> C[I, J, K, L]", "I=8,J=8,K=8,L=8", "share no dimension"},
       {"A[I, J] * B[J, K] -> C[I, J, K]", "I=8,J=8,K=8", "batch dimension"},
       {"A[I, J] * B[J, K] -> C[I, K]", "I=8,J=8", "no size for dimension K"},
-      {"A[I, J] * B[J, K] -> C[I, K]", "I=8,J=8,K=8,Q=2", "--dims: Q names no dimension"},
+      {"A[I, J] * B[J, K] -> C[I, K]", "I=8,J=8,K=8,Q=2", "`dims`: Q names no dimension"},
       {"A[I, J] * B[J, K] -> C[I, K]", "I=8,J=0,K=8", "positive integer"},
       {"A[I, J] * B[J, K] -> C[I, K]{U_X}", "I=8,J=8,K=8", "no contracted dimension is sharded on X"},
       {"A[I, J, L] * B[L, J, K] -> C[I, K]", "I=8,J=8,K=8,L=8", "same order"},
@@ -103,7 +103,7 @@ TEST(MatmulBindTest, BadExpressionsGetClearErrors) {
   }
   auto mesh = Plan("A[I_X, J] * B[J, K] -> C[I_X, K]", "I=8,J=8,K=8", topo, "X=z");
   ASSERT_FALSE(mesh.ok());
-  EXPECT_THAT(std::string(mesh.status().message()), HasSubstr("--mesh"));
+  EXPECT_THAT(std::string(mesh.status().message()), HasSubstr("`mesh`"));
 }
 
 TEST(MatmulPlanTest, Case1NeedsNoCommunication) {

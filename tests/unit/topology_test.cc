@@ -73,10 +73,10 @@ TEST(TopologyTest, BadInputNamesFieldValueAndWhatIsAllowed) {
   expect_error({"v9:4x4", 1, 4, "auto"}, "allowed: v4, v5e, v5p, v6e");
   expect_error({"v5e:4x4x4", 1, 4, "auto"}, "1 to 2 dimensions");
   expect_error({"v5e:4xa", 1, 4, "auto"}, "dimension 'a'");
-  expect_error({"v5e:4x4", 1, 3, "auto"}, "--chips-per-host '3'");
-  expect_error({"v5e:2x3", 1, 4, "auto"}, "--chips-per-host '4'");
-  expect_error({"v5e:4x4", 0, 4, "auto"}, "--slices '0'");
-  expect_error({"v5e:4x4", 1, 4, "z"}, "--wraparound 'z'");
+  expect_error({"v5e:4x4", 1, 3, "auto"}, "`chips_per_host` '3'");
+  expect_error({"v5e:2x3", 1, 4, "auto"}, "`chips_per_host` '4'");
+  expect_error({"v5e:4x4", 0, 4, "auto"}, "`slices` '0'");
+  expect_error({"v5e:4x4", 1, 4, "z"}, "`wraparound` 'z'");
 }
 
 }  // namespace
