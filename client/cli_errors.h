@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "absl/status/status.h"
-#include "client/flag_names.h"
+#include "services/flag_names.h"
 
 namespace tpuemu {
 

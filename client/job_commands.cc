@@ -10,7 +10,7 @@
 #include "client/chrome_trace.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
-#include "client/flag_names.h"
+#include "services/flag_names.h"
 #include "client/job_file.h"
 #include "client/job_json.h"
 #include "client/job_wait.h"

@@ -1,6 +1,6 @@
 #include "client/job_json.h"
 
-#include "client/flag_names.h"
+#include "services/flag_names.h"
 
 namespace tpuemu {
 

@@ -5,6 +5,7 @@
 #include "CLI/CLI.hpp"
 #include "coordinator/coordinator.h"
 #include "core/pod/profile.h"
+#include "services/flag_names.h"
 #include "services/flags.h"
 #include "services/process_env.h"
 #include "services/server.h"
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
     auto topo = Topology::Create(options.topology);
     const absl::Status valid = topo.ok() ? Coordinator::Validate(options) : topo.status();
     if (!valid.ok()) {
-      spdlog::error("{}", std::string(valid.message()));
+      spdlog::error("{}", WithFlagNames(valid.message()));
       return 2;
     }
     std::printf("pod: %s, %d workers\nlisten: %s\n", topo->Describe().c_str(), topo->num_hosts(), listen.c_str());
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   BlockShutdownSignals();
   auto coordinator = Coordinator::Create(options, MakeGrpcWorkerClient);
   if (!coordinator.ok()) {
-    spdlog::error("{}", std::string(coordinator.status().message()));
+    spdlog::error("{}", WithFlagNames(coordinator.status().message()));
     return 2;
   }
   CoordinatorServiceImpl service(coordinator->get());

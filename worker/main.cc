@@ -9,6 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "services/flag_names.h"
 #include "services/flags.h"
 #include "services/grpc_fabric.h"
 #include "services/peer_service.h"
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
   auto coordinator_address = ResolveCoordinatorAddress(coordinator, inputs);
   for (const absl::Status& s : {place.status(), coordinator_address.status()}) {
     if (!s.ok()) {
-      spdlog::error("{}", std::string(s.message()));
+      spdlog::error("{}", WithFlagNames(s.message()));
       return 2;
     }
   }

@@ -1,5 +1,5 @@
 // The CLI shows core's errors with its own flag names.
-#include "client/flag_names.h"
+#include "services/flag_names.h"
 
 #include "core/collective/plan.h"
 #include "core/collective/spec.h"

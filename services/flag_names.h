@@ -1,5 +1,5 @@
-// The CLI's words for core's: core names the field it refuses (`bytes`,
-// `chips_per_host`, core/base/field.h); the CLI shows its flag for it
+// The programs' words for core's: core names the field it refuses (`bytes`,
+// `chips_per_host`, core/base/field.h); the CLI and the servers' mains show their flag for it
 // (--bytes, --chips-per-host), so a message points at what to change on the
 // command line.
 #pragma once

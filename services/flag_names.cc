@@ -1,4 +1,4 @@
-#include "client/flag_names.h"
+#include "services/flag_names.h"
 
 #include <string>
 #include <utility>
