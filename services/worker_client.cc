@@ -1,6 +1,7 @@
 #include "services/worker_client.h"
 
 #include "grpcpp/grpcpp.h"
+#include "services/job_proto.h"
 #include "services/proto_conv.h"
 #include "services/status_conv.h"
 #include "services/worker_service.h"
@@ -34,11 +35,15 @@ class GrpcWorkerClient : public WorkerClient {
     return FromGrpcStatus(stub_->PrepareJob(&ctx, Request(job, spec), &resp), Context());
   }
 
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec, Cancellation& cancel) override {
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, int step, Cancellation& cancel) override {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
+    v1::RunJobRequest req;
+    req.set_job(job);
+    req.set_step(step);
+    req.set_incarnation(incarnation_);
     v1::RunJobResponse resp;
-    absl::Status status = FromGrpcStatus(stub_->RunJob(&ctx, Request(job, spec), &resp), Context());
+    absl::Status status = FromGrpcStatus(stub_->RunJob(&ctx, req, &resp), Context());
     if (!status.ok()) return status;
     std::vector<ChipRunResult> out;
     for (const v1::ChipResult& c : resp.chips()) {

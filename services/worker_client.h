@@ -12,7 +12,7 @@
 #include "core/base/cancellation.h"
 #include "core/collective/executor.h"
 #include "core/collective/spec.h"
-#include "core/job/make_host_job.h"
+#include "core/host/job_kind.h"
 #include "core/pod/pod_config.h"
 
 namespace tpuemu {
@@ -26,8 +26,7 @@ class WorkerClient {
   virtual ~WorkerClient() = default;
   virtual absl::Status Configure(const PodConfig& config) = 0;
   virtual absl::Status PrepareJob(uint64_t job, const JobSpec& spec, Cancellation& cancel) = 0;
-  virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec,
-                                                            Cancellation& cancel) = 0;
+  virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, int step, Cancellation& cancel) = 0;
   virtual absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job, Cancellation& cancel) = 0;
   virtual absl::Status Abort(uint64_t job, const std::string& reason, absl::Duration timeout) = 0;
   // OK when the worker answers within `timeout`: tells a live holder of a

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "services/job_proto.h"
 #include "services/proto_conv.h"
 #include "services/status_conv.h"
 
@@ -54,7 +55,7 @@ grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJo
                                            v1::PrepareJobResponse*) {
   if (auto s = backend_->CheckIncarnation(req->incarnation(), "PrepareJob"); !s.ok()) return ToGrpcStatus(s);
   return Guarded(absl::StrCat("PrepareJob of job ", req->job()), [&] {
-    auto spec = FromProto(*req);
+    auto spec = JobSpecFromProto(*req);
     if (!spec.ok()) return ToGrpcStatus(spec.status());
     return ToGrpcStatus(backend_->PrepareJob(req->job(), *spec));
   });
@@ -63,9 +64,7 @@ grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJo
 grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::RunJobResponse* resp) {
   if (auto s = backend_->CheckIncarnation(req->incarnation(), "RunJob"); !s.ok()) return ToGrpcStatus(s);
   return Guarded(absl::StrCat("RunJob of job ", req->job()), [&] {
-    auto spec = FromProto(*req);
-    if (!spec.ok()) return ToGrpcStatus(spec.status());
-    auto chips = backend_->RunJob(req->job(), *spec);
+    auto chips = backend_->RunJob(req->job(), req->step());
     if (!chips.ok()) return ToGrpcStatus(chips.status());
     for (const ChipRunResult& c : *chips) *resp->add_chips() = ToProto(c);
     return grpc::Status::OK;

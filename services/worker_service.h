@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "core/collective/executor.h"
 #include "core/collective/spec.h"
-#include "core/job/make_host_job.h"
+#include "core/host/job_kind.h"
 #include "core/pod/pod_config.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
@@ -32,7 +32,7 @@ class WorkerBackend {
   virtual absl::Status Configure(const PodConfig& config) = 0;
   virtual absl::Status PrepareJob(uint64_t job, const JobSpec& spec) = 0;
   // Runs a prepared job (one not prepared, or aborted since, fails).
-  virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) = 0;
+  virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, int step) = 0;
   // Checks each local chip's result of a job that ran; forgets the job.
   virtual absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) = 0;
   virtual void Abort(uint64_t job, const std::string& reason) = 0;

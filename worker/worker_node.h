@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "core/wire/host_network.h"
-#include "core/job/make_host_job.h"
+#include "core/host/job_kind.h"
 #include "services/grpc_fabric.h"
 #include "services/worker_service.h"
 
@@ -27,7 +27,7 @@ class WorkerNode : public WorkerBackend {
   absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call) override;
   absl::Status Configure(const PodConfig& config) override;
   absl::Status PrepareJob(uint64_t job, const JobSpec& spec) override;
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) override;
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, int step) override;
   absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) override;
   void Abort(uint64_t job, const std::string& reason) override;
   WorkerStatusView Status() override;

@@ -199,7 +199,7 @@ TEST_F(RegistrationTest, CallsMeantForAReplacedIncarnationAreRefusedAndLogged) {
                                        HasSubstr(absl::StrCat("incarnation ", second->incarnation()))));
   EXPECT_EQ(stale->Configure(PodConfig{}).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(stale->PrepareJob(7, CollectiveSpec{}, never).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(stale->RunJob(7, CollectiveSpec{}, never).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stale->RunJob(7, 0, never).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(stale->CheckJob(7, never).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(log.Text(), AllOf(HasSubstr(absl::StrCat("refused Abort meant for incarnation ", first->incarnation())),
                                 HasSubstr("refused RunJob"), HasSubstr("refused Configure")));

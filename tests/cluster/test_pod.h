@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "coordinator/coordinator.h"
+#include "core/collective/spec.h"
+#include "core/matmul/spec.h"
+#include "core/train/job.h"
 #include "services/coordinator_service.h"
 #include "services/peer_service.h"
 #include "services/server.h"
@@ -68,8 +71,8 @@ class TestPod {
     absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call) override;
     absl::Status Configure(const PodConfig& config) override { return node_->Configure(config); }
     absl::Status PrepareJob(uint64_t job, const JobSpec& spec) override { return node_->PrepareJob(job, spec); }
-    absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, const JobSpec& spec) override {
-      return node_->RunJob(job, spec);
+    absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, int step) override {
+      return node_->RunJob(job, step);
     }
     absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) override { return node_->CheckJob(job); }
     void Abort(uint64_t job, const std::string& reason) override { node_->Abort(job, reason); }

@@ -88,7 +88,7 @@ class OutOfMemoryBackend : public WorkerBackend {
   absl::Status CheckIncarnation(uint64_t, const std::string&) override { return absl::OkStatus(); }
   absl::Status Configure(const PodConfig&) override { throw std::bad_alloc(); }
   absl::Status PrepareJob(uint64_t, const JobSpec&) override { throw std::bad_alloc(); }
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t, const JobSpec&) override { throw std::bad_alloc(); }
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t, int) override { throw std::bad_alloc(); }
   absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t) override { throw std::bad_alloc(); }
   void Abort(uint64_t, const std::string&) override {}
   WorkerStatusView Status() override { return {}; }
@@ -106,7 +106,7 @@ TEST(WorkerHardeningTest, AnAllocationThatFailsFailsTheCallWithResourceExhausted
   const absl::Status prepared = client->PrepareJob(3, AllGatherX(1 << 20), calls);
   EXPECT_EQ(prepared.code(), absl::StatusCode::kResourceExhausted) << prepared;
   EXPECT_THAT(std::string(prepared.message()), HasSubstr("ran out of host memory in PrepareJob of job 3"));
-  EXPECT_EQ(client->RunJob(3, AllGatherX(1 << 20), calls).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(client->RunJob(3, 0, calls).status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(client->CheckJob(3, calls).status().code(), absl::StatusCode::kResourceExhausted);
   // A peer stream whose frame cannot be stored ends with a status, at once.
   RawPeerStream stream(address);
