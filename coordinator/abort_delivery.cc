@@ -21,7 +21,7 @@ AbortDelivery::~AbortDelivery() {
   for (Sender& s : senders_) s.thread.join();
 }
 
-void AbortDelivery::Send(int host, uint64_t incarnation, std::shared_ptr<WorkerClient> client, uint64_t job,
+void AbortDelivery::Send(int host, uint64_t incarnation, std::shared_ptr<WorkerInterface> worker, uint64_t job,
                          const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = senders_.begin(); it != senders_.end();) {
@@ -34,15 +34,15 @@ void AbortDelivery::Send(int host, uint64_t incarnation, std::shared_ptr<WorkerC
   }
   Sender& sender = senders_.emplace_back();
   sender.thread = std::thread(
-      [this, host, incarnation, client = std::move(client), job, why, self = &sender] {
-        Deliver(host, incarnation, client, job, why, self);
+      [this, host, incarnation, worker = std::move(worker), job, why, self = &sender] {
+        Deliver(host, incarnation, worker, job, why, self);
       });
 }
 
-void AbortDelivery::Deliver(int host, uint64_t incarnation, const std::shared_ptr<WorkerClient>& client,
+void AbortDelivery::Deliver(int host, uint64_t incarnation, const std::shared_ptr<WorkerInterface>& worker,
                             uint64_t job, const std::string& why, Sender* self) {
   for (int tries = 1;; ++tries) {
-    const absl::Status s = client->Abort(job, why, kAttempt);
+    const absl::Status s = worker->Abort(incarnation, job, why, kAttempt);
     // Refused: another process holds the place now, and never had the job.
     if (s.ok() || absl::IsFailedPrecondition(s)) {
       if (tries > 1) spdlog::info("host {} heard the abort of job {} at try {}", host, job, tries);

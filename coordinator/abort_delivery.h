@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "services/worker_client.h"
+#include "core/cluster/worker_interface.h"
 
 namespace tpuemu {
 
@@ -26,7 +26,7 @@ class AbortDelivery {
   // Stops retrying; aborts not yet heard are dropped.
   ~AbortDelivery();
 
-  void Send(int host, uint64_t incarnation, std::shared_ptr<WorkerClient> client, uint64_t job,
+  void Send(int host, uint64_t incarnation, std::shared_ptr<WorkerInterface> worker, uint64_t job,
             const std::string& why);
 
  private:
@@ -34,7 +34,7 @@ class AbortDelivery {
     std::thread thread;
     bool done = false;
   };
-  void Deliver(int host, uint64_t incarnation, const std::shared_ptr<WorkerClient>& client, uint64_t job,
+  void Deliver(int host, uint64_t incarnation, const std::shared_ptr<WorkerInterface>& worker, uint64_t job,
                const std::string& why, Sender* self);
 
   const StillHolds still_holds_;

@@ -3,12 +3,12 @@
 #include <malloc.h>
 
 #include <algorithm>
-#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/job/kinds.h"
+#include "services/cluster_conv.h"
 #include "services/job_proto.h"
 #include "services/proto_conv.h"
 #include "spdlog/spdlog.h"
@@ -21,7 +21,7 @@ double UnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoc
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(const CoordinatorOptions& options,
-                                                                 ClientFactory factory) {
+                                                                 Registry::ClientFactory factory) {
   auto topo = Topology::Create(options.topology);
   if (!topo.ok()) return topo.status();
   if (auto s = Validate(options); !s.ok()) return s;
@@ -48,9 +48,12 @@ absl::Status Coordinator::Validate(const CoordinatorOptions& options) {
   return absl::OkStatus();
 }
 
-Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo, ClientFactory factory)
-    : options_(options), topo_(topo), factory_(std::move(factory)) {
-  pod_thread_ = std::thread([this] { PodLoop(); });
+Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo, Registry::ClientFactory factory)
+    : options_(options),
+      topo_(topo),
+      registry_(topo, PodConfig{options.topology, options.time_scale, {}}, options.heartbeat_timeout,
+                std::move(factory)) {
+  watch_thread_ = std::thread([this] { WatchWorkersLoop(); });
   job_thread_ = std::thread([this] { JobLoop(); });
 }
 
@@ -62,221 +65,50 @@ Coordinator::~Coordinator() {
     if (running_calls_) running_calls_->Cancel();
   }
   cv_.notify_all();
-  pod_thread_.join();
+  watch_thread_.join();
   job_thread_.join();
 }
 
-absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(const v1::RegisterWorkerRequest& req) {
-  const std::string who = absl::StrCat("the worker at ", req.address(), " (place from ",
-                                       req.place_source().empty() ? "--slice/--host" : req.place_source(), ")");
-  if (req.address().empty()) return absl::InvalidArgumentError("register: the worker gave no address to reach it");
-  if (req.num_slices() != 0 && req.num_slices() != topo_.slices()) {
-    return absl::InvalidArgumentError(absl::StrCat("MEGASCALE_NUM_SLICES=", req.num_slices(), " of ", who,
-                                                   ": this pod (", topo_.Describe(), ") has ", topo_.slices(),
-                                                   " slice(s)"));
-  }
-  if (req.slice() < -1 || req.slice() >= topo_.slices()) {
-    return absl::InvalidArgumentError(absl::StrCat(who, ": slice ", req.slice(), " is outside the pod ",
-                                                   topo_.Describe(), ", which has slices 0 to ", topo_.slices() - 1));
-  }
-  if (req.host() < -1 || req.host() >= topo_.hosts_per_slice()) {
-    return absl::InvalidArgumentError(absl::StrCat(who, ": host ", req.host(), " is outside its slice: each slice of ",
-                                                   topo_.Describe(), " has hosts 0 to ",
-                                                   topo_.hosts_per_slice() - 1));
-  }
-  if (req.slice() < 0 && req.host() >= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(who, ": host ", req.host(), " given without its slice"));
-  }
-  // A place whose holder still heartbeats is given to another worker only if
-  // that holder does not answer now: a worker restarted on a new address, or
-  // a compose container recreated, must not wait for its dead predecessor's
-  // heartbeats to lapse.
-  const bool claimed = req.host() >= 0;
-  std::set<int> unanswered;
-  for (bool holders_asked = false;; holders_asked = true) {
-    std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> holders;
-    std::string holder_address, holder_source;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (claimed) {
-        const int global = req.slice() * topo_.hosts_per_slice() + req.host();
-        auto it = workers_.find(global);
-        if (it == workers_.end() || it->second.address == req.address() || !AliveLocked(it->second) ||
-            unanswered.count(global) > 0) {
-          return TakePlaceLocked(global, req);
-        }
-        if (holders_asked) {
-          return absl::AlreadyExistsError(absl::StrCat(
-              who, " claims slice ", req.slice(), " host ", req.host(), ", which the live worker at ",
-              it->second.address, " holds (place from ", it->second.place_source,
-              "); give each worker its own place (see `tpuemu-worker --help`) or stop the other one"));
-        }
-        holders.emplace_back(global, it->second.client);
-      } else {
-        auto place = AssignPlaceLocked(req.address(), req.slice(), unanswered);
-        if (place.ok()) return TakePlaceLocked(*place, req);
-        if (holders_asked) return absl::Status(place.status().code(), absl::StrCat(who, ": ", place.status().message()));
-        for (const auto& [g, w] : workers_) {
-          if (req.slice() < 0 || topo_.SliceOfHost(g) == req.slice()) holders.emplace_back(g, w.client);
-        }
-      }
-    }
-    for (const auto& [global, client] : holders) {
-      if (!client->Ping(absl::Seconds(1)).ok()) unanswered.insert(global);
-    }
-  }
-}
-
-absl::StatusOr<int> Coordinator::AssignPlaceLocked(const std::string& address, int slice,
-                                                   const std::set<int>& unanswered) const {
-  const int first = slice < 0 ? 0 : slice * topo_.hosts_per_slice();
-  const int last = slice < 0 ? topo_.num_hosts() : first + topo_.hosts_per_slice();
-  // The same worker back keeps its place; else the first place nobody holds;
-  // else the first whose holder stopped heartbeating or did not answer.
-  for (int g = first; g < last; ++g) {
-    auto it = workers_.find(g);
-    if (it != workers_.end() && it->second.address == address) return g;
-  }
-  for (int g = first; g < last; ++g) {
-    if (workers_.count(g) == 0) return g;
-  }
-  for (int g = first; g < last; ++g) {
-    if (!AliveLocked(workers_.at(g)) || unanswered.count(g) > 0) return g;
-  }
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "no free place: all ", last - first, " hosts of ", slice < 0 ? "the pod " : absl::StrCat("slice ", slice, " of "),
-      topo_.Describe(), " are held by live workers; scale the workers to ", topo_.num_hosts(),
-      " or start a pod with a bigger topology"));
-}
-
-v1::RegisterWorkerResponse Coordinator::TakePlaceLocked(int global, const v1::RegisterWorkerRequest& req) {
-  Worker& w = workers_[global];
-  if (!w.address.empty() && w.address != req.address()) {
-    spdlog::info("host {} re-registered: {} replaces {}", global, req.address(), w.address);
-  }
-  w.host = global;
-  w.slice = topo_.SliceOfHost(global);
-  w.address = req.address();
-  w.last_heartbeat = absl::Now();
-  w.lost_because.clear();
-  w.incarnation = next_incarnation_++;
-  w.client = factory_(req.address(), w.incarnation);
-  w.place_source = req.place_source().empty() ? "--slice/--host" : req.place_source();
-  ++generation_;
-  cv_.notify_all();
-  const int host = global % topo_.hosts_per_slice();
-  spdlog::info("worker registered: slice {} host {} (global {}) at {}; place from {}", w.slice, host, global,
-               w.address, req.place_source().empty() ? "--slice/--host" : req.place_source());
-  v1::RegisterWorkerResponse resp;
-  resp.set_global_host(global);
-  resp.set_slice(w.slice);
-  resp.set_host(host);
-  resp.set_incarnation(w.incarnation);
-  *resp.mutable_spec() = ToProto(options_.topology, options_.time_scale);
-  return resp;
+absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(const v1::RegisterWorkerRequest& request) {
+  auto place = registry_.RegisterWorker(FromProto(request));
+  if (!place.ok()) return place.status();
+  v1::RegisterWorkerResponse response = ToProto(*place);
+  *response.mutable_spec() = ToProto(options_.topology, options_.time_scale);
+  return response;
 }
 
 absl::Status Coordinator::Heartbeat(int global_host, uint64_t incarnation) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = workers_.find(global_host);
-  if (it == workers_.end()) {
-    return absl::NotFoundError(absl::StrCat("host ", global_host, " is not registered; register first"));
-  }
-  if (it->second.incarnation != incarnation) {
-    spdlog::warn("refused a stale heartbeat for host {} (incarnation {}; the worker at {} holds it now)", global_host,
-                 incarnation, it->second.address);
-    return absl::FailedPreconditionError(absl::StrCat("host ", global_host, " is now held by the worker at ",
-                                                      it->second.address, "; this registration was replaced"));
-  }
-  it->second.last_heartbeat = absl::Now();
-  it->second.lost_because.clear();
-  return absl::OkStatus();
-}
-
-bool Coordinator::AliveLocked(const Worker& w) const {
-  return w.lost_because.empty() && absl::Now() - w.last_heartbeat < options_.heartbeat_timeout;
-}
-
-std::string Coordinator::LostReasonLocked(const Worker& w) const {
-  if (!w.lost_because.empty()) return w.lost_because;
-  return absl::StrCat("no heartbeat for ", absl::FormatDuration(absl::Trunc(absl::Now() - w.last_heartbeat,
-                                                                            absl::Milliseconds(100))),
-                      " (the limit is ", absl::FormatDuration(options_.heartbeat_timeout), ")");
-}
-
-bool Coordinator::ReadyLocked() const {
-  if (static_cast<int>(workers_.size()) != topo_.num_hosts()) return false;
-  for (const auto& [_, w] : workers_) {
-    if (!AliveLocked(w)) return false;
-  }
-  return configured_generation_ == generation_;
-}
-
-std::string Coordinator::WorkerNameLocked(int host) const {
-  auto it = workers_.find(host);
-  return absl::StrCat("worker host ", host, " (slice ", topo_.SliceOfHost(host), ", ",
-                      it == workers_.end() ? "unregistered" : it->second.address, ")");
+  return registry_.Heartbeat(global_host, incarnation);
 }
 
 v1::ClusterStatus Coordinator::ClusterStatus() {
-  std::lock_guard<std::mutex> lock(mu_);
   v1::ClusterStatus s;
   *s.mutable_spec() = ToProto(options_.topology, options_.time_scale);
   s.set_description(topo_.Describe());
   s.set_expected_workers(topo_.num_hosts());
   s.set_chips(topo_.num_chips());
-  for (const auto& [host, w] : workers_) {
+  for (const RegisteredWorker& w : registry_.Workers()) {
     v1::WorkerInfo* info = s.add_workers();
-    info->set_host(host);
+    info->set_host(w.host);
     info->set_slice(w.slice);
     info->set_address(w.address);
-    for (int chip : topo_.ChipsOfHost(host)) info->add_chips(chip);
-    info->set_seconds_since_heartbeat(absl::ToDoubleSeconds(absl::Now() - w.last_heartbeat));
-    info->set_alive(AliveLocked(w));
+    for (int chip : topo_.ChipsOfHost(w.host)) info->add_chips(chip);
+    info->set_seconds_since_heartbeat(absl::ToDoubleSeconds(w.since_heartbeat));
+    info->set_alive(w.alive);
   }
-  s.set_ready(ReadyLocked());
+  s.set_ready(registry_.Ready());
+  std::lock_guard<std::mutex> lock(mu_);
   s.set_jobs_running(running_.empty() ? 0 : 1);
   return s;
 }
 
-void Coordinator::PodLoop() {
+void Coordinator::WatchWorkersLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     cv_.wait_for(lock, std::chrono::milliseconds(200));
     if (stop_) return;
-    // A worker that stops heartbeating fails the running job: its calls may
-    // hang (a stopped process) rather than fail.
-    if (!running_.empty()) {
-      for (const auto& [host, w] : workers_) {
-        if (AliveLocked(w)) continue;
-        EndRunningLocked(jobs_[running_], absl::StrCat(WorkerNameLocked(host), " was lost: ", LostReasonLocked(w)),
-                         /*failed=*/true);
-        break;
-      }
-    }
-    if (static_cast<int>(workers_.size()) != topo_.num_hosts() || configured_generation_ == generation_) continue;
-    // Everyone is here (again): tell every worker where its peers are.
-    PodConfig config{options_.topology, options_.time_scale, {}};
-    std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> clients;
-    for (const auto& [host, w] : workers_) {
-      config.host_addresses[host] = w.address;
-      clients.emplace_back(host, w.client);
-    }
-    const int64_t generation = generation_;
-    lock.unlock();
-    absl::Status all = absl::OkStatus();
-    for (auto& [host, client] : clients) {
-      absl::Status s = client->Configure(config);
-      if (!s.ok()) {
-        spdlog::warn("configuring host {} failed: {}", host, s.ToString());
-        all = s;
-      }
-    }
-    lock.lock();
-    if (all.ok()) {
-      configured_generation_ = generation;
-      spdlog::info("pod ready: {}", topo_.Describe());
-    }
+    if (running_.empty()) continue;
+    if (auto lost = registry_.FirstLost()) EndRunningLocked(jobs_[running_], *lost, /*failed=*/true);
   }
 }
 
@@ -290,9 +122,9 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
   if (!planned.ok()) return planned.status();
   std::lock_guard<std::mutex> lock(mu_);
   if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
-  if (!ReadyLocked()) {
+  if (!registry_.Ready()) {
     int alive = 0;
-    for (const auto& [_, w] : workers_) alive += AliveLocked(w);
+    for (const RegisteredWorker& w : registry_.Workers()) alive += w.alive;
     return absl::FailedPreconditionError(absl::StrCat(
         "the pod is not ready: ", alive, " of ", topo_.num_hosts(),
         " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
@@ -389,7 +221,7 @@ void Coordinator::EndRunningLocked(JobEntry& entry, const std::string& why, bool
     entry.cancel_why = why;
   }
   if (running_calls_) running_calls_->Cancel();
-  for (const auto& [host, w] : workers_) aborts_.Send(host, w.incarnation, w.client, entry.number, why);
+  for (const RegisteredWorker& w : registry_.Workers()) aborts_.Send(w.host, w.incarnation, w.worker, entry.number, why);
 }
 
 void Coordinator::Drain(const std::string& why) {
@@ -459,7 +291,7 @@ void Coordinator::JobLoop() {
     // is lost the queue waits for it to come back (or be replaced) rather
     // than fail job after job. Liveness lapses without a notify: look again
     // every tick.
-    while (!stop_ && (queue_.empty() || !ReadyLocked())) cv_.wait_for(lock, std::chrono::milliseconds(200));
+    while (!stop_ && (queue_.empty() || !registry_.Ready())) cv_.wait_for(lock, std::chrono::milliseconds(200));
     if (stop_) return;
     const std::string id = queue_.front();
     queue_.pop_front();
@@ -541,11 +373,7 @@ absl::Status Coordinator::PublishStep(const std::string& id, const JobKind& kind
 
 absl::Status Coordinator::FanOut(const std::string& id, uint64_t job, const JobSpec& spec, int steps,
                                  const StepSink& on_step, std::vector<ChipCheck>& checks, Cancellation& calls) {
-  std::vector<std::pair<int, std::shared_ptr<WorkerClient>>> clients;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [host, w] : workers_) clients.emplace_back(host, w.client);
-  }
+  const std::vector<RegisteredWorker> workers = registry_.Workers();
   // Every worker prepares its chips' buffers, then all run their share at
   // once. The first failure ends the job (EndRunningLocked): the others'
   // calls are cancelled and they are told to abort, so that nobody waits
@@ -563,30 +391,31 @@ absl::Status Coordinator::FanOut(const std::string& id, uint64_t job, const JobS
     }
     if (status.code() == absl::StatusCode::kUnavailable) {
       // Count it as gone now rather than after its heartbeats lapse.
-      workers_[host].lost_because = absl::StrCat("the connection to it was reset or closed (", status.message(), ")");
-      first_error = absl::UnavailableError(
-          absl::StrCat(WorkerNameLocked(host), " was lost: ", workers_[host].lost_because));
+      const std::string because = absl::StrCat("the connection to it was reset or closed (", status.message(), ")");
+      registry_.MarkLost(host, because);
+      first_error = absl::UnavailableError(absl::StrCat(registry_.WorkerName(host), " was lost: ", because));
     } else {
-      first_error = absl::Status(status.code(), absl::StrCat(WorkerNameLocked(host), " failed: ", status.message()));
+      first_error =
+          absl::Status(status.code(), absl::StrCat(registry_.WorkerName(host), " failed: ", status.message()));
     }
     EndRunningLocked(jobs_[id], std::string(first_error.message()), /*failed=*/true);
   };
-  auto on_every_worker = [&](const std::function<void(int, WorkerClient&)>& fn) {
+  auto on_every_worker = [&](const std::function<void(int, uint64_t, WorkerInterface&)>& fn) {
     std::vector<std::thread> threads;
-    for (auto& [host, client] : clients) threads.emplace_back([&, host = host, client = client] { fn(host, *client); });
+    for (const RegisteredWorker& w : workers) threads.emplace_back([&] { fn(w.host, w.incarnation, *w.worker); });
     // Each returns promptly once `calls` is cancelled.
     for (auto& t : threads) t.join();
   };
   auto ended = [&] { return !first_error.ok() || calls.cancelled(); };
   auto end_status = [&] { return first_error.ok() ? absl::CancelledError(absl::StrCat(id, " was ended")) : first_error; };
-  on_every_worker([&](int host, WorkerClient& client) {
-    if (auto s = client.PrepareJob(job, spec, calls); !s.ok()) fail(host, s);
+  on_every_worker([&](int host, uint64_t incarnation, WorkerInterface& worker) {
+    if (auto s = worker.PrepareJob(incarnation, job, spec, calls); !s.ok()) fail(host, s);
   });
   if (ended()) return end_status();
   for (int step = 0; step < steps; ++step) {
     std::vector<ChipRunResult> chips;
-    on_every_worker([&](int host, WorkerClient& client) {
-      auto r = client.RunJob(job, step, calls);
+    on_every_worker([&](int host, uint64_t incarnation, WorkerInterface& worker) {
+      auto r = worker.RunJob(incarnation, job, step, calls);
       if (!r.ok()) return fail(host, r.status());
       std::lock_guard<std::mutex> lock(result_mu);
       chips.insert(chips.end(), r->begin(), r->end());
@@ -599,8 +428,8 @@ absl::Status Coordinator::FanOut(const std::string& id, uint64_t job, const JobS
     }
   }
   // Checking starts only once every worker has stopped moving data.
-  on_every_worker([&](int host, WorkerClient& client) {
-    auto r = client.CheckJob(job, calls);
+  on_every_worker([&](int host, uint64_t incarnation, WorkerInterface& worker) {
+    auto r = worker.CheckJob(incarnation, job, calls);
     if (!r.ok()) return fail(host, r.status());
     std::lock_guard<std::mutex> lock(result_mu);
     checks.insert(checks.end(), r->begin(), r->end());

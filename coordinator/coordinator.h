@@ -1,6 +1,6 @@
-// The coordinator's logic: worker registry and liveness, pod configuration,
-// and a queue of jobs (collectives, matmuls) fanned out to every worker. No gRPC server
-// here; services/coordinator_service.cc exposes it.
+// The coordinator's logic: a queue of jobs (collectives, matmuls, training)
+// fanned out over the worker contract to every worker its registry holds. No
+// gRPC server here; services/coordinator_service.cc exposes it.
 #pragma once
 
 #include <atomic>
@@ -11,16 +11,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include "coordinator/abort_delivery.h"
 #include "coordinator/bounded_trace.h"
+#include "coordinator/registry.h"
 #include "core/base/cancellation.h"
 #include "core/host/job_kind.h"
 #include "core/pod/pod_config.h"
 #include "services/coordinator_service.h"
-#include "services/worker_client.h"
 
 namespace tpuemu {
 
@@ -43,12 +42,8 @@ struct CoordinatorOptions {
 
 class Coordinator : public CoordinatorBackend {
  public:
-  // A client for the worker at `address` that registered as `incarnation`.
-  using ClientFactory =
-      std::function<std::unique_ptr<WorkerClient>(const std::string& address, uint64_t incarnation)>;
-
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(const CoordinatorOptions& options,
-                                                             ClientFactory factory);
+                                                             Registry::ClientFactory factory);
   // What Create checks beyond the topology (for --check-config).
   static absl::Status Validate(const CoordinatorOptions& options);
   ~Coordinator() override;
@@ -70,18 +65,6 @@ class Coordinator : public CoordinatorBackend {
   const Topology& topology() const { return topo_; }
 
  private:
-  struct Worker {
-    int host = 0;
-    int slice = 0;
-    std::string address;
-    absl::Time last_heartbeat;
-    std::shared_ptr<WorkerClient> client;
-    uint64_t incarnation = 0;  // of the registration that holds the place
-    std::string place_source;  // where that worker found its place, for conflicts
-    // Why it was counted lost before its heartbeats lapsed (a call found its
-    // connection reset); cleared by its next heartbeat or a new registration.
-    std::string lost_because;
-  };
   struct JobEntry {
     explicit JobEntry(int64_t trace_spans = 0) : trace(trace_spans) {}
     v1::Job job;
@@ -97,22 +80,16 @@ class Coordinator : public CoordinatorBackend {
     std::shared_ptr<const PlannedJob> planned;
   };
 
-  Coordinator(const CoordinatorOptions& options, const Topology& topo, ClientFactory factory);
-  void PodLoop();
+  Coordinator(const CoordinatorOptions& options, const Topology& topo, Registry::ClientFactory factory);
+  // A worker that stops heartbeating fails the running job: its calls may
+  // hang (a stopped process) rather than fail.
+  void WatchWorkersLoop();
   void JobLoop();
-  bool ReadyLocked() const;
-  // The place (global host) for a worker that asked to be assigned one.
-  absl::StatusOr<int> AssignPlaceLocked(const std::string& address, int slice, const std::set<int>& unanswered) const;
-  v1::RegisterWorkerResponse TakePlaceLocked(int global, const v1::RegisterWorkerRequest& req);
-  bool AliveLocked(const Worker& w) const;
-  std::string WorkerNameLocked(int host) const;
   void CancelLocked(JobEntry& entry, const std::string& why);
   // Ends the running job now, as a failure (`why` is its error) or a cancel:
   // its calls in flight are cancelled (a stopped worker's would never
   // return) and every worker is told to abort it.
   void EndRunningLocked(JobEntry& entry, const std::string& why, bool failed);
-  // What the coordinator saw of a worker it counts as lost.
-  std::string LostReasonLocked(const Worker& w) const;
   void UpdateJobLocked(JobEntry& entry, const std::function<void(v1::Job&)>& change);
   // Keeping memory bounded (options_.retention): a job that just finished
   // joins finished_, whose oldest records go past the cap; traces past the
@@ -138,13 +115,10 @@ class Coordinator : public CoordinatorBackend {
 
   const CoordinatorOptions options_;
   const Topology topo_;
-  const ClientFactory factory_;
+  Registry registry_;
 
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;  // taken before registry_'s own
   std::condition_variable cv_;
-  std::map<int, Worker> workers_;
-  int64_t configured_generation_ = -1;  // registration generation the pod was configured for
-  int64_t generation_ = 0;              // bumps on every (re-)registration
   std::map<std::string, JobEntry> jobs_;
   std::deque<std::string> finished_;    // finished jobs kept, oldest first
   uint64_t finished_dropped_ = 0;       // finished jobs' records dropped
@@ -153,18 +127,11 @@ class Coordinator : public CoordinatorBackend {
   std::string running_;                 // id of the running job, if any
   std::shared_ptr<Cancellation> running_calls_;  // the running job's calls to workers
   uint64_t next_job_ = 1;
-  // Registrations are numbered from a random start, so that a restarted
-  // coordinator does not take an earlier process's heartbeats as current.
-  uint64_t next_incarnation_ = absl::ToUnixNanos(absl::Now());
   bool stop_ = false;
   std::string draining_;                // why new jobs are refused, once shutting down
-  // After mu_ and workers_, which it reads: destroyed (its threads joined) first.
-  AbortDelivery aborts_{[this](int host, uint64_t incarnation) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = workers_.find(host);
-    return it != workers_.end() && it->second.incarnation == incarnation;
-  }};
-  std::thread pod_thread_;
+  // After registry_, which it reads: destroyed (its threads joined) first.
+  AbortDelivery aborts_{[this](int host, uint64_t incarnation) { return registry_.Holds(host, incarnation); }};
+  std::thread watch_thread_;
   std::thread job_thread_;
 };
 

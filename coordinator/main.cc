@@ -8,6 +8,7 @@
 #include "services/flags.h"
 #include "services/process_env.h"
 #include "services/server.h"
+#include "services/worker_client.h"
 #include "spdlog/spdlog.h"
 
 namespace {

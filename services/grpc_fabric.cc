@@ -59,7 +59,8 @@ absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) 
   return slot.get();
 }
 
-absl::Status GrpcFabric::ConnectLinks(const std::vector<int>& local_chips) {
+absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_chips) {
+  local_ = &local;
   // Every link starts connecting at once; all share one deadline, so that
   // Configure answers within the coordinator's 10 s whatever the peers do.
   std::vector<PeerStream*> streams;
@@ -97,6 +98,12 @@ absl::Status GrpcFabric::Deliver(Frame&& frame) {
     return absl::UnavailableError(absl::StrCat(s->peer, " is broken: the peer worker is gone"));
   }
   return absl::OkStatus();
+}
+
+FabricFactory GrpcFabricFactory() {
+  return [](const PodConfig& config, const Topology& topo, int host) {
+    return std::make_unique<GrpcFabric>(topo, host, config.host_addresses);
+  };
 }
 
 }  // namespace tpuemu

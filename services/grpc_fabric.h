@@ -8,22 +8,17 @@
 #include <mutex>
 #include <string>
 
-#include "core/wire/host_network.h"
-#include "core/pod/pod_config.h"
+#include "core/cluster/host_fabric.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tpuemu {
 
-class GrpcFabric : public Fabric {
+class GrpcFabric : public HostFabric {
  public:
   GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses);
   ~GrpcFabric() override;
-  // Where frames for this host's own chips go.
-  void set_local_mailbox(Mailbox* mailbox) { local_ = mailbox; }
+  absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips) override;
   absl::Status Deliver(Frame&& frame) override;
-  // Opens the stream of every link from a local chip to a chip on another
-  // host now, so that no collective pays for connection set-up.
-  absl::Status ConnectLinks(const std::vector<int>& local_chips);
 
  private:
   struct PeerStream;
@@ -36,5 +31,8 @@ class GrpcFabric : public Fabric {
   std::mutex mu_;
   std::map<std::pair<int, int>, std::unique_ptr<PeerStream>> streams_;
 };
+
+// A worker's fabric for each pod configuration: to the addresses it lists.
+FabricFactory GrpcFabricFactory();
 
 }  // namespace tpuemu

@@ -1,10 +1,10 @@
 #include "services/worker_client.h"
 
 #include "grpcpp/grpcpp.h"
+#include "services/cluster_conv.h"
 #include "services/job_proto.h"
 #include "services/proto_conv.h"
 #include "services/status_conv.h"
-#include "services/worker_service.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {
@@ -12,36 +12,36 @@ namespace {
 
 constexpr auto kConfigureDeadline = std::chrono::seconds(10);
 
-class GrpcWorkerClient : public WorkerClient {
+class GrpcWorkerClient : public WorkerInterface {
  public:
-  GrpcWorkerClient(const std::string& address, uint64_t incarnation)
+  explicit GrpcWorkerClient(const std::string& address)
       : address_(address),
-        incarnation_(incarnation),
         stub_(v1::WorkerService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
 
-  absl::Status Configure(const PodConfig& config) override {
+  absl::Status Configure(uint64_t incarnation, const PodConfig& config) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kConfigureDeadline);
-    v1::ConfigureRequest req = PodConfigToProto(config);
-    req.set_incarnation(incarnation_);
+    v1::ConfigureRequest req = ToProto(config);
+    req.set_incarnation(incarnation);
     v1::ConfigureResponse resp;
     return FromGrpcStatus(stub_->Configure(&ctx, req, &resp), Context());
   }
 
-  absl::Status PrepareJob(uint64_t job, const JobSpec& spec, Cancellation& cancel) override {
+  absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
     v1::PrepareJobResponse resp;
-    return FromGrpcStatus(stub_->PrepareJob(&ctx, Request(job, spec), &resp), Context());
+    return FromGrpcStatus(stub_->PrepareJob(&ctx, Request(incarnation, job, spec), &resp), Context());
   }
 
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, int step, Cancellation& cancel) override {
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
+                                                    Cancellation& cancel) override {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
     v1::RunJobRequest req;
     req.set_job(job);
     req.set_step(step);
-    req.set_incarnation(incarnation_);
+    req.set_incarnation(incarnation);
     v1::RunJobResponse resp;
     absl::Status status = FromGrpcStatus(stub_->RunJob(&ctx, req, &resp), Context());
     if (!status.ok()) return status;
@@ -54,12 +54,12 @@ class GrpcWorkerClient : public WorkerClient {
     return out;
   }
 
-  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job, Cancellation& cancel) override {
+  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
     v1::CheckJobRequest req;
     req.set_job(job);
-    req.set_incarnation(incarnation_);
+    req.set_incarnation(incarnation);
     v1::CheckJobResponse resp;
     absl::Status status = FromGrpcStatus(stub_->CheckJob(&ctx, req, &resp), Context());
     if (!status.ok()) return status;
@@ -68,40 +68,41 @@ class GrpcWorkerClient : public WorkerClient {
     return out;
   }
 
-  absl::Status Ping(absl::Duration timeout) override {
+  absl::StatusOr<WorkerStatusView> Status(absl::Duration timeout) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     v1::WorkerStatus resp;
-    return FromGrpcStatus(stub_->GetStatus(&ctx, v1::WorkerStatusRequest(), &resp), Context());
+    absl::Status status = FromGrpcStatus(stub_->GetStatus(&ctx, v1::WorkerStatusRequest(), &resp), Context());
+    if (!status.ok()) return status;
+    return FromProto(resp);
   }
 
-  absl::Status Abort(uint64_t job, const std::string& reason, absl::Duration timeout) override {
+  absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration timeout) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     v1::AbortRequest req;
     req.set_job(job);
     req.set_reason(reason);
-    req.set_incarnation(incarnation_);
+    req.set_incarnation(incarnation);
     v1::AbortResponse resp;
     return FromGrpcStatus(stub_->Abort(&ctx, req, &resp), Context());
   }
 
  private:
-  v1::RunJobRequest Request(uint64_t job, const JobSpec& spec) const {
+  static v1::RunJobRequest Request(uint64_t incarnation, uint64_t job, const JobSpec& spec) {
     v1::RunJobRequest req = ToProto(job, spec);
-    req.set_incarnation(incarnation_);
+    req.set_incarnation(incarnation);
     return req;
   }
   std::string Context() const { return "worker at " + address_; }
   const std::string address_;
-  const uint64_t incarnation_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
 };
 
 }  // namespace
 
-std::unique_ptr<WorkerClient> MakeGrpcWorkerClient(const std::string& address, uint64_t incarnation) {
-  return std::make_unique<GrpcWorkerClient>(address, incarnation);
+std::unique_ptr<WorkerInterface> MakeGrpcWorkerClient(const std::string& address) {
+  return std::make_unique<GrpcWorkerClient>(address);
 }
 
 }  // namespace tpuemu

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "services/cluster_conv.h"
 #include "services/job_proto.h"
 #include "services/proto_conv.h"
 #include "services/status_conv.h"
@@ -24,47 +25,34 @@ grpc::Status Guarded(const std::string& what, const std::function<grpc::Status()
   }
 }
 
+absl::Duration TimeLeft(const grpc::ServerContext& ctx) {
+  return absl::Now() < absl::FromChrono(ctx.deadline()) ? absl::FromChrono(ctx.deadline()) - absl::Now()
+                                                         : absl::ZeroDuration();
+}
+
 }  // namespace
-
-PodConfig PodConfigFromProto(const v1::ConfigureRequest& req) {
-  PodConfig config;
-  config.topology = FromProto(req.spec());
-  config.time_scale = req.spec().time_scale();
-  for (const v1::WorkerInfo& w : req.workers()) config.host_addresses[w.host()] = w.address();
-  return config;
-}
-
-v1::ConfigureRequest PodConfigToProto(const PodConfig& config) {
-  v1::ConfigureRequest req;
-  *req.mutable_spec() = ToProto(config.topology, config.time_scale);
-  for (const auto& [host, address] : config.host_addresses) {
-    v1::WorkerInfo* w = req.add_workers();
-    w->set_host(host);
-    w->set_address(address);
-  }
-  return req;
-}
 
 grpc::Status WorkerServiceImpl::Configure(grpc::ServerContext*, const v1::ConfigureRequest* req,
                                           v1::ConfigureResponse*) {
-  if (auto s = backend_->CheckIncarnation(req->incarnation(), "Configure"); !s.ok()) return ToGrpcStatus(s);
-  return Guarded("Configure", [&] { return ToGrpcStatus(backend_->Configure(PodConfigFromProto(*req))); });
+  return Guarded("Configure", [&] { return ToGrpcStatus(worker_->Configure(req->incarnation(), FromProto(*req))); });
 }
 
+// A job's share ends with the job's abort, which the coordinator sends; the
+// call itself is never cancelled here.
 grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJobRequest* req,
                                            v1::PrepareJobResponse*) {
-  if (auto s = backend_->CheckIncarnation(req->incarnation(), "PrepareJob"); !s.ok()) return ToGrpcStatus(s);
   return Guarded(absl::StrCat("PrepareJob of job ", req->job()), [&] {
     auto spec = JobSpecFromProto(*req);
     if (!spec.ok()) return ToGrpcStatus(spec.status());
-    return ToGrpcStatus(backend_->PrepareJob(req->job(), *spec));
+    Cancellation never;
+    return ToGrpcStatus(worker_->PrepareJob(req->incarnation(), req->job(), *spec, never));
   });
 }
 
 grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::RunJobResponse* resp) {
-  if (auto s = backend_->CheckIncarnation(req->incarnation(), "RunJob"); !s.ok()) return ToGrpcStatus(s);
   return Guarded(absl::StrCat("RunJob of job ", req->job()), [&] {
-    auto chips = backend_->RunJob(req->job(), req->step());
+    Cancellation never;
+    auto chips = worker_->RunJob(req->incarnation(), req->job(), req->step(), never);
     if (!chips.ok()) return ToGrpcStatus(chips.status());
     for (const ChipRunResult& c : *chips) *resp->add_chips() = ToProto(c);
     return grpc::Status::OK;
@@ -73,30 +61,24 @@ grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobReq
 
 grpc::Status WorkerServiceImpl::CheckJob(grpc::ServerContext*, const v1::CheckJobRequest* req,
                                          v1::CheckJobResponse* resp) {
-  if (auto s = backend_->CheckIncarnation(req->incarnation(), "CheckJob"); !s.ok()) return ToGrpcStatus(s);
   return Guarded(absl::StrCat("CheckJob of job ", req->job()), [&] {
-    auto checks = backend_->CheckJob(req->job());
+    Cancellation never;
+    auto checks = worker_->CheckJob(req->incarnation(), req->job(), never);
     if (!checks.ok()) return ToGrpcStatus(checks.status());
     for (const ChipCheck& c : *checks) *resp->add_chips() = ToProto(c);
     return grpc::Status::OK;
   });
 }
 
-grpc::Status WorkerServiceImpl::Abort(grpc::ServerContext*, const v1::AbortRequest* req, v1::AbortResponse*) {
-  if (auto s = backend_->CheckIncarnation(req->incarnation(), "Abort"); !s.ok()) return ToGrpcStatus(s);
-  backend_->Abort(req->job(), req->reason());
-  return grpc::Status::OK;
+grpc::Status WorkerServiceImpl::Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortResponse*) {
+  return ToGrpcStatus(worker_->Abort(req->incarnation(), req->job(), req->reason(), TimeLeft(*ctx)));
 }
 
-grpc::Status WorkerServiceImpl::GetStatus(grpc::ServerContext*, const v1::WorkerStatusRequest*,
+grpc::Status WorkerServiceImpl::GetStatus(grpc::ServerContext* ctx, const v1::WorkerStatusRequest*,
                                           v1::WorkerStatus* resp) {
-  WorkerStatusView s = backend_->Status();
-  resp->set_global_host(s.host);
-  for (int c : s.chips) resp->add_chips(c);
-  resp->set_configured(s.configured);
-  resp->set_running_job(s.running_job);
-  resp->set_frames_waiting(s.frames_waiting);
-  resp->set_frames_dropped(s.frames_dropped);
+  auto status = worker_->Status(TimeLeft(*ctx));
+  if (!status.ok()) return ToGrpcStatus(status.status());
+  *resp = ToProto(*status);
   return grpc::Status::OK;
 }
 

@@ -3,7 +3,8 @@
 // order), then heartbeats on a thread of its own. When the coordinator comes
 // back without knowing this worker (it restarted), the worker registers again
 // for the place it held; when another process has taken its place, the
-// session ends.
+// session ends. It speaks to the coordinator through a Registrar: the gRPC
+// one in a worker process.
 #pragma once
 
 #include <atomic>
@@ -15,7 +16,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
-#include "tpuemu/v1/services.grpc.pb.h"
+#include "core/cluster/registrar.h"
 #include "worker/worker_place.h"
 
 namespace tpuemu {
@@ -23,9 +24,10 @@ namespace tpuemu {
 class CoordinatorSession {
  public:
   // `on_place` runs after every successful registration with the global host
-  // index and the incarnation the coordinator gave.
-  CoordinatorSession(const std::string& coordinator, const std::string& address, const WorkerPlace& place,
-                     std::function<void(int global_host, uint64_t incarnation)> on_place);
+  // index and the incarnation the coordinator gave. `coordinator` names the
+  // registrar's coordinator in logs.
+  CoordinatorSession(std::unique_ptr<Registrar> registrar, const std::string& coordinator, const std::string& address,
+                     const WorkerPlace& place, std::function<void(int global_host, uint64_t incarnation)> on_place);
   ~CoordinatorSession();
 
   // Registers, retrying while the coordinator is unreachable; returns an
@@ -48,7 +50,7 @@ class CoordinatorSession {
   const std::string address_;
   WorkerPlace place_;
   const std::function<void(int, uint64_t)> on_place_;
-  std::unique_ptr<v1::CoordinatorService::Stub> stub_;
+  const std::unique_ptr<Registrar> registrar_;
 
   std::atomic<bool> registered_{false};
   int global_host_ = -1;

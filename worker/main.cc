@@ -9,10 +9,13 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "services/peer_service.h"
 #include "services/flags.h"
+#include "services/grpc_fabric.h"
+#include "services/peer_service.h"
 #include "services/process_env.h"
+#include "services/registrar_client.h"
 #include "services/server.h"
+#include "services/worker_service.h"
 #include "spdlog/spdlog.h"
 #include "worker/coordinator_session.h"
 #include "worker/worker_node.h"
@@ -88,7 +91,7 @@ int main(int argc, char** argv) {
 
   BlockShutdownSignals();
   PrepareProcessForDataPath();
-  WorkerNode node(-1);
+  WorkerNode node(-1, GrpcFabricFactory());
   WorkerServiceImpl worker_service(&node);
   PeerServiceImpl peer_service([&node](Frame&& f) { node.DeliverPeerFrame(std::move(f)); });
   auto server = StartServer(listen, {&worker_service, &peer_service});
@@ -98,7 +101,7 @@ int main(int argc, char** argv) {
   }
   SetReady(*server, false);
   const std::string address = absl::StrCat(advertised_host, ":", server->port);
-  CoordinatorSession session(*coordinator_address, address, *place,
+  CoordinatorSession session(MakeGrpcRegistrar(*coordinator_address), *coordinator_address, address, *place,
                              [&node](int global_host, uint64_t incarnation) {
                                node.set_registration(global_host, incarnation);
                              });

@@ -52,7 +52,7 @@ std::shared_ptr<WorkerNode::Pod> WorkerNode::pod() {
   return pod_;
 }
 
-absl::Status WorkerNode::Configure(const PodConfig& config) {
+absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
   auto topo = Topology::Create(config.topology);
   if (!topo.ok()) return topo.status();
   std::unique_lock<std::mutex> run_lock(run_mu_, std::try_to_lock);
@@ -67,11 +67,9 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
   if (host < 0 || host >= topo->num_hosts()) {
     return absl::InvalidArgumentError(absl::StrCat("host ", host, " is not in ", topo->Describe()));
   }
-  auto pod = std::make_shared<Pod>(Pod{*topo, nullptr, nullptr});
-  pod->fabric = std::make_unique<GrpcFabric>(*topo, host, config.host_addresses);
+  auto pod = std::make_shared<Pod>(Pod{*topo, make_fabric_(config, *topo, host), nullptr});
   pod->net = std::make_unique<HostNetwork>(*topo, topo->ChipsOfHost(host), config.time_scale, pod->fabric.get());
-  pod->fabric->set_local_mailbox(&pod->net->mailbox());
-  if (auto s = pod->fabric->ConnectLinks(pod->net->local_chips()); !s.ok()) return s;
+  if (auto s = pod->fabric->Connect(pod->net->mailbox(), pod->net->local_chips()); !s.ok()) return s;
   std::map<uint64_t, PreparedJob> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -87,7 +85,7 @@ absl::Status WorkerNode::Configure(const PodConfig& config) {
   return absl::OkStatus();
 }
 
-absl::Status WorkerNode::PrepareJob(uint64_t job, const JobSpec& spec) {
+absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return absl::FailedPreconditionError("worker is not configured yet; wait for the pod to be ready");
   // The coordinator runs its jobs one at a time, in order: an earlier job
@@ -135,7 +133,7 @@ std::shared_ptr<HostJob> WorkerNode::FindJob(uint64_t job) {
   return it == jobs_.end() ? nullptr : it->second.host;
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t job, int step) {
+absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int step) {
   // Not prepared: aborted, or superseded by a later job (a call that waited
   // in a stopped process, say). Preparing it now would run a job the
   // coordinator has ended.
@@ -153,7 +151,7 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t job, int 
   return result;
 }
 
-absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t job) {
+absl::StatusOr<std::vector<ChipCheck>> WorkerNode::Check(uint64_t job) {
   std::shared_ptr<HostJob> host;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -165,7 +163,7 @@ absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t job) {
   return host->Check();
 }
 
-void WorkerNode::Abort(uint64_t job, const std::string& reason) {
+void WorkerNode::AbortJob(uint64_t job, const std::string& reason) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return;
   PreparedJob prepared{nullptr, std::make_shared<JobAbort>()};  // a job not prepared here: its mailbox only
@@ -179,10 +177,39 @@ void WorkerNode::Abort(uint64_t job, const std::string& reason) {
   AbortPrepared(prepared, *p, job, reason);
 }
 
+absl::Status WorkerNode::Configure(uint64_t incarnation, const PodConfig& config) {
+  if (auto s = CheckIncarnation(incarnation, "Configure"); !s.ok()) return s;
+  return ConfigurePod(config);
+}
+
+absl::Status WorkerNode::PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation&) {
+  if (auto s = CheckIncarnation(incarnation, "PrepareJob"); !s.ok()) return s;
+  return Prepare(job, spec);
+}
+
+absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnation, uint64_t job, int step,
+                                                              Cancellation&) {
+  if (auto s = CheckIncarnation(incarnation, "RunJob"); !s.ok()) return s;
+  return Run(job, step);
+}
+
+absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t incarnation, uint64_t job, Cancellation&) {
+  if (auto s = CheckIncarnation(incarnation, "CheckJob"); !s.ok()) return s;
+  return Check(job);
+}
+
+absl::Status WorkerNode::Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration) {
+  if (auto s = CheckIncarnation(incarnation, "Abort"); !s.ok()) return s;
+  AbortJob(job, reason);
+  return absl::OkStatus();
+}
+
 void WorkerNode::DeliverPeerFrame(Frame&& frame) {
   std::shared_ptr<Pod> p = pod();
   if (p) p->net->mailbox().Put(std::move(frame));
 }
+
+absl::StatusOr<WorkerStatusView> WorkerNode::Status(absl::Duration) { return Status(); }
 
 WorkerStatusView WorkerNode::Status() {
   std::shared_ptr<Pod> p = pod();

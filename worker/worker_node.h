@@ -1,5 +1,7 @@
-// One emulated TPU host: its chips, their links (paced, clocked) and the
-// gRPC fabric to the other hosts. Runs its chips' share of each job.
+// One emulated TPU host: its chips, their links (paced, clocked) and its end
+// of the fabric to the other hosts, which the factory it is given makes (gRPC
+// in a worker process, memory in a test). Runs its chips' share of each job;
+// the worker contract's in-process implementation.
 #pragma once
 
 #include <condition_variable>
@@ -7,16 +9,16 @@
 #include <memory>
 #include <mutex>
 
-#include "core/wire/host_network.h"
+#include "core/cluster/host_fabric.h"
+#include "core/cluster/worker_interface.h"
 #include "core/host/job_kind.h"
-#include "services/grpc_fabric.h"
-#include "services/worker_service.h"
+#include "core/wire/host_network.h"
 
 namespace tpuemu {
 
-class WorkerNode : public WorkerBackend {
+class WorkerNode : public WorkerInterface {
  public:
-  explicit WorkerNode(int global_host) : host_(global_host) {}
+  WorkerNode(int global_host, FabricFactory fabric) : host_(global_host), make_fabric_(std::move(fabric)) {}
   // The place and incarnation the coordinator gave this process's latest
   // registration: calls meant for another incarnation are refused.
   void set_registration(int global_host, uint64_t incarnation);
@@ -24,13 +26,17 @@ class WorkerNode : public WorkerBackend {
   // answer, which the coordinator's first calls may overtake.
   void AwaitRegistration();
 
-  absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call) override;
-  absl::Status Configure(const PodConfig& config) override;
-  absl::Status PrepareJob(uint64_t job, const JobSpec& spec) override;
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, int step) override;
-  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) override;
-  void Abort(uint64_t job, const std::string& reason) override;
-  WorkerStatusView Status() override;
+  // The calls do the work themselves: a job's calls end when the job is
+  // aborted, not when `cancel` is; timeouts do not apply.
+  absl::Status Configure(uint64_t incarnation, const PodConfig& config) override;
+  absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override;
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
+                                                    Cancellation& cancel) override;
+  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
+  absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration timeout) override;
+  absl::StatusOr<WorkerStatusView> Status(absl::Duration timeout) override;
+  // As the process itself sees it (readiness, tests).
+  WorkerStatusView Status();
 
   // PeerService hands every received frame here.
   void DeliverPeerFrame(Frame&& frame);
@@ -38,13 +44,21 @@ class WorkerNode : public WorkerBackend {
  private:
   struct Pod {
     Topology topo;
-    std::unique_ptr<GrpcFabric> fabric;
+    std::unique_ptr<HostFabric> fabric;
     std::unique_ptr<HostNetwork> net;
   };
   struct PreparedJob {
     std::shared_ptr<HostJob> host;
     std::shared_ptr<JobAbort> abort;
   };
+  // OK when `incarnation` is this process's registration; `call` names the
+  // call for the refusal.
+  absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call);
+  absl::Status ConfigurePod(const PodConfig& config);
+  absl::Status Prepare(uint64_t job, const JobSpec& spec);
+  absl::StatusOr<std::vector<ChipRunResult>> Run(uint64_t job, int step);
+  absl::StatusOr<std::vector<ChipCheck>> Check(uint64_t job);
+  void AbortJob(uint64_t job, const std::string& reason);
   std::shared_ptr<Pod> pod();
   std::shared_ptr<HostJob> FindJob(uint64_t job);
   // Stops the job's compute and wakes its receives.
@@ -53,6 +67,7 @@ class WorkerNode : public WorkerBackend {
   std::mutex mu_;
   std::condition_variable registered_;
   int host_;
+  const FabricFactory make_fabric_;
   uint64_t incarnation_ = 0;  // 0 until the first registration is answered
   bool awaiting_registration_ = false;
   std::shared_ptr<Pod> pod_;

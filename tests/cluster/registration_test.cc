@@ -9,6 +9,7 @@
 #include "coordinator/coordinator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "services/grpc_fabric.h"
 #include "services/server.h"
 #include "services/worker_client.h"
 #include "services/worker_service.h"
@@ -24,7 +25,7 @@ using ::testing::HasSubstr;
 
 // A worker process's server, without the process.
 struct FakeHost {
-  FakeHost() : node(-1), service(&node) {
+  FakeHost() : node(-1, GrpcFabricFactory()), service(&node) {
     auto s = StartServer("127.0.0.1:0", {&service});
     EXPECT_TRUE(s.ok()) << s.status();
     server = *std::move(s);
@@ -191,20 +192,23 @@ TEST_F(RegistrationTest, CallsMeantForAReplacedIncarnationAreRefusedAndLogged) {
   hosts_[0]->node.set_registration(second->global_host(), second->incarnation());
 
   CapturedLog log;
-  auto stale = MakeGrpcWorkerClient(hosts_[0]->address, first->incarnation());
+  auto worker = MakeGrpcWorkerClient(hosts_[0]->address);
+  const uint64_t stale_incarnation = first->incarnation();
   Cancellation never;
-  const absl::Status refused = stale->Abort(7, "test", absl::Seconds(10));
+  const absl::Status refused = worker->Abort(stale_incarnation, 7, "test", absl::Seconds(10));
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
   EXPECT_THAT(refused.message(), AllOf(HasSubstr(absl::StrCat("incarnation ", first->incarnation())),
                                        HasSubstr(absl::StrCat("incarnation ", second->incarnation()))));
-  EXPECT_EQ(stale->Configure(PodConfig{}).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(stale->PrepareJob(7, CollectiveSpec{}, never).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(stale->RunJob(7, 0, never).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(stale->CheckJob(7, never).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(worker->Configure(stale_incarnation, PodConfig{}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(worker->PrepareJob(stale_incarnation, 7, CollectiveSpec{}, never).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(worker->RunJob(stale_incarnation, 7, 0, never).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(worker->CheckJob(stale_incarnation, 7, never).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(log.Text(), AllOf(HasSubstr(absl::StrCat("refused Abort meant for incarnation ", first->incarnation())),
                                 HasSubstr("refused RunJob"), HasSubstr("refused Configure")));
   // The registration the coordinator holds now is served.
-  EXPECT_TRUE(MakeGrpcWorkerClient(hosts_[0]->address, second->incarnation())->Abort(7, "test", absl::Seconds(10)).ok());
+  EXPECT_TRUE(worker->Abort(second->incarnation(), 7, "test", absl::Seconds(10)).ok());
 }
 
 }  // namespace

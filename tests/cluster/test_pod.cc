@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "services/grpc_fabric.h"
 #include "services/proto_conv.h"
+#include "services/worker_client.h"
 
 namespace tpuemu {
 
@@ -26,10 +28,10 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale, const TestP
   workers_.resize(topo.num_hosts());
   for (int host = 0; host < topo.num_hosts(); ++host) {
     Worker& w = workers_[host];
-    w.node = std::make_unique<WorkerNode>(host);
+    w.node = std::make_unique<WorkerNode>(host, GrpcFabricFactory());
     w.node->AwaitRegistration();
-    w.backend = std::make_unique<StoppableBackend>(w.node.get());
-    w.service = std::make_unique<WorkerServiceImpl>(w.backend.get());
+    w.stoppable = std::make_unique<StoppableWorker>(w.node.get());
+    w.service = std::make_unique<WorkerServiceImpl>(w.stoppable.get());
     WorkerNode* node = w.node.get();
     w.peer = std::make_unique<PeerServiceImpl>([node](Frame&& f) { node->DeliverPeerFrame(std::move(f)); });
     auto server = StartServer("127.0.0.1:0", {w.service.get(), w.peer.get()});
@@ -63,7 +65,7 @@ TestPod::~TestPod() {
   }
   heartbeat_cv_.notify_all();
   if (heartbeats_.joinable()) heartbeats_.join();
-  for (Worker& w : workers_) w.backend->SetStopped(false);
+  for (Worker& w : workers_) w.stoppable->SetStopped(false);
   coordinator_.reset();
   for (Worker& w : workers_) {
     if (w.server.server) w.server.server->Shutdown(std::chrono::system_clock::now());
@@ -81,19 +83,19 @@ std::string TestPod::ServeCoordinator() {
 
 std::string TestPod::address(int host) const { return absl::StrCat("127.0.0.1:", workers_[host].server.port); }
 
-void TestPod::Stop(int host) { workers_[host].backend->SetStopped(true); }
-void TestPod::Resume(int host) { workers_[host].backend->SetStopped(false); }
+void TestPod::Stop(int host) { workers_[host].stoppable->SetStopped(true); }
+void TestPod::Resume(int host) { workers_[host].stoppable->SetStopped(false); }
 
 void TestPod::HeartbeatLoop(absl::Duration every) {
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_cv_.wait_for(lock, absl::ToChronoNanoseconds(every), [&] { return stop_heartbeats_; })) {
     for (int host = 0; host < num_workers(); ++host) {
-      if (!workers_[host].backend->stopped()) coordinator_->Heartbeat(host, workers_[host].incarnation).IgnoreError();
+      if (!workers_[host].stoppable->stopped()) coordinator_->Heartbeat(host, workers_[host].incarnation).IgnoreError();
     }
   }
 }
 
-void TestPod::StoppableBackend::SetStopped(bool stopped) {
+void TestPod::StoppableWorker::SetStopped(bool stopped) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = stopped;
@@ -101,24 +103,48 @@ void TestPod::StoppableBackend::SetStopped(bool stopped) {
   resumed_.notify_all();
 }
 
-bool TestPod::StoppableBackend::stopped() const {
+bool TestPod::StoppableWorker::stopped() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stopped_;
 }
 
-void TestPod::StoppableBackend::WaitWhileStopped() const {
+void TestPod::StoppableWorker::WaitWhileStopped() const {
   std::unique_lock<std::mutex> lock(mu_);
   resumed_.wait(lock, [&] { return !stopped_; });
 }
 
-absl::Status TestPod::StoppableBackend::CheckIncarnation(uint64_t incarnation, const std::string& call) {
+absl::Status TestPod::StoppableWorker::Configure(uint64_t incarnation, const PodConfig& config) {
   WaitWhileStopped();
-  return node_->CheckIncarnation(incarnation, call);
+  return worker_->Configure(incarnation, config);
 }
 
-WorkerStatusView TestPod::StoppableBackend::Status() {
+absl::Status TestPod::StoppableWorker::PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec,
+                                                  Cancellation& cancel) {
   WaitWhileStopped();
-  return node_->Status();
+  return worker_->PrepareJob(incarnation, job, spec, cancel);
+}
+
+absl::StatusOr<std::vector<ChipRunResult>> TestPod::StoppableWorker::RunJob(uint64_t incarnation, uint64_t job,
+                                                                            int step, Cancellation& cancel) {
+  WaitWhileStopped();
+  return worker_->RunJob(incarnation, job, step, cancel);
+}
+
+absl::StatusOr<std::vector<ChipCheck>> TestPod::StoppableWorker::CheckJob(uint64_t incarnation, uint64_t job,
+                                                                         Cancellation& cancel) {
+  WaitWhileStopped();
+  return worker_->CheckJob(incarnation, job, cancel);
+}
+
+absl::Status TestPod::StoppableWorker::Abort(uint64_t incarnation, uint64_t job, const std::string& reason,
+                                             absl::Duration timeout) {
+  WaitWhileStopped();
+  return worker_->Abort(incarnation, job, reason, timeout);
+}
+
+absl::StatusOr<WorkerStatusView> TestPod::StoppableWorker::Status(absl::Duration timeout) {
+  WaitWhileStopped();
+  return worker_->Status(timeout);
 }
 
 absl::StatusOr<v1::Job> TestPod::Submit(const CollectiveSpec& spec) {

@@ -18,6 +18,7 @@
 #include "services/coordinator_service.h"
 #include "services/peer_service.h"
 #include "services/server.h"
+#include "services/worker_service.h"
 #include "worker/worker_node.h"
 
 namespace tpuemu {
@@ -61,33 +62,31 @@ class TestPod {
   v1::Job Finish(const absl::StatusOr<v1::Job>& job);
   void HeartbeatLoop(absl::Duration every);
 
-  // Its WorkerService's way into the node: every call but GetStatus checks
-  // the incarnation first, where a stopped worker's calls wait.
-  class StoppableBackend : public WorkerBackend {
+  // Its WorkerService's way into the node: every call waits first while the
+  // worker is stopped.
+  class StoppableWorker : public WorkerInterface {
    public:
-    explicit StoppableBackend(WorkerNode* node) : node_(node) {}
+    explicit StoppableWorker(WorkerInterface* worker) : worker_(worker) {}
     void SetStopped(bool stopped);
     bool stopped() const;
-    absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call) override;
-    absl::Status Configure(const PodConfig& config) override { return node_->Configure(config); }
-    absl::Status PrepareJob(uint64_t job, const JobSpec& spec) override { return node_->PrepareJob(job, spec); }
-    absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t job, int step) override {
-      return node_->RunJob(job, step);
-    }
-    absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t job) override { return node_->CheckJob(job); }
-    void Abort(uint64_t job, const std::string& reason) override { node_->Abort(job, reason); }
-    WorkerStatusView Status() override;
+    absl::Status Configure(uint64_t incarnation, const PodConfig& config) override;
+    absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override;
+    absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
+                                                      Cancellation& cancel) override;
+    absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
+    absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration timeout) override;
+    absl::StatusOr<WorkerStatusView> Status(absl::Duration timeout) override;
 
    private:
     void WaitWhileStopped() const;
-    WorkerNode* node_;
+    WorkerInterface* worker_;
     mutable std::mutex mu_;
     mutable std::condition_variable resumed_;
     bool stopped_ = false;
   };
   struct Worker {
     std::unique_ptr<WorkerNode> node;
-    std::unique_ptr<StoppableBackend> backend;
+    std::unique_ptr<StoppableWorker> stoppable;
     std::unique_ptr<WorkerServiceImpl> service;
     std::unique_ptr<PeerServiceImpl> peer;
     RunningServer server;

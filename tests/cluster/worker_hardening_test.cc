@@ -74,40 +74,43 @@ TEST(WorkerHardeningTest, ACollectiveTheHostsCannotHoldIsRefusedAtSubmitWithTheF
   // Every one of the 8 chips keeps the 2^39-element array in fp32, twice.
   EXPECT_THAT(message, HasSubstr("the pod's 8 chips would hold about 33554432 MiB of host memory (limit 12288 MiB)"));
   // A worker asked directly refuses too, before allocating anything.
-  auto client = MakeGrpcWorkerClient(WorkerAddress(pod, 0), pod.incarnation(0));
+  auto client = MakeGrpcWorkerClient(WorkerAddress(pod, 0));
   Cancellation calls;
-  const absl::Status prepared = client->PrepareJob(77, AllGatherX(uint64_t{1024} << 30), calls);
+  const absl::Status prepared = client->PrepareJob(pod.incarnation(0), 77, AllGatherX(uint64_t{1024} << 30), calls);
   EXPECT_EQ(prepared.code(), absl::StatusCode::kInvalidArgument) << prepared;
   // The pod still runs jobs.
   EXPECT_TRUE(pod.Run(AllGatherX(1 << 20)).result().correct());
 }
 
-// A backend whose every call runs out of memory.
-class OutOfMemoryBackend : public WorkerBackend {
+// A worker whose every job call runs out of memory.
+class OutOfMemoryWorker : public WorkerInterface {
  public:
-  absl::Status CheckIncarnation(uint64_t, const std::string&) override { return absl::OkStatus(); }
-  absl::Status Configure(const PodConfig&) override { throw std::bad_alloc(); }
-  absl::Status PrepareJob(uint64_t, const JobSpec&) override { throw std::bad_alloc(); }
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t, int) override { throw std::bad_alloc(); }
-  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t) override { throw std::bad_alloc(); }
-  void Abort(uint64_t, const std::string&) override {}
-  WorkerStatusView Status() override { return {}; }
+  absl::Status Configure(uint64_t, const PodConfig&) override { throw std::bad_alloc(); }
+  absl::Status PrepareJob(uint64_t, uint64_t, const JobSpec&, Cancellation&) override { throw std::bad_alloc(); }
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t, uint64_t, int, Cancellation&) override {
+    throw std::bad_alloc();
+  }
+  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t, uint64_t, Cancellation&) override {
+    throw std::bad_alloc();
+  }
+  absl::Status Abort(uint64_t, uint64_t, const std::string&, absl::Duration) override { return absl::OkStatus(); }
+  absl::StatusOr<WorkerStatusView> Status(absl::Duration) override { return WorkerStatusView{}; }
 };
 
 TEST(WorkerHardeningTest, AnAllocationThatFailsFailsTheCallWithResourceExhaustedNotTheWorker) {
-  OutOfMemoryBackend backend;
-  WorkerServiceImpl service(&backend);
+  OutOfMemoryWorker worker;
+  WorkerServiceImpl service(&worker);
   PeerServiceImpl peer([](Frame&&) { throw std::bad_alloc(); });
   auto server = StartServer("127.0.0.1:0", {&service, &peer});
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string address = absl::StrCat("127.0.0.1:", server->port);
-  auto client = MakeGrpcWorkerClient(address, 0);
+  auto client = MakeGrpcWorkerClient(address);
   Cancellation calls;
-  const absl::Status prepared = client->PrepareJob(3, AllGatherX(1 << 20), calls);
+  const absl::Status prepared = client->PrepareJob(0, 3, AllGatherX(1 << 20), calls);
   EXPECT_EQ(prepared.code(), absl::StatusCode::kResourceExhausted) << prepared;
   EXPECT_THAT(std::string(prepared.message()), HasSubstr("ran out of host memory in PrepareJob of job 3"));
-  EXPECT_EQ(client->RunJob(3, 0, calls).status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(client->CheckJob(3, calls).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(client->RunJob(0, 3, 0, calls).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(client->CheckJob(0, 3, calls).status().code(), absl::StatusCode::kResourceExhausted);
   // A peer stream whose frame cannot be stored ends with a status, at once.
   RawPeerStream stream(address);
   Frame frame;
@@ -117,15 +120,17 @@ TEST(WorkerHardeningTest, AnAllocationThatFailsFailsTheCallWithResourceExhausted
   const grpc::Status finished = stream.Finish();
   EXPECT_EQ(finished.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << finished.error_message();
   // Still serving.
-  EXPECT_TRUE(client->Ping(absl::Seconds(10)).ok());
+  EXPECT_TRUE(client->Status(absl::Seconds(10)).ok());
   server->server->Shutdown(std::chrono::system_clock::now());
 }
 
 TEST(WorkerHardeningTest, AnAbortOfJobNumbersNotYetUsedLeavesThoseJobsAlone) {
   TestPod pod(IssuePod(), 0);
   for (int i = 0; i < pod.num_workers(); ++i) {
-    auto client = MakeGrpcWorkerClient(WorkerAddress(pod, i), pod.incarnation(i));
-    for (uint64_t job = 1; job <= 5; ++job) ASSERT_TRUE(client->Abort(job, "a stray abort", absl::Seconds(5)).ok());
+    auto client = MakeGrpcWorkerClient(WorkerAddress(pod, i));
+    for (uint64_t job = 1; job <= 5; ++job) {
+      ASSERT_TRUE(client->Abort(pod.incarnation(i), job, "a stray abort", absl::Seconds(5)).ok());
+    }
   }
   for (int n = 0; n < 3; ++n) {
     v1::Job job = pod.Run(AllGatherX(1 << 20));

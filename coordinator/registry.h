@@ -1,0 +1,104 @@
+// The coordinator's registry of workers: who holds each place of the pod (the
+// registration, its address and a client for it), whether they live
+// (heartbeats, or a call that found the connection gone), and the pod's
+// configuration: once every place is held, and again whenever one changes
+// hands, every worker is told where its peers are.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/cluster/registrar.h"
+#include "core/cluster/worker_interface.h"
+#include "core/pod/pod_config.h"
+#include "core/pod/topology.h"
+
+namespace tpuemu {
+
+// A place's holder as the rest of the coordinator sees it.
+struct RegisteredWorker {
+  int host = 0;
+  int slice = 0;
+  std::string address;
+  uint64_t incarnation = 0;
+  std::shared_ptr<WorkerInterface> worker;
+  absl::Duration since_heartbeat;
+  bool alive = false;
+};
+
+class Registry : public Registrar {
+ public:
+  // A client for the worker at `address`: the worker contract over gRPC, or
+  // the worker itself in one process.
+  using ClientFactory = std::function<std::shared_ptr<WorkerInterface>(const std::string& address)>;
+
+  // `pod` gives the topology and time scale workers are configured with.
+  Registry(const Topology& topo, const PodConfig& pod, absl::Duration heartbeat_timeout, ClientFactory factory);
+  ~Registry() override;
+
+  absl::StatusOr<GrantedPlace> RegisterWorker(const PlaceRequest& request) override;
+  absl::Status Heartbeat(int global_host, uint64_t incarnation) override;
+
+  // Every place's holder, by host.
+  std::vector<RegisteredWorker> Workers() const;
+  // Whether `incarnation` still holds place `host`.
+  bool Holds(int host, uint64_t incarnation) const;
+  // Every place held by a live worker, all configured as the pod is now.
+  bool Ready() const;
+  // "<worker> was lost: <why>" for the first holder counted lost, if any.
+  std::optional<std::string> FirstLost() const;
+  // Counts the holder of `host` lost now rather than once its heartbeats
+  // lapse; its next heartbeat or a new registration clears it.
+  void MarkLost(int host, const std::string& because);
+  // "worker host 1 (slice 0, 10.0.0.2:4000)", for errors.
+  std::string WorkerName(int host) const;
+
+ private:
+  struct Worker {
+    int host = 0;
+    int slice = 0;
+    std::string address;
+    absl::Time last_heartbeat;
+    std::shared_ptr<WorkerInterface> client;
+    uint64_t incarnation = 0;  // of the registration that holds the place
+    std::string place_source;  // where that worker found its place, for conflicts
+    // Why it was counted lost before its heartbeats lapsed (a call found its
+    // connection reset); cleared by its next heartbeat or a new registration.
+    std::string lost_because;
+  };
+
+  void ConfigureLoop();
+  // The place (global host) for a worker that asked to be assigned one.
+  absl::StatusOr<int> AssignPlaceLocked(const std::string& address, int slice, const std::set<int>& unanswered) const;
+  GrantedPlace TakePlaceLocked(int global, const PlaceRequest& request);
+  bool AliveLocked(const Worker& w) const;
+  // What the coordinator saw of a worker it counts as lost.
+  std::string LostReasonLocked(const Worker& w) const;
+  std::string WorkerNameLocked(int host) const;
+
+  const Topology topo_;
+  const PodConfig pod_;
+  const absl::Duration heartbeat_timeout_;
+  const ClientFactory factory_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<int, Worker> workers_;
+  int64_t configured_generation_ = -1;  // registration generation the pod was configured for
+  int64_t generation_ = 0;              // bumps on every (re-)registration
+  // Registrations are numbered from a random start, so that a restarted
+  // coordinator does not take an earlier process's heartbeats as current.
+  uint64_t next_incarnation_ = absl::ToUnixNanos(absl::Now());
+  bool stop_ = false;
+  std::thread configure_thread_;
+};
+
+}  // namespace tpuemu

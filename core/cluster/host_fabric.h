@@ -1,0 +1,28 @@
+// The fabric a worker is given: its host's end of the links between the
+// pod's hosts, made for each pod configuration by the factory its main (gRPC)
+// or test (memory) hands it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/pod/pod_config.h"
+#include "core/pod/topology.h"
+#include "core/wire/host_network.h"
+
+namespace tpuemu {
+
+class HostFabric : public Fabric {
+ public:
+  // Frames for this host's own chips go to `local`. Opens the links from
+  // `local_chips` to chips on other hosts now, so that no job pays for
+  // connecting them.
+  virtual absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips) = 0;
+};
+
+using FabricFactory =
+    std::function<std::unique_ptr<HostFabric>(const PodConfig& config, const Topology& topo, int host)>;
+
+}  // namespace tpuemu

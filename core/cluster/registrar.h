@@ -1,0 +1,42 @@
+// The coordinator as its workers see it: where a worker registers for a place
+// in the pod and then heartbeats. The coordinator's registry implements it
+// (coordinator/registry.h); a worker process reaches it through its gRPC
+// client (services/registrar_client.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace tpuemu {
+
+// The place a worker asks for.
+struct PlaceRequest {
+  int slice = -1;  // -1: the coordinator assigns one
+  int host = -1;   // within the slice; -1: the coordinator assigns one
+  std::string address;
+  int num_slices = 0;        // what the worker's environment says; 0: not said
+  std::string place_source;  // where the worker found its place, for logs and errors
+};
+
+// The place a worker was given, and the registration that holds it.
+struct GrantedPlace {
+  int global_host = -1;
+  int slice = -1;
+  int host = -1;
+  uint64_t incarnation = 0;
+};
+
+class Registrar {
+ public:
+  virtual ~Registrar() = default;
+  // InvalidArgument, AlreadyExists and ResourceExhausted refuse the place
+  // itself (asking again cannot help); other errors may pass.
+  virtual absl::StatusOr<GrantedPlace> RegisterWorker(const PlaceRequest& request) = 0;
+  // NotFound: the coordinator does not know the host (it restarted);
+  // FailedPrecondition: another registration holds the place now.
+  virtual absl::Status Heartbeat(int global_host, uint64_t incarnation) = 0;
+};
+
+}  // namespace tpuemu
