@@ -26,6 +26,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/tensor/blis_kernel.h"
 #include "core/job/inprocess_pod.h"
+#include "core/matmul/report.h"
+#include "core/matmul/spec.h"
 
 extern char** environ;
 
@@ -112,7 +114,7 @@ double ChipGflopsPerCore(int64_t n) {
   spec.dims = absl::StrCat("I=", 2 * n, ",J=", n, ",K=", n);
   double best = 0;
   {
-    auto r = pod.RunMatmul(spec);
+    auto r = RunReport<MatmulReport>(pod, spec);
     if (!r.ok() || !r->correct) {
       std::fprintf(stderr, "matmul failed: %s\n", r.ok() ? "wrong result" : std::string(r.status().message()).c_str());
       std::exit(1);

@@ -2,13 +2,14 @@
 
 #include <malloc.h>
 
-#include <cmath>
+#include <algorithm>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/collective/plan.h"
+#include "core/job/kinds.h"
 #include "services/cluster_conv.h"
+#include "services/job_proto.h"
 #include "services/proto_conv.h"
 #include "spdlog/spdlog.h"
 
@@ -112,21 +113,13 @@ void Coordinator::WatchWorkersLoop() {
 }
 
 absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
-  // Validate now so that bad input fails the submit, not a queued job.
-  if (request.has_train()) {
-    auto plan = PlanTrainJob(FromProto(request.train()), topo_, options_.time_scale);
-    if (!plan.ok()) return plan.status();
-  } else if (request.has_matmul()) {
-    auto spec = FromProto(request.matmul());
-    if (!spec.ok()) return spec.status();
-    auto plan = PlanMatmulSpec(*spec, topo_);
-    if (!plan.ok()) return plan.status();
-  } else {
-    auto spec = FromProto(request.collective());
-    if (!spec.ok()) return spec.status();
-    auto plan = PlanCollectiveJob(topo_, *spec);
-    if (!plan.ok()) return plan.status();
-  }
+  // Checked and planned now, once, so that bad input fails the submit, not a queued job.
+  auto spec = JobSpecFromProto(request);
+  if (!spec.ok()) return spec.status();
+  auto kind = FindJobKind(spec->kind());
+  if (!kind.ok()) return kind.status();
+  auto planned = (*kind)->Plan(*spec, topo_, options_.time_scale);
+  if (!planned.ok()) return planned.status();
   std::lock_guard<std::mutex> lock(mu_);
   if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
   if (!registry_.Ready()) {
@@ -141,13 +134,10 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
   entry.number = next_job_++;
   entry.job.set_id(absl::StrCat("job-", entry.number));
   entry.job.set_state(v1::JOB_STATE_PENDING);
-  if (request.has_train()) {
-    *entry.job.mutable_train() = request.train();
-  } else if (request.has_matmul()) {
-    *entry.job.mutable_matmul() = request.matmul();
-  } else {
-    *entry.job.mutable_collective() = request.collective();
-  }
+  SetJobSpec(*spec, entry.job);
+  entry.kind = *kind;
+  entry.spec = *std::move(spec);
+  entry.planned = *std::move(planned);
   entry.job.set_submitted_unix_s(UnixSeconds());
   const std::string id = entry.job.id();
   v1::Job copy = entry.job;
@@ -246,9 +236,9 @@ absl::StatusOr<std::unique_ptr<JobTraceReader>> Coordinator::ReadJobTrace(const 
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return MissingJobLocked(id);
-  if (!it->second.job.has_train()) {
-    return absl::InvalidArgumentError(absl::StrCat(id, " is a ", it->second.job.has_matmul() ? "matmul" : "collective",
-                                                   " job; traces are recorded for training jobs"));
+  if (!it->second.kind->traced()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(id, " is a ", it->second.kind->name(), " job; traces are recorded for training jobs"));
   }
   return std::make_unique<TracePieces>(id, it->second.trace.Read());
 }
@@ -262,6 +252,9 @@ void Coordinator::UpdateJobLocked(JobEntry& entry, const std::function<void(v1::
 }
 
 void Coordinator::RetireLocked(const std::string& id) {
+  JobEntry& entry = jobs_[id];
+  entry.spec.reset();
+  entry.planned.reset();
   finished_.push_back(id);
   bool dropped = false;
   while (static_cast<int>(finished_.size()) > options_.retention.finished_jobs) {
@@ -305,12 +298,15 @@ void Coordinator::JobLoop() {
     JobEntry& entry = jobs_[id];
     running_ = id;
     UpdateJobLocked(entry, [](v1::Job& j) { j.set_state(v1::JOB_STATE_RUNNING); });
-    v1::Job job = entry.job;
     const uint64_t number = entry.number;
+    const JobSpec spec = *std::move(entry.spec);
+    const std::shared_ptr<const PlannedJob> planned = std::move(entry.planned);
+    entry.spec.reset();
     auto calls = std::make_shared<Cancellation>();
     running_calls_ = calls;
     lock.unlock();
-    absl::Status status = RunJob(id, number, job, *calls);
+    JobReport summary;
+    absl::Status status = RunJob(id, number, *entry.kind, spec, *planned, summary, *calls);
     lock.lock();
     running_.clear();
     running_calls_.reset();
@@ -318,9 +314,7 @@ void Coordinator::JobLoop() {
       j.set_finished_unix_s(UnixSeconds());
       if (status.ok()) {
         j.set_state(v1::JOB_STATE_SUCCEEDED);
-        if (job.has_result()) *j.mutable_result() = job.result();
-        if (job.has_train_summary()) *j.mutable_train_summary() = job.train_summary();
-        if (job.has_matmul_result()) *j.mutable_matmul_result() = job.matmul_result();
+        AddJobReport(summary, j);
       } else if (entry.cancel_requested && j.error().empty()) {
         j.set_state(v1::JOB_STATE_CANCELLED);
         j.set_error(entry.cancel_why);
@@ -332,86 +326,48 @@ void Coordinator::JobLoop() {
   }
 }
 
-absl::Status Coordinator::RunJob(const std::string& id, uint64_t number, v1::Job& job, Cancellation& calls) {
-  if (job.has_matmul()) {
-    auto spec = FromProto(job.matmul());
-    if (!spec.ok()) return spec.status();
-    auto plan = PlanMatmulSpec(*spec, topo_);
-    if (!plan.ok()) return plan.status();
-    std::vector<ChipRunResult> chips;
-    std::vector<ChipCheck> checks;
-    if (auto s = FanOut(id, number, *spec, 1, Keep(chips), checks, calls); !s.ok()) return s;
-    *job.mutable_matmul_result() = ToProto(SummarizeMatmul(*plan, chips, checks, topo_.num_chips()));
-    return absl::OkStatus();
+absl::Status Coordinator::RunJob(const std::string& id, uint64_t number, const JobKind& kind, const JobSpec& spec,
+                                 const PlannedJob& planned, JobReport& summary, Cancellation& calls) {
+  // What the job will hold (training: per chip), published before the first step.
+  if (JobReport preview = planned.Preview(); preview.has_value()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    UpdateJobLocked(jobs_[id], [&](v1::Job& j) { AddJobReport(preview, j); });
   }
-  if (job.has_train()) return RunTraining(id, number, job, calls);
-  auto spec = FromProto(job.collective());
-  if (!spec.ok()) return spec.status();
-  auto plan = CollectivePlan::Create(topo_, *spec);
-  if (!plan.ok()) return plan.status();
-  std::vector<ChipRunResult> chips;
+  // A cancel takes effect between steps (and aborts the step in flight).
+  std::vector<ChipRunResult> last;
+  auto on_step = [&](int step, std::vector<ChipRunResult>&& chips) -> absl::Status {
+    last = std::move(chips);
+    return PublishStep(id, kind, planned, step, last);
+  };
   std::vector<ChipCheck> checks;
-  if (auto s = FanOut(id, number, *spec, 1, Keep(chips), checks, calls); !s.ok()) return s;
-  std::map<int, uint64_t> mismatches;
-  for (const ChipCheck& c : checks) mismatches[c.chip] = c.mismatches;
-  for (ChipRunResult& c : chips) c.mismatches = mismatches[c.chip];
-  *job.mutable_result() = ToProto(Summarize(*plan, topo_, chips));
+  if (auto s = FanOut(id, number, spec, planned.steps(), on_step, checks, calls); !s.ok()) return s;
+  summary = planned.Summarize(last, checks);
   return absl::OkStatus();
 }
 
-Coordinator::StepSink Coordinator::Keep(std::vector<ChipRunResult>& chips) {
-  return [&chips](int, std::vector<ChipRunResult>&& ran) {
-    chips = std::move(ran);
-    return absl::OkStatus();
-  };
-}
-
-absl::Status Coordinator::RunTraining(const std::string& id, uint64_t number, v1::Job& job, Cancellation& calls) {
-  const TrainSpec spec = FromProto(job.train());
-  auto plan = PlanTrainJob(spec, topo_, options_.time_scale);
-  if (!plan.ok()) return plan.status();
-  const TrainConfig& config = plan->config;
-  // Each finished step is published at once, so that `watch` sees it; a
-  // cancel takes effect between steps (and aborts the step in flight).
-  StepReport last;
-  auto on_step = [&](int, std::vector<ChipRunResult>&& chips) -> absl::Status {
-    last = SummarizeStep(config, topo_, chips);
-    const v1::TrainStep step = ToProto(last);
-    std::lock_guard<std::mutex> lock(mu_);
-    JobEntry& entry = jobs_[id];
-    AddTraceStepLocked(entry, last.step, chips);
-    entry.traced_until_s += last.emulated_s;
+absl::Status Coordinator::PublishStep(const std::string& id, const JobKind& kind, const PlannedJob& planned, int step,
+                                      const std::vector<ChipRunResult>& chips) {
+  const JobReport report = planned.SummarizeStep(chips);
+  std::lock_guard<std::mutex> lock(mu_);
+  JobEntry& entry = jobs_[id];
+  if (kind.traced()) {
+    AddTraceStepLocked(entry, step, chips);
+    // The next step's spans start where this one's slowest chip ended.
+    double step_s = 0;
+    for (const ChipRunResult& c : chips) step_s = std::max(step_s, c.emulated_s);
+    entry.traced_until_s += step_s;
+  }
+  if (report.has_value()) {
     UpdateJobLocked(entry, [&](v1::Job& j) {
-      *j.add_steps() = step;
+      AddJobReport(report, j);
       const int excess = j.steps_size() - options_.retention.step_records_per_job;
       if (excess > 0) {
         j.mutable_steps()->DeleteSubrange(0, excess);
         j.set_steps_dropped(j.steps_dropped() + excess);
       }
     });
-    if (entry.cancel_requested) return absl::CancelledError("cancelled by the user");
-    return absl::OkStatus();
-  };
-  // What the job will hold per chip, published before the first step.
-  v1::TrainSummary& summary = *job.mutable_train_summary();
-  summary.set_mesh(plan->mesh.Describe());
-  summary.set_pipeline_schedule(config.pipeline_schedule);
-  summary.set_stages(config.stages());
-  summary.set_microbatches(config.num_microbatches);
-  summary.set_repeats(config.pipeline_repeats);
-  for (const MemoryItem& m : ChipMemory(config, plan->mesh)) *summary.add_memory_per_chip() = ToProto(m);
-  summary.set_hbm_bytes(ChipHbmBytes(config, topo_));
-  summary.set_model_flops_per_step(StepModelFlops(config));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    UpdateJobLocked(jobs_[id], [&](v1::Job& j) { *j.mutable_train_summary() = summary; });
   }
-  std::vector<ChipCheck> checks;
-  if (auto s = FanOut(id, number, spec, config.steps, on_step, checks, calls); !s.ok()) return s;
-  double squares = 0;
-  for (const ChipCheck& c : checks) squares += c.param_squares;
-  summary.set_param_l2(std::sqrt(squares));
-  for (const LayerCost& l : PerLayerCosts(config, plan->mesh, topo_, last)) *summary.add_per_layer() = ToProto(l);
+  if (entry.cancel_requested) return absl::CancelledError("cancelled by the user");
   return absl::OkStatus();
 }
 
@@ -457,11 +413,9 @@ absl::Status Coordinator::FanOut(const std::string& id, uint64_t job, const JobS
   });
   if (ended()) return end_status();
   for (int step = 0; step < steps; ++step) {
-    JobSpec step_spec = spec;
-    if (auto* train = std::get_if<TrainSpec>(&step_spec)) train->step = step;
     std::vector<ChipRunResult> chips;
     on_every_worker([&](int host, uint64_t incarnation, WorkerInterface& worker) {
-      auto r = worker.RunJob(incarnation, job, step_spec, calls);
+      auto r = worker.RunJob(incarnation, job, step, calls);
       if (!r.ok()) return fail(host, r.status());
       std::lock_guard<std::mutex> lock(result_mu);
       chips.insert(chips.end(), r->begin(), r->end());

@@ -10,17 +10,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "coordinator/abort_delivery.h"
 #include "coordinator/bounded_trace.h"
 #include "coordinator/registry.h"
 #include "core/base/cancellation.h"
-#include "core/collective/report.h"
-#include "core/job/make_host_job.h"
-#include "core/matmul/report.h"
-#include "core/train/job.h"
-#include "core/train/report.h"
+#include "core/host/job_kind.h"
 #include "core/pod/pod_config.h"
 #include "services/coordinator_service.h"
 
@@ -75,8 +72,12 @@ class Coordinator : public CoordinatorBackend {
     int64_t version = 0;
     bool cancel_requested = false;
     std::string cancel_why;       // a running job cancelled: the reason it ends with
-    BoundedTrace trace;           // training jobs: their latest steps' spans
+    BoundedTrace trace;           // traced kinds' jobs (training): their latest steps' spans
     double traced_until_s = 0;    // where the next step's spans start
+    const JobKind* kind = nullptr;
+    // Checked and planned once, at submit; dropped once the job has run.
+    std::optional<JobSpec> spec;
+    std::shared_ptr<const PlannedJob> planned;
   };
 
   Coordinator(const CoordinatorOptions& options, const Topology& topo, Registry::ClientFactory factory);
@@ -97,13 +98,16 @@ class Coordinator : public CoordinatorBackend {
   void AddTraceStepLocked(JobEntry& entry, int64_t step, const std::vector<ChipRunResult>& chips);
   // A job that is not there: never submitted, or its record dropped.
   absl::Status MissingJobLocked(const std::string& id) const;
-  // Runs outside the lock, on a copy of the job, and fills in its result.
+  // Runs outside the lock, whatever its kind, and fills in its summary.
   // `calls` is cancelled when the job is ended early.
-  absl::Status RunJob(const std::string& id, uint64_t number, v1::Job& job, Cancellation& calls);
-  absl::Status RunTraining(const std::string& id, uint64_t number, v1::Job& job, Cancellation& calls);
+  absl::Status RunJob(const std::string& id, uint64_t number, const JobKind& kind, const JobSpec& spec,
+                      const PlannedJob& planned, JobReport& summary, Cancellation& calls);
+  // Publishes a finished step at once, so that `watch` sees it: its
+  // figures and trace spans, if the kind has them.
+  absl::Status PublishStep(const std::string& id, const JobKind& kind, const PlannedJob& planned, int step,
+                           const std::vector<ChipRunResult>& chips);
   // Gets every step's results from all workers; a non-OK return stops the job.
   using StepSink = std::function<absl::Status(int step, std::vector<ChipRunResult>&& chips)>;
-  static StepSink Keep(std::vector<ChipRunResult>& chips);
   // Prepare on every worker, Run `steps` times, then Check; the first
   // failure aborts all.
   absl::Status FanOut(const std::string& id, uint64_t job, const JobSpec& spec, int steps, const StepSink& on_step,

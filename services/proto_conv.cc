@@ -224,19 +224,6 @@ v1::MatmulResult ToProto(const MatmulReport& r) {
   return p;
 }
 
-v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec) {
-  v1::RunJobRequest p;
-  p.set_job(job);
-  if (const auto* c = std::get_if<CollectiveSpec>(&spec)) {
-    *p.mutable_collective() = ToProto(*c);
-  } else if (const auto* t = std::get_if<TrainSpec>(&spec)) {
-    *p.mutable_train() = ToProto(*t);
-  } else {
-    *p.mutable_matmul() = ToProto(std::get<MatmulSpec>(spec));
-  }
-  return p;
-}
-
 v1::TraceEvent ToProto(const TraceEvent& e) {
   v1::TraceEvent p;
   p.set_track(e.track);
@@ -269,11 +256,25 @@ v1::TrainSpec ToProto(const TrainSpec& spec) {
   v1::TrainSpec p;
   p.set_yaml(spec.yaml);
   p.set_source(spec.source);
-  p.set_step(spec.step);
   return p;
 }
 
-TrainSpec FromProto(const v1::TrainSpec& p) { return {p.yaml(), p.source(), p.step()}; }
+TrainSpec FromProto(const v1::TrainSpec& p) { return {p.yaml(), p.source()}; }
+
+v1::TrainSummary ToProto(const TrainReport& r) {
+  v1::TrainSummary p;
+  p.set_mesh(r.mesh);
+  p.set_pipeline_schedule(r.pipeline_schedule);
+  p.set_stages(r.stages);
+  p.set_microbatches(r.microbatches);
+  p.set_repeats(r.repeats);
+  for (const MemoryItem& m : r.memory_per_chip) *p.add_memory_per_chip() = ToProto(m);
+  p.set_hbm_bytes(r.hbm_bytes);
+  p.set_model_flops_per_step(r.model_flops_per_step);
+  p.set_param_l2(r.param_l2);
+  for (const LayerCost& l : r.per_layer) *p.add_per_layer() = ToProto(l);
+  return p;
+}
 
 v1::TrainStep ToProto(const StepReport& r) {
   v1::TrainStep p;
@@ -302,18 +303,6 @@ v1::TrainStep ToProto(const StepReport& r) {
   p.set_bubble_formula(r.bubble_formula);
   p.set_peak_activation_bytes(r.peak_activation_bytes);
   return p;
-}
-
-absl::StatusOr<JobSpec> FromProto(const v1::RunJobRequest& p) {
-  if (p.has_train()) return JobSpec(FromProto(p.train()));
-  if (p.has_matmul()) {
-    auto m = FromProto(p.matmul());
-    if (!m.ok()) return m.status();
-    return JobSpec(*m);
-  }
-  auto c = FromProto(p.collective());
-  if (!c.ok()) return c.status();
-  return JobSpec(*c);
 }
 
 v1::ChipCheck ToProto(const ChipCheck& c) {

@@ -4,10 +4,10 @@
 #include "absl/status/statusor.h"
 #include "core/collective/report.h"
 #include "core/collective/spec.h"
-#include "core/job/make_host_job.h"
 #include "core/matmul/report.h"
 #include "core/matmul/spec.h"
 #include "core/pod/pod_config.h"
+#include "core/train/job.h"
 #include "core/train/report.h"
 #include "tpuemu/v1/collective.pb.h"
 #include "tpuemu/v1/matmul.pb.h"
@@ -34,8 +34,6 @@ absl::StatusOr<MatmulSpec> FromProto(const v1::MatmulSpec& proto);
 v1::MatmulResult PlanToProto(const MatmulPlan& plan);
 v1::MatmulResult ToProto(const MatmulReport& r);
 
-v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec);
-absl::StatusOr<JobSpec> FromProto(const v1::RunJobRequest& proto);
 v1::ChipCheck ToProto(const ChipCheck& c);
 v1::TrainSpec ToProto(const TrainSpec& spec);
 TrainSpec FromProto(const v1::TrainSpec& proto);
@@ -43,6 +41,7 @@ v1::TrainStep ToProto(const StepReport& r);
 v1::TraceEvent ToProto(const TraceEvent& e);
 v1::MemoryUse ToProto(const MemoryItem& m);
 v1::LayerCost ToProto(const LayerCost& l);
+v1::TrainSummary ToProto(const TrainReport& r);
 ChipCheck FromProto(const v1::ChipCheck& proto);
 
 }  // namespace tpuemu

@@ -2,6 +2,7 @@
 
 #include "grpcpp/grpcpp.h"
 #include "services/cluster_conv.h"
+#include "services/job_proto.h"
 #include "services/proto_conv.h"
 #include "services/status_conv.h"
 #include "tpuemu/v1/services.grpc.pb.h"
@@ -33,12 +34,16 @@ class GrpcWorkerClient : public WorkerInterface {
     return FromGrpcStatus(stub_->PrepareJob(&ctx, Request(incarnation, job, spec), &resp), Context());
   }
 
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, const JobSpec& spec,
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                     Cancellation& cancel) override {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
+    v1::RunJobRequest req;
+    req.set_job(job);
+    req.set_step(step);
+    req.set_incarnation(incarnation);
     v1::RunJobResponse resp;
-    absl::Status status = FromGrpcStatus(stub_->RunJob(&ctx, Request(incarnation, job, spec), &resp), Context());
+    absl::Status status = FromGrpcStatus(stub_->RunJob(&ctx, req, &resp), Context());
     if (!status.ok()) return status;
     std::vector<ChipRunResult> out;
     for (const v1::ChipResult& c : resp.chips()) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/cluster_conv.h"
+#include "services/job_proto.h"
 #include "services/proto_conv.h"
 #include "services/status_conv.h"
 
@@ -41,7 +42,7 @@ grpc::Status WorkerServiceImpl::Configure(grpc::ServerContext*, const v1::Config
 grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJobRequest* req,
                                            v1::PrepareJobResponse*) {
   return Guarded(absl::StrCat("PrepareJob of job ", req->job()), [&] {
-    auto spec = FromProto(*req);
+    auto spec = JobSpecFromProto(*req);
     if (!spec.ok()) return ToGrpcStatus(spec.status());
     Cancellation never;
     return ToGrpcStatus(worker_->PrepareJob(req->incarnation(), req->job(), *spec, never));
@@ -50,10 +51,8 @@ grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJo
 
 grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::RunJobResponse* resp) {
   return Guarded(absl::StrCat("RunJob of job ", req->job()), [&] {
-    auto spec = FromProto(*req);
-    if (!spec.ok()) return ToGrpcStatus(spec.status());
     Cancellation never;
-    auto chips = worker_->RunJob(req->incarnation(), req->job(), *spec, never);
+    auto chips = worker_->RunJob(req->incarnation(), req->job(), req->step(), never);
     if (!chips.ok()) return ToGrpcStatus(chips.status());
     for (const ChipRunResult& c : *chips) *resp->add_chips() = ToProto(c);
     return grpc::Status::OK;

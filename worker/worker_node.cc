@@ -1,6 +1,7 @@
 #include "worker/worker_node.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/job/kinds.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -103,7 +104,9 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec) {
   }
   RunOptions options;
   options.job = job;
-  auto host = MakeHostJob(spec, *p->net, options);
+  auto planned = PlanJob(spec, p->topo, p->net->time_scale());
+  if (!planned.ok()) return planned.status();
+  auto host = (*planned)->MakeHostJob(*p->net, options);
   if (!host.ok()) return host.status();
   (*host)->Prepare();
   std::lock_guard<std::mutex> lock(mu_);
@@ -130,19 +133,18 @@ std::shared_ptr<HostJob> WorkerNode::FindJob(uint64_t job) {
   return it == jobs_.end() ? nullptr : it->second.host;
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, const JobSpec& spec) {
+absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int step) {
   // Not prepared: aborted, or superseded by a later job (a call that waited
   // in a stopped process, say). Preparing it now would run a job the
   // coordinator has ended.
   std::shared_ptr<HostJob> host = FindJob(job);
   if (!host) return absl::AbortedError(absl::StrCat("job ", job, " is not prepared on this worker (aborted or ended)"));
-  const auto* train = std::get_if<TrainSpec>(&spec);
   std::lock_guard<std::mutex> run_lock(run_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_job_ = job;
   }
-  auto result = host->Run(train != nullptr ? train->step : 0);
+  auto result = host->Run(step);
   std::lock_guard<std::mutex> lock(mu_);
   running_job_ = 0;
   if (!result.ok()) jobs_.erase(job);
@@ -185,10 +187,10 @@ absl::Status WorkerNode::PrepareJob(uint64_t incarnation, uint64_t job, const Jo
   return Prepare(job, spec);
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnation, uint64_t job, const JobSpec& spec,
+absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnation, uint64_t job, int step,
                                                               Cancellation&) {
   if (auto s = CheckIncarnation(incarnation, "RunJob"); !s.ok()) return s;
-  return Run(job, spec);
+  return Run(job, step);
 }
 
 absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t incarnation, uint64_t job, Cancellation&) {

@@ -11,7 +11,7 @@
 
 #include "core/cluster/host_fabric.h"
 #include "core/cluster/worker_interface.h"
-#include "core/job/make_host_job.h"
+#include "core/host/job_kind.h"
 #include "core/wire/host_network.h"
 
 namespace tpuemu {
@@ -30,7 +30,7 @@ class WorkerNode : public WorkerInterface {
   // aborted, not when `cancel` is; timeouts do not apply.
   absl::Status Configure(uint64_t incarnation, const PodConfig& config) override;
   absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override;
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, const JobSpec& spec,
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                     Cancellation& cancel) override;
   absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
   absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration timeout) override;
@@ -56,7 +56,7 @@ class WorkerNode : public WorkerInterface {
   absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call);
   absl::Status ConfigurePod(const PodConfig& config);
   absl::Status Prepare(uint64_t job, const JobSpec& spec);
-  absl::StatusOr<std::vector<ChipRunResult>> Run(uint64_t job, const JobSpec& spec);
+  absl::StatusOr<std::vector<ChipRunResult>> Run(uint64_t job, int step);
   absl::StatusOr<std::vector<ChipCheck>> Check(uint64_t job);
   void AbortJob(uint64_t job, const std::string& reason);
   std::shared_ptr<Pod> pod();

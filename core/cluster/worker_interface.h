@@ -16,7 +16,7 @@
 #include "core/base/cancellation.h"
 #include "core/host/chip_result.h"
 #include "core/host/job.h"
-#include "core/job/make_host_job.h"
+#include "core/host/job_kind.h"
 #include "core/pod/pod_config.h"
 
 namespace tpuemu {
@@ -43,8 +43,9 @@ class WorkerInterface {
   virtual ~WorkerInterface() = default;
   virtual absl::Status Configure(uint64_t incarnation, const PodConfig& config) = 0;
   virtual absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) = 0;
-  // Runs a prepared job (one not prepared, or aborted since, fails).
-  virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, const JobSpec& spec,
+  // Runs a step of a prepared job (one not prepared, or aborted since,
+  // fails); only training has steps past 0.
+  virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                             Cancellation& cancel) = 0;
   // Checks each local chip's result of a job that ran; forgets the job.
   virtual absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job,

@@ -21,6 +21,7 @@ absl::StatusOr<std::vector<Axis>> ParseAxes(const std::string& csv);
 std::string AxesName(const std::vector<Axis>& axes);
 
 struct CollectiveSpec {
+  static constexpr char kKind[] = "collective";
   CollectiveOp op = CollectiveOp::kAllGather;
   std::vector<Axis> axes;
   uint64_t bytes = 0;          // V: the full array, in emulated bytes

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host/step_axes.h"
 #include "core/pod/topology.h"
 
 namespace tpuemu {
@@ -41,10 +42,10 @@ struct ChipRunResult {
   // pipeline).
   int step = 0;
   double loss_sum = 0;
-  double mesh_comm_s[4] = {0, 0, 0, 0};  // exposed: the chip waited
-  double mesh_busy_s[4] = {0, 0, 0, 0};  // the axis' transfers ran, hidden or not
-  double compute_parts_s[3] = {0, 0, 0};  // forward matmuls, backward matmuls, the rest
-  uint64_t mesh_bytes[4] = {0, 0, 0, 0};
+  double mesh_comm_s[kMeshAxes] = {};  // exposed: the chip waited
+  double mesh_busy_s[kMeshAxes] = {};  // the axis' transfers ran, hidden or not
+  double compute_parts_s[kComputeParts] = {};  // forward matmuls, backward matmuls, the rest
+  uint64_t mesh_bytes[kMeshAxes] = {};
   // Pipelined training: when the chip finished its microbatches, how long
   // of that it was not waiting for a neighbouring stage, and the most
   // activation bytes it held for backward passes at once.

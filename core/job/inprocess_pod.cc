@@ -1,5 +1,7 @@
 #include "core/job/inprocess_pod.h"
 
+#include "core/job/kinds.h"
+
 namespace tpuemu {
 
 InProcessPod::InProcessPod(const Topology& topo, double time_scale) : topo_(topo) {
@@ -14,30 +16,24 @@ absl::Status InProcessPod::Deliver(Frame&& frame) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<CollectiveReport> InProcessPod::Run(const CollectiveSpec& spec) {
-  auto plan = CollectivePlan::Create(topo_, spec);
-  if (!plan.ok()) return plan.status();
+absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec) {
+  auto planned = PlanJob(spec, topo_, net_->time_scale());
+  if (!planned.ok()) return planned.status();
   RunOptions options;
   options.job = next_job_++;
-  HostCollective host(*plan, *net_, options);
-  host.Prepare();
-  auto chips = host.Run();
-  if (!chips.ok()) return chips.status();
-  const std::vector<ChipCheck> checks = host.Check();
-  for (size_t i = 0; i < chips->size(); ++i) (*chips)[i].mismatches = checks[i].mismatches;
-  return Summarize(*plan, topo_, *chips);
-}
-
-absl::StatusOr<MatmulReport> InProcessPod::RunMatmul(const MatmulSpec& spec) {
-  auto program = MatmulProgram::Create(spec, topo_);
-  if (!program.ok()) return program.status();
-  RunOptions options;
-  options.job = next_job_++;
-  HostMatmul host(*program, *net_, options);
-  host.Prepare();
-  auto chips = host.Run();
-  if (!chips.ok()) return chips.status();
-  return SummarizeMatmul((*program)->plan, *chips, host.Check(), topo_.num_chips());
+  auto host = (*planned)->MakeHostJob(*net_, options);
+  if (!host.ok()) return host.status();
+  (*host)->Prepare();
+  JobRun out;
+  std::vector<ChipRunResult> chips;
+  for (int step = 0; step < (*planned)->steps(); ++step) {
+    auto ran = (*host)->Run(step);
+    if (!ran.ok()) return ran.status();
+    if (JobReport report = (*planned)->SummarizeStep(*ran); report.has_value()) out.steps.push_back(std::move(report));
+    chips = *std::move(ran);
+  }
+  out.report = (*planned)->Summarize(chips, (*host)->Check());
+  return out;
 }
 
 }  // namespace tpuemu

@@ -1,25 +1,33 @@
 // A whole pod in one process: every chip a thread, every link through memory
 // (still paced and clocked like any other link). The reference transport of
-// the core tests and the "all memory" case of the data-path benchmark.
+// the core tests and the "all memory" case of the data-path benchmark. It
+// runs every kind of job through the same interface and summaries as the
+// coordinator does.
 #pragma once
 
+#include <any>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/collective/report.h"
-#include "core/collective/host.h"
-#include "core/matmul/host.h"
-#include "core/matmul/report.h"
+#include "core/host/job_kind.h"
 #include "core/wire/host_network.h"
 
 namespace tpuemu {
+
+// What a job did: its kind's summary and, for kinds that report steps
+// (training), every step's.
+struct JobRun {
+  JobReport report;
+  std::vector<JobReport> steps;
+};
 
 class InProcessPod : public Fabric {
  public:
   InProcessPod(const Topology& topo, double time_scale);
   absl::Status Deliver(Frame&& frame) override;
-  absl::StatusOr<CollectiveReport> Run(const CollectiveSpec& spec);
-  absl::StatusOr<MatmulReport> RunMatmul(const MatmulSpec& spec);
+  // Plans the job with its kind, prepares it on every chip, runs its steps and checks it.
+  absl::StatusOr<JobRun> Run(const JobSpec& spec);
   HostNetwork& network() { return *net_; }
 
  private:
@@ -27,5 +35,14 @@ class InProcessPod : public Fabric {
   std::unique_ptr<HostNetwork> net_;
   uint64_t next_job_ = 1;
 };
+
+// Runs a job whose kind's summary type the caller knows (CollectiveReport,
+// MatmulReport, TrainReport).
+template <class Report>
+absl::StatusOr<Report> RunReport(InProcessPod& pod, const JobSpec& spec) {
+  auto run = pod.Run(spec);
+  if (!run.ok()) return run.status();
+  return std::any_cast<Report>(run->report);
+}
 
 }  // namespace tpuemu

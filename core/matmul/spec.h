@@ -14,6 +14,7 @@
 namespace tpuemu {
 
 struct MatmulSpec {
+  static constexpr char kKind[] = "matmul";
   std::string expr;   // "A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]"
   std::string dims;   // "I=1024,J=512,K=2048"
   std::string mesh;   // "" (X=x, Y=y, Z=z) or "X=x,Y=dcn"

@@ -12,9 +12,9 @@
 namespace tpuemu {
 
 struct TrainSpec {
+  static constexpr char kKind[] = "train";
   std::string yaml;    // the job file's text
   std::string source;  // its name, for errors
-  int step = 0;        // the step a RunJob call runs
 };
 
 struct TrainJob {

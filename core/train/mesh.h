@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/host/step_axes.h"
 #include "core/pod/topology.h"
 #include "core/train/config.h"
 
 namespace tpuemu {
 
 enum class MeshAxisKind { kData = 0, kFsdp = 1, kTensor = 2, kPipeline = 3 };
-inline constexpr int kMeshAxes = 4;
 inline constexpr MeshAxisKind kAllMeshAxes[kMeshAxes] = {MeshAxisKind::kData, MeshAxisKind::kFsdp,
                                                          MeshAxisKind::kTensor, MeshAxisKind::kPipeline};
 std::string MeshAxisName(MeshAxisKind kind);  // "data", "fsdp", "tensor", "pipeline"

@@ -178,4 +178,17 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
   return out;
 }
 
+TrainReport PreviewTraining(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo) {
+  TrainReport r;
+  r.mesh = mesh.Describe();
+  r.pipeline_schedule = c.pipeline_schedule;
+  r.stages = c.stages();
+  r.microbatches = c.num_microbatches;
+  r.repeats = c.pipeline_repeats;
+  r.memory_per_chip = ChipMemory(c, mesh);
+  r.hbm_bytes = ChipHbmBytes(c, topo);
+  r.model_flops_per_step = StepModelFlops(c);
+  return r;
+}
+
 }  // namespace tpuemu

@@ -37,17 +37,17 @@ struct StepReport {
   double loss = 0;
   double emulated_s = 0;        // slowest chip
   double compute_s = 0;         // on that chip
-  double compute_parts_s[3] = {0, 0, 0};  // of which forward matmuls, backward matmuls, the rest
+  double compute_parts_s[kComputeParts] = {};  // of which forward matmuls, backward matmuls, the rest
   // On that chip, by data, fsdp, tensor, pipeline: waits (for pipeline:
   // waits for the neighbouring stages, the bubble included) and the time
   // the axis' transfers ran, hidden or not.
-  double exposed_comm_s[kMeshAxes] = {0, 0, 0, 0};
-  double comm_s[kMeshAxes] = {0, 0, 0, 0};
+  double exposed_comm_s[kMeshAxes] = {};
+  double comm_s[kMeshAxes] = {};
   double mfu = 0;               // model flops / (chips x C x emulated_s)
   double tokens_per_s_emulated = 0;
   double tokens_per_s_wall = 0;
   double wall_s = 0;
-  uint64_t comm_bytes[kMeshAxes] = {0, 0, 0, 0};  // busiest chip, by mesh axis
+  uint64_t comm_bytes[kMeshAxes] = {};  // busiest chip, by mesh axis
   uint64_t comm_bytes_total = 0;                  // busiest chip
   double host_lag_s = 0;
   // Pipelines: the stages' idle time over the span of the microbatches
@@ -78,5 +78,21 @@ struct LayerCost {
 };
 std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo,
                                      const StepReport& step);
+
+// What a training job holds per chip, published before its first step, and
+// once it has finished its parameters' norm and the per-layer comparison.
+struct TrainReport {
+  std::string mesh;  // "data=x(4) fsdp=-(1) tensor=y(2) pipeline=-(1)"
+  std::string pipeline_schedule;
+  int stages = 1;
+  int microbatches = 1;
+  int repeats = 1;
+  std::vector<MemoryItem> memory_per_chip;
+  double hbm_bytes = 0;
+  double model_flops_per_step = 0;
+  double param_l2 = 0;              // over all chips, after the last step
+  std::vector<LayerCost> per_layer;  // from the last step
+};
+TrainReport PreviewTraining(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo);
 
 }  // namespace tpuemu

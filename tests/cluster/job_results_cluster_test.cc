@@ -21,7 +21,7 @@ TrainSpec Job(int layers, int steps, const std::string& padding = "") {
   return {"ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\nemb_dim: 32\nmlp_dim: 64\nnum_layers: " +
               std::to_string(layers) + "\nglobal_batch_tokens: 64\nseed: 5\nsteps: " + std::to_string(steps) +
               "\nopt_type: sgd\nlearning_rate: 20\n" + (padding.empty() ? "" : "# " + padding + "\n"),
-          "test.yaml", 0};
+          "test.yaml"};
 }
 
 struct ClientTrace {

@@ -28,7 +28,7 @@ double UnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoc
 TrainSpec Training(int steps) {
   return {"ici_fsdp_parallelism: -1\nemb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\n"
           "steps: " + std::to_string(steps) + "\n",
-          "test.yaml", 0};
+          "test.yaml"};
 }
 
 // The job once it ended, or as it was at `deadline`.

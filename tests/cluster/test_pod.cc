@@ -125,10 +125,9 @@ absl::Status TestPod::StoppableWorker::PrepareJob(uint64_t incarnation, uint64_t
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> TestPod::StoppableWorker::RunJob(uint64_t incarnation, uint64_t job,
-                                                                            const JobSpec& spec,
-                                                                            Cancellation& cancel) {
+                                                                            int step, Cancellation& cancel) {
   WaitWhileStopped();
-  return worker_->RunJob(incarnation, job, spec, cancel);
+  return worker_->RunJob(incarnation, job, step, cancel);
 }
 
 absl::StatusOr<std::vector<ChipCheck>> TestPod::StoppableWorker::CheckJob(uint64_t incarnation, uint64_t job,

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "coordinator/coordinator.h"
+#include "core/collective/spec.h"
+#include "core/matmul/spec.h"
+#include "core/train/job.h"
 #include "services/coordinator_service.h"
 #include "services/peer_service.h"
 #include "services/server.h"
@@ -68,7 +71,7 @@ class TestPod {
     bool stopped() const;
     absl::Status Configure(uint64_t incarnation, const PodConfig& config) override;
     absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override;
-    absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, const JobSpec& spec,
+    absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                       Cancellation& cancel) override;
     absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
     absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration timeout) override;

@@ -18,7 +18,7 @@ TrainSpec Job(const std::string& mesh, int steps, const std::string& opt = "adam
   return {mesh + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\nsteps: " +
               std::to_string(steps) + "\nopt_type: " + opt + "\nlearning_rate: " + (opt == "adam" ? "0.01" : "20") +
               "\n",
-          "test.yaml", 0};
+          "test.yaml"};
 }
 
 void ExpectEqualsReference(const v1::Job& job, const TrainSpec& spec) {
@@ -68,7 +68,7 @@ TEST(TrainClusterTest, PipelinesAcrossWorkersEqualOneDevice) {
   for (const Case& c : cases) {
     const TrainSpec spec{c.mesh + "num_pipeline_microbatches: 4\nemb_dim: 32\nmlp_dim: 64\nglobal_batch_tokens: 64\n"
                                   "seed: 5\nsteps: 2\nopt_type: sgd\nlearning_rate: 20\n",
-                         "pp.yaml", 0};
+                         "pp.yaml"};
     const v1::Job job = pod.Run(spec);
     ExpectEqualsReference(job, spec);
     const v1::TrainSummary& summary = job.train_summary();
@@ -105,7 +105,7 @@ TEST(TrainClusterTest, BadJobFilesAreRefusedAtSubmit) {
        "num_layers: 3 layers do not split into 4 stage(s)"},
   };
   for (const Case& c : cases) {
-    auto job = pod.Submit(TrainSpec{c.yaml, "bad.yaml", 0});
+    auto job = pod.Submit(TrainSpec{c.yaml, "bad.yaml"});
     ASSERT_FALSE(job.ok()) << c.yaml;
     EXPECT_THAT(std::string(job.status().message()), testing::HasSubstr(c.says)) << job.status();
   }

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <string>
 
+#include "core/collective/report.h"
 #include "core/job/inprocess_pod.h"
+#include "core/matmul/report.h"
 #include "core/train/config.h"
 #include "core/train/model.h"
 #include "gtest/gtest.h"
@@ -43,7 +45,7 @@ TEST_P(TransportSuite, EveryCollectiveSucceedsWithTheFiguresOfOnePod) {
     *request.mutable_collective() = ToProto(spec);
     const v1::Job job = pod_->Run(request);
     ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << OpName(op) << ": " << job.error();
-    auto expected = reference_->Run(spec);
+    auto expected = RunReport<CollectiveReport>(*reference_, spec);
     ASSERT_TRUE(expected.ok()) << expected.status();
     EXPECT_TRUE(job.result().correct()) << OpName(op);
     EXPECT_EQ(job.result().n(), expected->n);
@@ -62,7 +64,7 @@ TEST_P(TransportSuite, AMatmulEqualsOneDeviceWithTheFiguresOfOnePod) {
   *request.mutable_matmul() = ToProto(spec);
   const v1::Job job = pod_->Run(request);
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
-  auto expected = reference_->RunMatmul(spec);
+  auto expected = RunReport<MatmulReport>(*reference_, spec);
   ASSERT_TRUE(expected.ok()) << expected.status();
   const v1::MatmulResult& r = job.matmul_result();
   EXPECT_TRUE(r.correct());
@@ -79,7 +81,7 @@ TEST_P(TransportSuite, TrainingEqualsOneDeviceForEveryStrategy) {
                                  "ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\n"}) {  // FSDP + TP
     const TrainSpec spec{mesh + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\n"
                                 "steps: 2\nopt_type: adam\nlearning_rate: 0.01\n",
-                         "suite.yaml", 0};
+                         "suite.yaml"};
     v1::SubmitJobRequest request;
     *request.mutable_train() = ToProto(spec);
     const v1::Job job = pod_->Run(request);

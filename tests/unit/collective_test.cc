@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "core/collective/report.h"
 #include "core/job/inprocess_pod.h"
 #include "core/collective/oracle.h"
 #include "gtest/gtest.h"
@@ -93,7 +94,7 @@ class CollectiveTest : public testing::TestWithParam<Case> {
     spec.dtype_bytes = dtype_bytes;
     spec.bytes = Fit(c.op, c.n, target_bytes, dtype_bytes);
     spec.seed = seed;
-    auto report = pod.Run(spec);
+    auto report = RunReport<CollectiveReport>(pod, spec);
     EXPECT_TRUE(report.ok()) << report.status();
     return report.ok() ? *report : CollectiveReport{};
   }
@@ -184,7 +185,7 @@ TEST(AllToAllForwardingTest, ChipsPassOnOtherChipsBlocksWithoutCopyingThem) {
   RecordingPod pod(OneAxis(8, true), 0);
   CollectiveSpec spec{CollectiveOp::kAllToAll, {Axis::kX}, Fit(CollectiveOp::kAllToAll, 8, 4 << 20, 4),
                       RingAlgorithm::kBiRing, 4};
-  auto report = pod.Run(spec);
+  auto report = RunReport<CollectiveReport>(pod, spec);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->correct);
   // A chip's first-step frames lend from its own buffer; from the second
@@ -220,7 +221,7 @@ TEST(AllToAllForwardingTest, MultiAxisAndCrossSliceAllToAllsAreExact) {
     for (auto alg : {RingAlgorithm::kAuto, RingAlgorithm::kUniRing}) {
       if (alg == RingAlgorithm::kUniRing && l.pod.topology != "v5p:4x4") continue;  // v5e 4x4 has no wraparound
       CollectiveSpec spec{CollectiveOp::kAllToAll, l.axes, 8 << 20, alg, 4};
-      auto report = pod.Run(spec);
+      auto report = RunReport<CollectiveReport>(pod, spec);
       ASSERT_TRUE(report.ok()) << l.pod.topology << ": " << report.status();
       EXPECT_TRUE(report->correct) << l.pod.topology << " over " << l.axes.size() << " axes";
     }

@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "core/job/inprocess_pod.h"
+#include "core/matmul/report.h"
+#include "core/matmul/spec.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {
@@ -79,7 +81,7 @@ class MatmulRunTest : public testing::TestWithParam<RunCase> {
     spec.values = values;
     spec.dtype_bytes = dtype_bytes;
     spec.chunk_bytes = 4096;
-    auto report = pod.RunMatmul(spec);
+    auto report = RunReport<MatmulReport>(pod, spec);
     EXPECT_TRUE(report.ok()) << report.status();
     return report.ok() ? *report : MatmulReport{};
   }
@@ -148,7 +150,7 @@ TEST(MatmulRunSeedRuleTest, AllReduceMovesTwiceTheProductPerChip) {
   MatmulSpec spec;
   spec.expr = "A[I, J_X] * B[J_X, K] -> C[I, K]";
   spec.dims = "I=64,J=256,K=32";
-  auto r = pod.RunMatmul(spec);
+  auto r = RunReport<MatmulReport>(pod, spec);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->comm_bytes.at("x"), 2ull * (2 * 64 * 32) * 7 / 8);
   EXPECT_TRUE(r->correct);

@@ -33,7 +33,7 @@ ComparedRun TrainAndCompare(const std::string& topology, int slices, const std::
     ADD_FAILURE() << topo.status();
     return run;
   }
-  auto job = PlanTrainJob({job_text, "job.yaml", 0}, *topo, 0);
+  auto job = PlanTrainJob({job_text, "job.yaml"}, *topo, 0);
   if (!job.ok()) {
     ADD_FAILURE() << job.status();
     return run;

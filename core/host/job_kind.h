@@ -1,0 +1,62 @@
+// A kind of job (collectives, matmuls, training, and those to come) as the
+// pods see it: a spec checked and planned once, every host's share of it,
+// how many steps it runs, and the summary of what the chips did. The
+// coordinator and the in-process pod run every kind through this interface
+// only; the kinds are chosen in one place, core/job/kinds.h.
+#pragma once
+
+#include <any>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/host/chip_result.h"
+#include "core/host/job.h"
+#include "core/host/job_spec.h"
+#include "core/host/run_options.h"
+#include "core/pod/topology.h"
+#include "core/wire/host_network.h"
+
+namespace tpuemu {
+
+// What a kind reports of a job: its own type (CollectiveReport, MatmulReport,
+// TrainReport, StepReport...), which the adapters convert for users. Empty
+// when a kind has nothing to say at that point.
+using JobReport = std::any;
+
+// A job's spec checked and planned against a pod: every error a spec can
+// have was found making it.
+class PlannedJob {
+ public:
+  virtual ~PlannedJob() = default;
+  // How many times every host runs its share, all hosts at once (training:
+  // its steps; the others run once).
+  virtual int steps() const { return 1; }
+  // One host's share, to prepare, run steps() times, then check.
+  virtual absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const = 0;
+  // What the job's record shows before its first step (training: its mesh
+  // and memory per chip).
+  virtual JobReport Preview() const { return {}; }
+  // A finished step's figures, published as soon as the step ends (training).
+  virtual JobReport SummarizeStep(const std::vector<ChipRunResult>& chips) const { return {}; }
+  // The job's result, from every chip's results of the last step and every
+  // chip's checks.
+  virtual JobReport Summarize(const std::vector<ChipRunResult>& last_step,
+                              const std::vector<ChipCheck>& checks) const = 0;
+};
+
+class JobKind {
+ public:
+  virtual ~JobKind() = default;
+  // The name specs carry (JobSpec::kind) and errors show: "collective".
+  virtual std::string name() const = 0;
+  // Whether the chips' step results carry trace spans worth keeping.
+  virtual bool traced() const { return false; }
+  // Checks `spec` (of this kind) and plans it on the pod that runs at
+  // `time_scale`.
+  virtual absl::StatusOr<std::unique_ptr<PlannedJob>> Plan(const JobSpec& spec, const Topology& topo,
+                                                           double time_scale) const = 0;
+};
+
+}  // namespace tpuemu

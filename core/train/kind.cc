@@ -1,0 +1,61 @@
+#include "core/train/kind.h"
+
+#include <cmath>
+
+#include "core/train/host.h"
+#include "core/train/job.h"
+#include "core/train/report.h"
+
+namespace tpuemu {
+namespace {
+
+class PlannedTraining : public PlannedJob {
+ public:
+  PlannedTraining(TrainJob job, const Topology& topo) : job_(std::move(job)), topo_(topo) {}
+
+  int steps() const override { return job_.config.steps; }
+
+  absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const override {
+    return std::make_unique<HostTrainer>(job_.config, job_.mesh, net, options.job, options.abort);
+  }
+
+  JobReport Preview() const override { return PreviewTraining(job_.config, job_.mesh, topo_); }
+
+  JobReport SummarizeStep(const std::vector<ChipRunResult>& chips) const override {
+    return tpuemu::SummarizeStep(job_.config, topo_, chips);
+  }
+
+  JobReport Summarize(const std::vector<ChipRunResult>& last_step,
+                      const std::vector<ChipCheck>& checks) const override {
+    TrainReport report = PreviewTraining(job_.config, job_.mesh, topo_);
+    double squares = 0;
+    for (const ChipCheck& c : checks) squares += c.param_squares;
+    report.param_l2 = std::sqrt(squares);
+    report.per_layer =
+        PerLayerCosts(job_.config, job_.mesh, topo_, tpuemu::SummarizeStep(job_.config, topo_, last_step));
+    return report;
+  }
+
+ private:
+  const TrainJob job_;
+  const Topology topo_;
+};
+
+class TrainKind : public JobKind {
+ public:
+  std::string name() const override { return TrainSpec::kKind; }
+  bool traced() const override { return true; }
+
+  absl::StatusOr<std::unique_ptr<PlannedJob>> Plan(const JobSpec& spec, const Topology& topo,
+                                                   double time_scale) const override {
+    auto job = PlanTrainJob(*spec.get<TrainSpec>(), topo, time_scale);
+    if (!job.ok()) return job.status();
+    return std::make_unique<PlannedTraining>(*std::move(job), topo);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<JobKind> MakeTrainKind() { return std::make_unique<TrainKind>(); }
+
+}  // namespace tpuemu
