@@ -203,7 +203,9 @@ class Kubernetes(Case):
             f.write(rendered)
         names = run(sys.executable, os.path.join(HERE, "kube_pods.py"), os.path.join(self.dir, "rendered.yaml"),
                     os.path.join(self.dir, "pods")).stdout.split()
-        self.network = f"tpuemu-k8s-{os.getpid()}"
+        # A network of its own per test: one re-created under a name a finished
+        # test used is where a CI run saw names resolve nowhere for a minute.
+        self.network = f"tpuemu-k8s-{os.getpid()}-{self._testMethodName[5:30].replace('_', '-')}"
         engine("network", "create", self.network)
         self.pods = []
         self.addCleanup(self.teardown)
@@ -217,7 +219,10 @@ class Kubernetes(Case):
                "-v", f"{ROOT}/examples:/examples:ro", "-v", f"{self.dir}:/jobs:ro",
                "-e", "TPUEMU_COORDINATOR=tpuemu-coordinator:50051", IMAGE, "sleep", "3600")
         try:
-            wait_until("the pod to be ready", lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0)
+            # The coordinator retries configuring every 15 s; a fresh network's
+            # first connections have taken up to a minute here.
+            wait_until("the pod to be ready", lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0,
+                       timeout=120)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.diagnosis()}") from None
         addresses = {engine("inspect", "--format", "{{.NetworkSettings.Networks}}", f"{p}-{self.container_of(p)}")
@@ -230,7 +235,11 @@ class Kubernetes(Case):
         for p in self.pods:
             name = f"{p}-{self.container_of(p)}"
             r = engine("logs", "--tail", "15", name, check=False)
-            lines.append(f"--- {name} ({engine('inspect', '--format', '{{.State.Status}}', name, check=False).stdout.strip()})")
+            state = engine("inspect", "--format", "{{.State.Status}}", name, check=False).stdout.strip()
+            ip = engine("inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name,
+                        check=False).stdout.strip()
+            resolved = engine("exec", self.cli_container, "getent", "hosts", p, check=False).stdout.split()
+            lines.append(f"--- {name} ({state}, address {ip}; its name resolves to {resolved[:1] or 'nothing'})")
             lines.append((r.stdout + r.stderr).strip())
         return "\n".join(lines)
 
