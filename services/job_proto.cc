@@ -38,13 +38,42 @@ v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec) {
   return p;
 }
 
-void SetJobSpec(const JobSpec& spec, v1::Job& job) { SetSpec(spec, job); }
+namespace {
 
+v1::JobState StateToProto(JobState state) {
+  switch (state) {
+    case JobState::kPending: return v1::JOB_STATE_PENDING;
+    case JobState::kRunning: return v1::JOB_STATE_RUNNING;
+    case JobState::kSucceeded: return v1::JOB_STATE_SUCCEEDED;
+    case JobState::kFailed: return v1::JOB_STATE_FAILED;
+    case JobState::kCancelled: return v1::JOB_STATE_CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+// The job's field for a kind's report: its summary, or a step's figures
+// (appended to its steps).
 void AddJobReport(const JobReport& report, v1::Job& job) {
   if (const auto* c = std::any_cast<CollectiveReport>(&report)) *job.mutable_result() = ToProto(*c);
   if (const auto* m = std::any_cast<MatmulReport>(&report)) *job.mutable_matmul_result() = ToProto(*m);
   if (const auto* t = std::any_cast<TrainReport>(&report)) *job.mutable_train_summary() = ToProto(*t);
   if (const auto* s = std::any_cast<StepReport>(&report)) *job.add_steps() = ToProto(*s);
+}
+
+}  // namespace
+
+v1::Job ToProto(const JobRecord& record) {
+  v1::Job job;
+  job.set_id(record.id);
+  job.set_state(StateToProto(record.state));
+  job.set_error(record.error);
+  SetSpec(record.spec, job);
+  job.set_submitted_unix_s(record.submitted_unix_s);
+  job.set_finished_unix_s(record.finished_unix_s);
+  AddJobReport(record.summary, job);
+  for (const JobReport& step : record.steps) AddJobReport(step, job);
+  job.set_steps_dropped(record.steps_dropped);
+  return job;
 }
 
 }  // namespace tpuemu

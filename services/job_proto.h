@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/host/job_kind.h"
+#include "core/job/record.h"
 #include "tpuemu/v1/coordinator.pb.h"
 #include "tpuemu/v1/worker.pb.h"
 
@@ -16,10 +17,7 @@ absl::StatusOr<JobSpec> JobSpecFromProto(const v1::SubmitJobRequest& request);
 absl::StatusOr<JobSpec> JobSpecFromProto(const v1::RunJobRequest& request);
 // PrepareJob's request.
 v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec);
-// The job's spec field.
-void SetJobSpec(const JobSpec& spec, v1::Job& job);
-// The job's field for a kind's report: its summary, or a step's figures
-// (appended to its steps).
-void AddJobReport(const JobReport& report, v1::Job& job);
+// A job's record as users see it.
+v1::Job ToProto(const JobRecord& record);
 
 }  // namespace tpuemu

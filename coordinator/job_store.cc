@@ -1,0 +1,148 @@
+#include "coordinator/job_store.h"
+
+#include <malloc.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/job/kinds.h"
+
+namespace tpuemu {
+namespace {
+
+double UnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
+
+}  // namespace
+
+JobRecord JobStore::Add(JobSpec spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t number = next_number_++;
+  JobRecord record(absl::StrCat("job-", number), number, std::move(spec));
+  record.submitted_unix_s = UnixSeconds();
+  jobs_.emplace(record.id, Entry(record, retention_.trace_spans_per_job));
+  return record;
+}
+
+absl::StatusOr<JobRecord> JobStore::Get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return MissingLocked(id);
+  return it->second.record;
+}
+
+JobStore::Listing JobStore::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Listing out;
+  for (const auto& [_, e] : jobs_) out.jobs.push_back(e.record);
+  std::sort(out.jobs.begin(), out.jobs.end(),
+            [](const JobRecord& a, const JobRecord& b) { return a.number < b.number; });
+  out.finished_dropped = finished_dropped_;
+  out.finished_kept = retention_.finished_jobs;
+  return out;
+}
+
+absl::Status JobStore::MissingLocked(const std::string& id) const {
+  uint64_t number = 0;
+  if (absl::StartsWith(id, "job-") && absl::SimpleAtoi(id.substr(4), &number) && number > 0 &&
+      number < next_number_) {
+    return absl::NotFoundError(absl::StrCat("job '", id, "' finished and its record was dropped: the coordinator keeps ",
+                                            "the last ", retention_.finished_jobs, " finished jobs"));
+  }
+  return absl::NotFoundError(absl::StrCat("job '", id, "' does not exist; see `tpuemu jobs`"));
+}
+
+absl::StatusOr<std::pair<JobRecord, int64_t>> JobStore::Wait(const std::string& id, int64_t after_version,
+                                                            absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // Looked up again on every wake: a finished job's record may be dropped
+  // meanwhile (RetireLocked).
+  auto it = jobs_.find(id);
+  changed_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] {
+    it = jobs_.find(id);
+    return it == jobs_.end() || it->second.version != after_version || closed_;
+  });
+  if (it == jobs_.end()) return MissingLocked(id);
+  return std::make_pair(it->second.record, it->second.version);
+}
+
+void JobStore::Update(const std::string& id, const std::function<void(JobRecord&)>& change) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  const bool was_finished = IsFinished(it->second.record.state);
+  change(it->second.record);
+  if (!was_finished && IsFinished(it->second.record.state)) it->second.record.finished_unix_s = UnixSeconds();
+  ChangedLocked(it->second, was_finished);
+}
+
+void JobStore::AddStep(const std::string& id, JobReport report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  JobRecord& r = it->second.record;
+  r.steps.push_back(std::move(report));
+  for (; static_cast<int64_t>(r.steps.size()) > retention_.step_records_per_job; ++r.steps_dropped) {
+    r.steps.pop_front();
+  }
+  ChangedLocked(it->second, IsFinished(r.state));
+}
+
+void JobStore::ChangedLocked(Entry& entry, bool was_finished) {
+  ++entry.version;
+  changed_.notify_all();
+  if (!was_finished && IsFinished(entry.record.state)) RetireLocked(entry.record.id);
+}
+
+void JobStore::RetireLocked(const std::string& id) {
+  finished_.push_back(id);
+  bool dropped = false;
+  while (static_cast<int>(finished_.size()) > retention_.finished_jobs) {
+    auto oldest = jobs_.find(finished_.front());
+    trace_spans_ -= oldest->second.trace.spans();
+    jobs_.erase(oldest);
+    finished_.pop_front();
+    ++finished_dropped_;
+    dropped = true;
+  }
+  // A dropped record may have held a trace of tens of MB in many small
+  // blocks; glibc keeps freed blocks for reuse, so the process would stay at
+  // its high-water mark. Give them back (a few ms, once per finished job).
+  if (dropped) malloc_trim(0);
+}
+
+void JobStore::AddTraceStep(const std::string& id, int64_t step, double start_s,
+                            const std::vector<ChipRunResult>& chips) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  BoundedTrace& trace = it->second.trace;
+  const int64_t before = trace.spans();
+  trace.AddStep(step, start_s, chips);
+  trace_spans_ += trace.spans() - before;
+  const std::string why = absl::StrCat("the coordinator keeps at most ", retention_.trace_spans_total,
+                                       " spans of traces; newer jobs' took the room");
+  for (auto f = finished_.begin(); trace_spans_ > retention_.trace_spans_total && f != finished_.end(); ++f) {
+    BoundedTrace& old = jobs_.at(*f).trace;
+    trace_spans_ -= old.spans();
+    old.Clear(why);
+  }
+}
+
+absl::StatusOr<BoundedTrace::Snapshot> JobStore::ReadTrace(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return MissingLocked(id);
+  const std::string& kind = it->second.record.spec.kind();
+  if (auto k = FindJobKind(kind); !k.ok() || !(*k)->traced()) {
+    return absl::InvalidArgumentError(absl::StrCat(id, " is a ", kind, " job; traces are recorded for training jobs"));
+  }
+  return it->second.trace.Read();
+}
+
+void JobStore::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  changed_.notify_all();
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,88 @@
+// The coordinator's jobs: every record it keeps (core/job/record.h), each
+// with a version that changes with it so that callers can wait for news, and
+// training jobs' traces. Bounded by JobRetention: finished jobs' records,
+// step records and trace spans beyond the caps go, the oldest first.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/bounded_trace.h"
+#include "core/job/record.h"
+
+namespace tpuemu {
+
+// What the coordinator keeps of jobs, so that its memory stays bounded
+// however many jobs run and however long (docs/jobs.md, "What the
+// coordinator keeps"). A kept span costs about 40 bytes.
+struct JobRetention {
+  int64_t trace_spans_per_job = 1'000'000;  // a job's trace: its latest steps' spans, at most this many
+  int64_t trace_spans_total = 2'000'000;    // all traces: the oldest finished jobs' go first
+  int step_records_per_job = 1'000;         // a job's step records: its latest steps'
+  int finished_jobs = 100;                  // finished jobs' records: the oldest go first
+};
+
+class JobStore {
+ public:
+  explicit JobStore(const JobRetention& retention) : retention_(retention) {}
+
+  // A new pending job's record, numbered in submit order.
+  JobRecord Add(JobSpec spec);
+  absl::StatusOr<JobRecord> Get(const std::string& id) const;
+
+  struct Listing {
+    std::vector<JobRecord> jobs;  // oldest first
+    uint64_t finished_dropped = 0;
+    int finished_kept = 0;  // the cap on finished jobs' records
+  };
+  Listing List() const;
+
+  // Waits until the job's version passes `after_version`, `timeout` passes
+  // or the store closes; returns the job and its version.
+  absl::StatusOr<std::pair<JobRecord, int64_t>> Wait(const std::string& id, int64_t after_version,
+                                                     absl::Duration timeout);
+  // Changes a job's record and wakes its waiters; a job that finishes with
+  // the change joins the finished ones. A job whose record went is skipped.
+  void Update(const std::string& id, const std::function<void(JobRecord&)>& change);
+  // Appends a finished step's report, keeping the latest step_records_per_job.
+  void AddStep(const std::string& id, JobReport report);
+  // Adds a traced step's spans, the step starting at `start_s` on the job's clock.
+  void AddTraceStep(const std::string& id, int64_t step, double start_s, const std::vector<ChipRunResult>& chips);
+  absl::StatusOr<BoundedTrace::Snapshot> ReadTrace(const std::string& id) const;
+  // Wakes every waiter for good (shutting down).
+  void Close();
+
+ private:
+  struct Entry {
+    explicit Entry(JobRecord record, int64_t trace_spans) : record(std::move(record)), trace(trace_spans) {}
+    JobRecord record;
+    int64_t version = 0;
+    BoundedTrace trace;
+  };
+  // A job that is not here: never submitted, or its record dropped.
+  absl::Status MissingLocked(const std::string& id) const;
+  void ChangedLocked(Entry& entry, bool was_finished);
+  // A job that just finished joins finished_, whose oldest records go past the cap.
+  void RetireLocked(const std::string& id);
+
+  const JobRetention retention_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, Entry> jobs_;
+  std::deque<std::string> finished_;  // finished jobs kept, oldest first
+  uint64_t finished_dropped_ = 0;
+  int64_t trace_spans_ = 0;  // kept in all jobs' traces
+  uint64_t next_number_ = 1;
+  bool closed_ = false;
+};
+
+}  // namespace tpuemu

@@ -1,0 +1,197 @@
+#include "coordinator/scheduler.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/fan_out.h"
+#include "spdlog/spdlog.h"
+
+namespace tpuemu {
+
+Scheduler::Scheduler(JobStore& store, Registry& registry, int hosts)
+    : store_(store), registry_(registry), hosts_(hosts) {
+  watch_thread_ = std::thread([this] { WatchWorkersLoop(); });
+  job_thread_ = std::thread([this] { JobLoop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    // A running job's calls may wait on a stopped worker for good.
+    if (running_) running_->calls->Cancel();
+  }
+  cv_.notify_all();
+  watch_thread_.join();
+  job_thread_.join();
+}
+
+absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
+                                            std::shared_ptr<const PlannedJob> planned) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
+  if (!registry_.Ready()) {
+    int alive = 0;
+    for (const RegisteredWorker& w : registry_.Workers()) alive += w.alive;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the pod is not ready: ", alive, " of ", hosts_,
+        " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
+        "and `tpuemu cluster up`"));
+  }
+  JobRecord record = store_.Add(spec);
+  queue_.push_back(Queued{record.id, record.number, &kind, std::make_shared<const JobSpec>(std::move(spec)),
+                          std::move(planned)});
+  cv_.notify_all();
+  return record;
+}
+
+absl::StatusOr<JobRecord> Scheduler::Cancel(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CancelLocked(id, "cancelled by the user");
+  return store_.Get(id);
+}
+
+void Scheduler::CancelLocked(const std::string& id, const std::string& why) {
+  auto queued = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == id; });
+  if (queued != queue_.end()) {
+    queue_.erase(queued);
+    store_.Update(id, [&](JobRecord& r) {
+      r.state = JobState::kCancelled;
+      r.error = why;
+    });
+  } else if (running_ && running_->id == id) {
+    EndRunningLocked(why, /*failed=*/false);
+  }
+}
+
+void Scheduler::EndRunningLocked(const std::string& why, bool failed) {
+  if (running_->end_requested) return;
+  running_->end_requested = true;
+  if (failed) {
+    spdlog::warn("{} failed: {}", running_->id, why);
+    store_.Update(running_->id, [&](JobRecord& r) { r.error = why; });
+  } else {
+    running_->cancel_why = why;
+  }
+  running_->calls->Cancel();
+  for (const RegisteredWorker& w : registry_.Workers()) {
+    aborts_.Send(w.host, w.incarnation, w.worker, running_->number, why);
+  }
+}
+
+void Scheduler::Drain(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = why;
+  std::vector<std::string> ids;
+  for (const Queued& q : queue_) ids.push_back(q.id);
+  if (running_) ids.push_back(running_->id);
+  for (const std::string& id : ids) CancelLocked(id, why);
+}
+
+int Scheduler::jobs_running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_ ? 1 : 0;
+}
+
+void Scheduler::WatchWorkersLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(200));
+    if (stop_) return;
+    if (!running_) continue;
+    if (auto lost = registry_.FirstLost()) EndRunningLocked(*lost, /*failed=*/true);
+  }
+}
+
+void Scheduler::JobLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    // A job starts once every worker is alive and configured: after a worker
+    // is lost the queue waits for it to come back (or be replaced) rather
+    // than fail job after job. Liveness lapses without a notify: look again
+    // every tick.
+    while (!stop_ && (queue_.empty() || !registry_.Ready())) cv_.wait_for(lock, std::chrono::milliseconds(200));
+    if (stop_) return;
+    const Queued job = std::move(queue_.front());
+    queue_.pop_front();
+    running_ = std::make_unique<Running>(Running{job.id, job.number, false, "", std::make_shared<Cancellation>()});
+    store_.Update(job.id, [](JobRecord& r) { r.state = JobState::kRunning; });
+    const std::shared_ptr<Cancellation> calls = running_->calls;
+    lock.unlock();
+    absl::StatusOr<JobReport> summary = Run(job, *calls);
+    lock.lock();
+    const std::unique_ptr<Running> ended = std::move(running_);
+    store_.Update(job.id, [&](JobRecord& r) {
+      if (summary.ok()) {
+        r.state = JobState::kSucceeded;
+        if (summary->has_value()) r.summary = *std::move(summary);
+      } else if (ended->end_requested && r.error.empty()) {
+        r.state = JobState::kCancelled;
+        r.error = ended->cancel_why;
+      } else {
+        r.state = JobState::kFailed;
+        if (r.error.empty()) r.error = std::string(summary.status().message());
+      }
+    });
+  }
+}
+
+absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, Cancellation& calls) {
+  // What the job will hold (training: per chip), published before the first step.
+  if (JobReport preview = job.planned->Preview(); preview.has_value()) {
+    store_.Update(job.id, [&](JobRecord& r) { r.summary = preview; });
+  }
+  // A cancel takes effect between steps (and aborts the step in flight).
+  std::vector<ChipRunResult> last;
+  double traced_until_s = 0;  // where the next step's spans start
+  FanOutCalls fan;
+  fan.job = job.number;
+  fan.spec = job.spec.get();
+  fan.steps = job.planned->steps();
+  fan.calls = &calls;
+  fan.on_step = [&](int step, std::vector<ChipRunResult>&& chips) {
+    last = std::move(chips);
+    return PublishStep(job, step, last, traced_until_s);
+  };
+  fan.on_failure = [&](int host, const absl::Status& failure) { return WorkerFailed(job, host, failure); };
+  std::vector<ChipCheck> checks;
+  if (auto s = FanOut(registry_.Workers(), fan, checks); !s.ok()) return s;
+  return job.planned->Summarize(last, checks);
+}
+
+absl::Status Scheduler::PublishStep(const Queued& job, int step, const std::vector<ChipRunResult>& chips,
+                                    double& traced_until_s) {
+  JobReport report = job.planned->SummarizeStep(chips);
+  if (job.kind->traced()) {
+    store_.AddTraceStep(job.id, step, traced_until_s, chips);
+    // The next step's spans start where this one's slowest chip ended.
+    double step_s = 0;
+    for (const ChipRunResult& c : chips) step_s = std::max(step_s, c.emulated_s);
+    traced_until_s += step_s;
+  }
+  if (report.has_value()) store_.AddStep(job.id, std::move(report));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_->end_requested) return absl::CancelledError("cancelled by the user");
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::WorkerFailed(const Queued& job, int host, const absl::Status& failure) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_->calls->cancelled()) {
+    // Cut short because the job was ended (a worker lost, a cancel): not this worker's failure.
+    return absl::CancelledError(absl::StrCat(job.id, " was ended"));
+  }
+  absl::Status error;
+  if (failure.code() == absl::StatusCode::kUnavailable) {
+    // Count it as gone now rather than after its heartbeats lapse.
+    const std::string because = absl::StrCat("the connection to it was reset or closed (", failure.message(), ")");
+    registry_.MarkLost(host, because);
+    error = absl::UnavailableError(absl::StrCat(registry_.WorkerName(host), " was lost: ", because));
+  } else {
+    error = absl::Status(failure.code(), absl::StrCat(registry_.WorkerName(host), " failed: ", failure.message()));
+  }
+  EndRunningLocked(std::string(error.message()), /*failed=*/true);
+  return error;
+}
+
+}  // namespace tpuemu

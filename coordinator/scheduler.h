@@ -1,0 +1,86 @@
+// Which job runs when: a queue of checked and planned jobs, run one at a time
+// on the whole pod once every worker is alive and configured, fanned out
+// over the worker contract (fan_out.h). It ends the running job when a worker
+// is lost, the user cancels it or the coordinator drains, and records every
+// change in the job store.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "coordinator/abort_delivery.h"
+#include "coordinator/job_store.h"
+#include "coordinator/registry.h"
+#include "core/base/cancellation.h"
+#include "core/host/job_kind.h"
+
+namespace tpuemu {
+
+class Scheduler {
+ public:
+  // `hosts`: how many places the pod has, for errors.
+  Scheduler(JobStore& store, Registry& registry, int hosts);
+  // Stops taking jobs; the running job's calls are cancelled.
+  ~Scheduler();
+
+  // Queues a job of `kind` planned as `planned` (checked already).
+  absl::StatusOr<JobRecord> Submit(JobSpec spec, const JobKind& kind, std::shared_ptr<const PlannedJob> planned);
+  absl::StatusOr<JobRecord> Cancel(const std::string& id);
+  // Stops taking jobs and cancels the queued and running ones (SIGTERM).
+  void Drain(const std::string& why);
+  int jobs_running() const;
+
+ private:
+  struct Queued {
+    std::string id;
+    uint64_t number = 0;
+    const JobKind* kind = nullptr;
+    std::shared_ptr<const JobSpec> spec;
+    std::shared_ptr<const PlannedJob> planned;
+  };
+  struct Running {
+    std::string id;
+    uint64_t number = 0;
+    bool end_requested = false;
+    std::string cancel_why;  // a cancelled job: the reason it ends with
+    std::shared_ptr<Cancellation> calls;  // its calls to workers
+  };
+
+  void JobLoop();
+  // A worker that stops heartbeating fails the running job: its calls may
+  // hang (a stopped process) rather than fail.
+  void WatchWorkersLoop();
+  void CancelLocked(const std::string& id, const std::string& why);
+  // Ends the running job now, as a failure (`why` is its error) or a cancel:
+  // its calls in flight are cancelled (a stopped worker's would never
+  // return) and every worker is told to abort it.
+  void EndRunningLocked(const std::string& why, bool failed);
+  // Runs outside the lock, whatever its kind; returns its summary.
+  absl::StatusOr<JobReport> Run(const Queued& job, Cancellation& calls);
+  // Publishes a finished step at once, so that `watch` sees it: its figures
+  // and trace spans, if the kind has them.
+  absl::Status PublishStep(const Queued& job, int step, const std::vector<ChipRunResult>& chips,
+                           double& traced_until_s);
+  // A worker's call failed: the job ends with the error this returns.
+  absl::Status WorkerFailed(const Queued& job, int host, const absl::Status& failure);
+
+  JobStore& store_;
+  Registry& registry_;
+  const int hosts_;
+  mutable std::mutex mu_;  // taken before store_'s and registry_'s own
+  std::condition_variable cv_;
+  std::deque<Queued> queue_;
+  std::unique_ptr<Running> running_;
+  bool stop_ = false;
+  std::string draining_;  // why new jobs are refused, once shutting down
+  // After registry_, which it reads: destroyed (its threads joined) before it.
+  AbortDelivery aborts_{[this](int host, uint64_t incarnation) { return registry_.Holds(host, incarnation); }};
+  std::thread watch_thread_;
+  std::thread job_thread_;
+};
+
+}  // namespace tpuemu

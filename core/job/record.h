@@ -1,0 +1,41 @@
+// A job as the job service keeps it: what was asked, where it stands and
+// what it reported, in domain types. The coordinator's store and scheduler
+// hold these; only its gRPC face turns them into tpuemu.v1.Job.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <utility>
+
+#include "core/host/job_kind.h"
+#include "core/host/job_spec.h"
+
+namespace tpuemu {
+
+enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled };
+
+inline bool IsFinished(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed || state == JobState::kCancelled;
+}
+
+struct JobRecord {
+  JobRecord(std::string id, uint64_t number, JobSpec spec)
+      : id(std::move(id)), number(number), spec(std::move(spec)) {}
+
+  std::string id;       // "job-<number>"
+  uint64_t number = 0;  // submit order, from 1
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  std::string error;  // why it failed or was cancelled
+  double submitted_unix_s = 0;
+  double finished_unix_s = 0;
+  // The kind's report of the job: its preview until it succeeds, then its
+  // summary (core/host/job_kind.h).
+  JobReport summary;
+  // Finished steps' reports, the latest ones: steps[0] is step steps_dropped.
+  std::deque<JobReport> steps;
+  int64_t steps_dropped = 0;
+};
+
+}  // namespace tpuemu
