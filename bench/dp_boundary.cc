@@ -33,7 +33,8 @@ Point Measure(const Topology& topo, int64_t width, int64_t tokens_per_chip) {
       "ici_data_parallelism: -1\nici_fsdp_parallelism: 1\nemb_dim: ", width, "\nmlp_dim: ", width,
       "\nnum_layers: 1\nglobal_batch_tokens: ", tokens_per_chip * topo.num_chips(),
       "\nopt_type: sgd\nlearning_rate: 0.1\nsteps: 1\n");
-  auto job = PlanTrainJob({yaml, "sweep"}, topo, 0);
+  auto spec = ParseTrainSpec(yaml, "sweep");
+  auto job = spec.ok() ? PlanTrainJob(*spec, topo, 0) : spec.status();
   if (!job.ok()) {
     std::fprintf(stderr, "bad sweep point: %s\n", std::string(job.status().message()).c_str());
     std::exit(1);

@@ -44,7 +44,8 @@ void Row(const std::string& chip, int64_t mlp, int64_t tokens, const Schedule& s
       "\nnum_pipeline_repeats: ", s.repeats, "\nnum_pipeline_microbatches: ", kMicrobatches, "\nemb_dim: ", kWidth,
       "\nmlp_dim: ", mlp, "\nnum_layers: ", kLayers, "\nglobal_batch_tokens: ", tokens * kMicrobatches,
       "\nopt_type: sgd\nlearning_rate: 0.1\n");
-  auto job = topo.ok() ? PlanTrainJob({yaml, "sweep"}, *topo, 0) : topo.status();
+  auto spec = ParseTrainSpec(yaml, "sweep");
+  auto job = !topo.ok() ? topo.status() : spec.ok() ? PlanTrainJob(*spec, *topo, 0) : spec.status();
   if (!job.ok()) {
     std::fprintf(stderr, "bad sweep point: %s\n", std::string(job.status().message()).c_str());
     std::exit(1);

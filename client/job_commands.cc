@@ -6,20 +6,19 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "client/chrome_trace.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "services/flag_names.h"
 #include "client/job_file.h"
 #include "client/job_json.h"
+#include "client/job_views.h"
 #include "client/job_wait.h"
 #include "client/pod_state.h"
 #include "client/progress.h"
 #include "client/reference_command.h"
-#include "core/train/config.h"
-#include "core/base/units.h"
 #include "services/coordinator_service.h"
+#include "services/train_proto.h"
 
 namespace tpuemu {
 namespace {
@@ -39,34 +38,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& co
   return std::make_unique<CoordinatorClient>(*address);
 }
 
-// Steps finished, those whose records were dropped included.
-int64_t StepsDone(const v1::Job& job) { return job.steps_dropped() + job.steps_size(); }
-
-std::string StepLine(const v1::TrainStep& s) {
-  std::string comm;
-  for (const char* axis : {"data", "fsdp", "tensor", "pipeline"}) {
-    auto it = s.exposed_comm_s().find(axis);
-    if (it != s.exposed_comm_s().end() && it->second > 0) absl::StrAppend(&comm, " ", axis, " ", FormatSeconds(it->second));
-  }
-  auto bytes = s.comm_bytes_per_chip().find("total");
-  std::string line = absl::StrFormat(
-      "step %4d  loss %-12.6g step %-9s compute %-9s comm:%-28s MFU %5.1f%%  %9.4g tok/s  sent/chip %s", s.step(),
-      s.loss(), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()), comm.empty() ? " none" : comm,
-      100 * s.mfu(), s.tokens_per_s_emulated(), FormatBytes(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
-  if (s.bubble_formula() > 0) {
-    absl::StrAppend(&line, absl::StrFormat("  bubble %.1f%% (formula %.1f%%)  activations/chip %s",
-                                           100 * s.bubble_fraction(), 100 * s.bubble_formula(),
-                                           FormatBytes(s.peak_activation_bytes())));
-  }
-  return line;
-}
-
 // Follows a job to its end: a line per finished step on stdout (unless
 // quiet) and a progress bar on stderr. Returns the final job.
 absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id, bool quiet) {
   Progress progress(true);
   int64_t printed = 0;  // steps
-  int total = 0;        // steps the job will run, read from its file once
+  int total = 0;        // steps the job will run
   auto last = WaitForJob(client, id, [&](const v1::Job& job) {
     // The job holds its latest steps' records only: those of steps this
     // follower fell behind on may be gone.
@@ -82,10 +59,7 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
       }
       std::fflush(stdout);
     }
-    if (total == 0) {
-      auto config = ParseTrainConfig(job.train().yaml(), job.train().source());
-      total = config.ok() ? config->steps : 1;
-    }
+    if (total == 0) total = std::max(1, ViewOf(job).steps(job));
     const int width = 30, done = static_cast<int>(std::min<int64_t>(width, width * StepsDone(job) / total));
     progress.Update(absl::StrCat(id, " [", std::string(done, '#'), std::string(width - done, '.'), "] ",
                                  StepsDone(job), "/", total, " steps"));
@@ -94,27 +68,11 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
   return last;
 }
 
-void PrintPerLayer(const v1::TrainSummary& summary) {
-  if (summary.per_layer_size() == 0) return;
-  std::printf("\nper layer and chip, last step: seed 001's table vs the emulated step\n");
-  std::printf("  %-8s %-34s %13s %13s %12s %12s\n", "", "formula", "predicted", "emulated", "predicted", "emulated");
-  for (const v1::LayerCost& l : summary.per_layer()) {
-    const bool compute = l.what() == "compute";
-    std::printf("  %-8s %-34s %13s %13s %12s %12s\n", l.what().c_str(), l.formula().c_str(),
-                compute ? "" : FormatBytes(static_cast<uint64_t>(l.predicted_bytes())).c_str(),
-                compute ? "" : FormatBytes(static_cast<uint64_t>(l.emulated_bytes())).c_str(),
-                FormatSeconds(l.predicted_s()).c_str(), FormatSeconds(l.emulated_s()).c_str());
-  }
-}
-
 int Finish(const v1::Job& job, bool json) {
   if (json) {
     std::cout << JobJson(job).dump(2) << "\n";
-  } else if (job.state() == v1::JOB_STATE_SUCCEEDED && job.has_train()) {
-    std::printf("%s succeeded: %lld steps on %s; final parameters L2 %.9g\n", job.id().c_str(),
-                static_cast<long long>(StepsDone(job)),
-                job.train_summary().mesh().c_str(), job.train_summary().param_l2());
-    PrintPerLayer(job.train_summary());
+  } else if (job.state() == v1::JOB_STATE_SUCCEEDED) {
+    ViewOf(job).print_succeeded(job);
   }
   if (job.state() == v1::JOB_STATE_SUCCEEDED) return 0;
   std::cerr << "error: " << job.id() << " "
@@ -123,15 +81,14 @@ int Finish(const v1::Job& job, bool json) {
 }
 
 int Submit(const JobOptions& o) {
-  auto text = ReadJobFile(o.path);
-  if (!text.ok()) return Fail(text.status());
-  // Check locally first: the same errors, without a pod.
-  if (auto config = ParseTrainConfig(*text, o.path); !config.ok()) return Fail(config.status());
+  // Read and checked here, once: a bad file fails without a pod, and the
+  // job travels typed.
+  auto spec = ReadJobFile(o.path);
+  if (!spec.ok()) return Fail(spec.status());
   auto client = Connect(o.coordinator);
   if (!client.ok()) return Fail(client.status());
   v1::SubmitJobRequest req;
-  req.mutable_train()->set_yaml(*text);
-  req.mutable_train()->set_source(o.path);
+  *req.mutable_train() = ToProto(*spec);
   auto job = (*client)->Submit(req);
   if (!job.ok()) return Fail(job.status());
   if (!o.wait) {
@@ -164,11 +121,9 @@ int List(const JobOptions& o) {
   }
   std::printf("%-10s %-10s %-10s %6s  %s\n", "id", "kind", "state", "steps", "what");
   for (const v1::Job& j : list->jobs()) {
-    std::string what = j.has_train()    ? j.train().source()
-                       : j.has_matmul() ? j.matmul().expr()
-                                        : absl::StrCat(j.collective().op(), " ", FormatBytes(j.collective().bytes()));
-    std::printf("%-10s %-10s %-10s %6lld  %s\n", j.id().c_str(), JobKind(j).c_str(), JobState(j).c_str(),
-                static_cast<long long>(StepsDone(j)), what.c_str());
+    const JobView& view = ViewOf(j);
+    std::printf("%-10s %-10s %-10s %6lld  %s\n", j.id().c_str(), view.kind, JobState(j).c_str(),
+                static_cast<long long>(StepsDone(j)), view.what(j).c_str());
   }
   if (list->finished_jobs_dropped() > 0) {
     std::printf("(%llu older finished jobs not shown: the coordinator keeps the last %d finished jobs)\n",
@@ -186,20 +141,10 @@ int Status(const JobOptions& o) {
     std::cout << JobJson(*job).dump(2) << "\n";
     return 0;
   }
-  std::printf("%s (%s): %s%s\n", job->id().c_str(), JobKind(*job).c_str(), JobState(*job).c_str(),
+  const JobView& view = ViewOf(*job);
+  std::printf("%s (%s): %s%s\n", job->id().c_str(), view.kind, JobState(*job).c_str(),
               job->error().empty() ? "" : (": " + WithFlagNames(job->error())).c_str());
-  if (job->has_train()) {
-    std::printf("mesh %s\n", job->train_summary().mesh().c_str());
-    for (const v1::MemoryUse& m : job->train_summary().memory_per_chip()) {
-      std::printf("  %-17s %12s per chip\n", m.item().c_str(), FormatBytes(static_cast<uint64_t>(m.bytes())).c_str());
-    }
-    if (job->steps_dropped() > 0) {
-      std::printf("(steps 0..%lld not shown: the coordinator keeps the records of a job's latest %d steps)\n",
-                  static_cast<long long>(job->steps_dropped() - 1), job->steps_size());
-    }
-    for (const v1::TrainStep& s : job->steps()) std::printf("%s\n", StepLine(s).c_str());
-    PrintPerLayer(job->train_summary());
-  }
+  view.print_status(*job);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/train/config.h"
+#include "core/train/job.h"
 
 namespace tpuemu {
 namespace {
@@ -18,9 +19,7 @@ absl::Status TooLarge(const std::string& path, const std::string& what) {
                                                  kMaxJobFileBytes, " bytes (1 MiB)"));
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> ReadJobFile(const std::string& path) {
+absl::StatusOr<std::string> ReadText(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::InvalidArgumentError(absl::StrCat("JOB.yaml: cannot read '", path, "': ", std::strerror(errno)));
@@ -52,6 +51,14 @@ absl::StatusOr<std::string> ReadJobFile(const std::string& path) {
   }
   text.resize(got);
   return text;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainSpec> ReadJobFile(const std::string& path) {
+  auto text = ReadText(path);
+  if (!text.ok()) return text.status();
+  return ParseTrainSpec(*text, path);
 }
 
 }  // namespace tpuemu

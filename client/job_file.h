@@ -1,16 +1,20 @@
 // Reading a job file for `submit` and `reference`: at most kMaxJobFileBytes,
 // whatever the path names (a huge file, /dev/zero, a pipe), so a wrong path
-// is a clear error instead of a process that grows until it is killed.
+// is a clear error instead of a process that grows until it is killed. The
+// file is parsed here, once; the job travels typed from here on.
 #pragma once
 
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/train/job.h"
 
 namespace tpuemu {
 
-// The file's text; InvalidArgument (exit 2) naming the path and the limit
-// when it cannot be read or holds more than the limit.
-absl::StatusOr<std::string> ReadJobFile(const std::string& path);
+// The job the file describes, checked, with the path as its source;
+// InvalidArgument (exit 2) naming the path and the limit when it cannot be
+// read or holds more than the limit, or naming the key, the value and what
+// is allowed when the job is wrong.
+absl::StatusOr<TrainSpec> ReadJobFile(const std::string& path);
 
 }  // namespace tpuemu

@@ -1,5 +1,6 @@
 #include "client/job_json.h"
 
+#include "client/job_views.h"
 #include "services/flag_names.h"
 
 namespace tpuemu {
@@ -84,12 +85,6 @@ nlohmann::json MatmulJson(const v1::MatmulResult& r, const std::string& job) {
   return out;
 }
 
-std::string JobKind(const v1::Job& job) {
-  if (job.has_train()) return "train";
-  if (job.has_matmul()) return "matmul";
-  return "collective";
-}
-
 nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& summary) {
   nlohmann::json memory = nlohmann::json::object();
   for (const v1::MemoryUse& m : summary.memory_per_chip()) memory[m.item()] = m.bytes();
@@ -127,38 +122,37 @@ std::string JobState(const v1::Job& job) {
 }
 
 nlohmann::json JobJson(const v1::Job& job) {
+  const JobView& view = ViewOf(job);
   nlohmann::json out = {{"id", job.id()},
-                        {"kind", JobKind(job)},
+                        {"kind", view.kind},
                         {"state", JobState(job)},
                         {"submitted_unix_s", job.submitted_unix_s()}};
   if (!job.error().empty()) out["error"] = WithFlagNames(job.error());
   if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();
-  if (job.has_train()) {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const v1::TrainStep& s : job.steps()) steps.push_back(TrainStepJson(s, job.train_summary()));
-    out["source"] = job.train().source();
-    out["steps"] = steps;
-    out["steps_dropped"] = job.steps_dropped();  // records of the first steps, not in `steps`
-    const v1::TrainSummary& sum = job.train_summary();
-    nlohmann::json summary = {{"mesh", sum.mesh()}, {"hbm_bytes", sum.hbm_bytes()},
-                              {"model_flops_per_step", sum.model_flops_per_step()}};
-    if (sum.param_l2() > 0) summary["param_l2"] = sum.param_l2();
-    summary["pipeline"] = {{"schedule", sum.pipeline_schedule()}, {"stages", sum.stages()},
-                           {"microbatches", sum.microbatches()}, {"repeats", sum.repeats()}};
-    nlohmann::json per_layer = nlohmann::json::array();
-    for (const v1::LayerCost& l : sum.per_layer()) {
-      per_layer.push_back({{"what", l.what()}, {"formula", l.formula()}, {"predicted_bytes", l.predicted_bytes()},
-                           {"emulated_bytes", l.emulated_bytes()}, {"predicted_s", l.predicted_s()},
-                           {"emulated_s", l.emulated_s()}});
-    }
-    summary["per_layer"] = per_layer;
-    out["summary"] = summary;
-  } else if (job.has_matmul()) {
-    if (job.has_matmul_result()) out["result"] = MatmulJson(job.matmul_result(), job.id());
-  } else if (job.has_result()) {
-    out["result"] = CollectiveJson(job);
-  }
+  view.add_json(job, out);
   return out;
+}
+
+void AddTrainJson(const v1::Job& job, nlohmann::json& out) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const v1::TrainStep& s : job.steps()) steps.push_back(TrainStepJson(s, job.train_summary()));
+  out["source"] = job.train().source();
+  out["steps"] = steps;
+  out["steps_dropped"] = job.steps_dropped();  // records of the first steps, not in `steps`
+  const v1::TrainSummary& sum = job.train_summary();
+  nlohmann::json summary = {{"mesh", sum.mesh()}, {"hbm_bytes", sum.hbm_bytes()},
+                            {"model_flops_per_step", sum.model_flops_per_step()}};
+  if (sum.param_l2() > 0) summary["param_l2"] = sum.param_l2();
+  summary["pipeline"] = {{"schedule", sum.pipeline_schedule()}, {"stages", sum.stages()},
+                         {"microbatches", sum.microbatches()}, {"repeats", sum.repeats()}};
+  nlohmann::json per_layer = nlohmann::json::array();
+  for (const v1::LayerCost& l : sum.per_layer()) {
+    per_layer.push_back({{"what", l.what()}, {"formula", l.formula()}, {"predicted_bytes", l.predicted_bytes()},
+                         {"emulated_bytes", l.emulated_bytes()}, {"predicted_s", l.predicted_s()},
+                         {"emulated_s", l.emulated_s()}});
+  }
+  summary["per_layer"] = per_layer;
+  out["summary"] = summary;
 }
 
 }  // namespace tpuemu

@@ -13,9 +13,10 @@ nlohmann::json CollectiveJson(const v1::Job& job);
 // `job` empty: a plan that has not run.
 nlohmann::json MatmulJson(const v1::MatmulResult& r, const std::string& job);
 nlohmann::json TrainStepJson(const v1::TrainStep& step, const v1::TrainSummary& summary);
-// Any job: id, state, error, kind, times and the kind's result.
+// A training job's keys: source, steps, steps_dropped, summary.
+void AddTrainJson(const v1::Job& job, nlohmann::json& out);
+// Any job: id, state, error, kind, times and the kind's keys (client/job_views.h).
 nlohmann::json JobJson(const v1::Job& job);
-std::string JobKind(const v1::Job& job);   // "collective" | "matmul" | "train"
 std::string JobState(const v1::Job& job);  // "pending" | "running" | "succeeded" | "failed" | "cancelled"
 
 }  // namespace tpuemu

@@ -21,20 +21,19 @@ struct ReferenceOptions {
 };
 
 int RunReference(const ReferenceOptions& o) {
-  auto text = ReadJobFile(o.path);
-  if (!text.ok()) return Fail(text.status());
-  auto config = ParseTrainConfig(*text, o.path);
-  if (!config.ok()) return Fail(config.status());
+  auto job = ReadJobFile(o.path);
+  if (!job.ok()) return Fail(job.status());
+  const TrainConfig& config = job->config;
 
-  ReferenceTrainer trainer(*config);
+  ReferenceTrainer trainer(config);
   nlohmann::json steps = nlohmann::json::array();
   Progress progress(true);
-  if (!o.json) std::printf("%s on one device: D=%lld F=%lld L=%d B=%lld, %s\n", config->name.c_str(),
-                           static_cast<long long>(config->emb_dim), static_cast<long long>(config->mlp_dim),
-                           config->num_layers, static_cast<long long>(config->global_batch_tokens),
-                           config->opt_type.c_str());
-  for (int s = 0; s < config->steps; ++s) {
-    progress.Update(absl::StrCat(config->name, ": step ", s + 1, " of ", config->steps));
+  if (!o.json) std::printf("%s on one device: D=%lld F=%lld L=%d B=%lld, %s\n", config.name.c_str(),
+                           static_cast<long long>(config.emb_dim), static_cast<long long>(config.mlp_dim),
+                           config.num_layers, static_cast<long long>(config.global_batch_tokens),
+                           config.opt_type.c_str());
+  for (int s = 0; s < config.steps; ++s) {
+    progress.Update(absl::StrCat(config.name, ": step ", s + 1, " of ", config.steps));
     const StepRecord r = trainer.Step();
     steps.push_back({{"step", r.step}, {"loss", r.loss}});
     if (!o.json) {
@@ -45,7 +44,7 @@ int RunReference(const ReferenceOptions& o) {
   progress.Done();
   const double sq = SumOfSquares(trainer.weights());
   if (o.json) {
-    std::cout << nlohmann::json{{"name", config->name}, {"steps", steps}, {"param_l2", std::sqrt(sq)}}.dump(2)
+    std::cout << nlohmann::json{{"name", config.name}, {"steps", steps}, {"param_l2", std::sqrt(sq)}}.dump(2)
               << "\n";
   } else {
     std::printf("final parameters: L2 norm %.9g\n", std::sqrt(sq));

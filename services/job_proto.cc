@@ -1,6 +1,7 @@
 #include "services/job_proto.h"
 
 #include "services/proto_conv.h"
+#include "services/train_proto.h"
 
 namespace tpuemu {
 namespace {

@@ -252,15 +252,6 @@ v1::LayerCost ToProto(const LayerCost& l) {
   return p;
 }
 
-v1::TrainSpec ToProto(const TrainSpec& spec) {
-  v1::TrainSpec p;
-  p.set_yaml(spec.yaml);
-  p.set_source(spec.source);
-  return p;
-}
-
-TrainSpec FromProto(const v1::TrainSpec& p) { return {p.yaml(), p.source()}; }
-
 v1::TrainSummary ToProto(const TrainReport& r) {
   v1::TrainSummary p;
   p.set_mesh(r.mesh);

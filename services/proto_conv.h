@@ -7,7 +7,6 @@
 #include "core/matmul/report.h"
 #include "core/matmul/spec.h"
 #include "core/pod/pod_config.h"
-#include "core/train/job.h"
 #include "core/train/report.h"
 #include "tpuemu/v1/collective.pb.h"
 #include "tpuemu/v1/matmul.pb.h"
@@ -35,8 +34,6 @@ v1::MatmulResult PlanToProto(const MatmulPlan& plan);
 v1::MatmulResult ToProto(const MatmulReport& r);
 
 v1::ChipCheck ToProto(const ChipCheck& c);
-v1::TrainSpec ToProto(const TrainSpec& spec);
-TrainSpec FromProto(const v1::TrainSpec& proto);
 v1::TrainStep ToProto(const StepReport& r);
 v1::TraceEvent ToProto(const TraceEvent& e);
 v1::MemoryUse ToProto(const MemoryItem& m);

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
+#include <variant>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "yaml-cpp/yaml.h"
@@ -97,6 +100,161 @@ absl::Status ResolvePipeline(TrainConfig& c, int64_t batch_ways) {
   return absl::OkStatus();
 }
 
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+// Where a key's value lives in a TrainConfig. dtype and wire_dtype are
+// written as names (bf16, f32) and kept as bytes.
+struct Dtype {
+  int* bytes;
+};
+using FieldRef = std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*, Dtype>;
+
+// Every key of TrainKeys(), in `c`.
+std::map<std::string, FieldRef> Fields(TrainConfig& c) {
+  return {{"name", &c.name},
+          {"topology", &c.topology},
+          {"num_slices", &c.num_slices},
+          {"ici_data_parallelism", &c.ici.data},
+          {"ici_fsdp_parallelism", &c.ici.fsdp},
+          {"ici_tensor_parallelism", &c.ici.tensor},
+          {"ici_pipeline_parallelism", &c.ici.pipeline},
+          {"dcn_data_parallelism", &c.dcn.data},
+          {"dcn_fsdp_parallelism", &c.dcn.fsdp},
+          {"dcn_tensor_parallelism", &c.dcn.tensor},
+          {"dcn_pipeline_parallelism", &c.dcn.pipeline},
+          {"emb_dim", &c.emb_dim},
+          {"mlp_dim", &c.mlp_dim},
+          {"num_layers", &c.num_layers},
+          {"global_batch_tokens", &c.global_batch_tokens},
+          {"steps", &c.steps},
+          {"num_pipeline_microbatches", &c.num_microbatches},
+          {"num_pipeline_repeats", &c.pipeline_repeats},
+          {"pipeline_schedule", &c.pipeline_schedule},
+          {"pipeline_fsdp_ag_once", &c.pipeline_fsdp_ag_once},
+          {"seed", &c.seed},
+          {"opt_type", &c.opt_type},
+          {"learning_rate", &c.learning_rate},
+          {"adam_b1", &c.adam_b1},
+          {"adam_b2", &c.adam_b2},
+          {"adam_eps", &c.adam_eps},
+          {"activation", &c.activation},
+          {"dtype", Dtype{&c.dtype_bytes}},
+          {"wire_dtype", Dtype{&c.wire_dtype_bytes}},
+          {"time_scale", &c.time_scale},
+          {"fsdp_prefetch", &c.fsdp_prefetch},
+          {"hbm_bytes", &c.hbm_bytes}};
+}
+
+constexpr std::pair<const char*, int> kDtypes[] = {{"bf16", 2}, {"f32", 4}};
+
+std::string DtypeName(int bytes) {
+  for (const auto& [name, b] : kDtypes) {
+    if (b == bytes) return name;
+  }
+  return absl::StrCat(bytes, " bytes");
+}
+
+// What each key allows of its value, however the value arrived (read from a
+// file, or typed in a request): written once, for both.
+absl::Status CheckInt(const std::string& source, const std::string& key, int64_t n) {
+  if (key == "emb_dim" || key == "mlp_dim" || key == "global_batch_tokens") {
+    if (n <= 0 || n > (int64_t{1} << 24)) return KeyError(source, key, absl::StrCat(n, ": must be between 1 and 16777216"));
+    return absl::OkStatus();
+  }
+  const bool parallelism = key.find("parallelism") != std::string::npos || key == "num_pipeline_microbatches";
+  const bool ok = parallelism ? (n == -1 || (n >= 1 && n <= 65536)) : (n >= 1 && n <= 1000000);
+  if (!ok) {
+    return KeyError(source, key,
+                    absl::StrCat(n, parallelism ? ": must be -1 or a positive count" : ": must be a positive integer"));
+  }
+  return absl::OkStatus();
+}
+
+// `shown`: the value as the file wrote it, or as it was sent.
+absl::Status CheckNumber(const std::string& source, const std::string& key, double x, const std::string& shown) {
+  if (key == "learning_rate" && !(x > 0 && x < 1e3)) return KeyError(source, key, absl::StrCat(shown, ": must be > 0"));
+  if ((key == "adam_b1" || key == "adam_b2") && !(x >= 0 && x < 1)) {
+    return KeyError(source, key, absl::StrCat(shown, ": must be in [0, 1)"));
+  }
+  if (key == "adam_eps" && !(x > 0)) return KeyError(source, key, absl::StrCat(shown, ": must be > 0"));
+  if ((key == "time_scale" || key == "hbm_bytes") && !(x >= 0 && x < 1e15)) {
+    return KeyError(source, key, absl::StrCat(shown, ": must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWord(const std::string& source, const std::string& key, const std::string& word) {
+  // No file holds a longer one; a request could.
+  if (word.size() > kMaxJobFileBytes) {
+    return KeyError(source, key, absl::StrCat(word.size(), " bytes; at most ", kMaxJobFileBytes, " (1 MiB)"));
+  }
+  static const auto* const kAllowed = new std::map<std::string, std::vector<std::string>>{
+      {"opt_type", {"adam", "sgd"}},
+      {"activation", {"relu", "gelu", "silu", "tanh", "linear"}},
+      {"dtype", {"bf16", "f32"}},
+      {"wire_dtype", {"f32", "bf16"}},
+      {"pipeline_schedule", {"gpipe", "1f1b", "circular"}}};
+  const auto allowed = kAllowed->find(key);
+  if (allowed == kAllowed->end() || absl::c_linear_search(allowed->second, word)) return absl::OkStatus();
+  return KeyError(source, key, absl::StrCat("'", word, "': allowed: ", absl::StrJoin(allowed->second, ", ")));
+}
+
+// Reads one key's scalar into its field, checked; throws YAML::Exception
+// when the text is not of the key's type.
+absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std::string& key, FieldRef field) {
+  const std::string raw = v.Scalar();
+  auto integer = [&](int64_t& n) -> absl::Status {
+    if (!YAML::convert<int64_t>::decode(v, n)) return KeyError(source, key, absl::StrCat("'", raw, "' is not an integer"));
+    return absl::OkStatus();
+  };
+  return std::visit(
+      Overloaded{
+          [&](int* p) {
+            int64_t n = 0;
+            absl::Status s = integer(n);
+            if (s.ok()) s = CheckInt(source, key, n);
+            if (s.ok()) *p = static_cast<int>(n);  // checked: within +-1000000
+            return s;
+          },
+          [&](int64_t* p) {
+            absl::Status s = integer(*p);
+            return s.ok() ? CheckInt(source, key, *p) : s;
+          },
+          [&](uint64_t* p) {
+            int64_t n = 0;
+            if (absl::Status s = integer(n); !s.ok()) return s;
+            if (n < 0) return KeyError(source, key, absl::StrCat(n, ": must be >= 0"));
+            *p = static_cast<uint64_t>(n);
+            return absl::OkStatus();
+          },
+          [&](double* p) {
+            *p = v.as<double>();
+            return CheckNumber(source, key, *p, raw);
+          },
+          [&](bool* p) {
+            if (!YAML::convert<bool>::decode(v, *p)) {
+              return KeyError(source, key, absl::StrCat("'", raw, "' is not true or false"));
+            }
+            return absl::OkStatus();
+          },
+          [&](std::string* p) {
+            *p = raw;
+            return CheckWord(source, key, raw);
+          },
+          [&](Dtype d) {
+            if (absl::Status s = CheckWord(source, key, raw); !s.ok()) return s;
+            for (const auto& [name, bytes] : kDtypes) {
+              if (raw == name) *d.bytes = bytes;
+            }
+            return absl::OkStatus();
+          },
+      },
+      field);
+}
+
 }  // namespace
 
 const std::vector<TrainKey>& TrainKeys() {
@@ -139,12 +297,6 @@ const std::vector<TrainKey>& TrainKeys() {
 }
 
 absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& source) {
-  // Checked here too, not only where files are read: the coordinator and the
-  // workers parse whatever text a client sent.
-  if (text.size() > kMaxJobFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": ", text.size(), " bytes; a job file may hold at most ",
-                                                   kMaxJobFileBytes, " bytes (1 MiB)"));
-  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -155,8 +307,8 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     return absl::InvalidArgumentError(absl::StrCat(source, ": expected a flat map of keys (key: value per line)"));
   }
   TrainConfig c;
+  const std::map<std::string, FieldRef> fields = Fields(c);
   std::map<std::string, bool> seen;
-  std::string dtype = "bf16", wire = "f32";
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) {
       const int line = kv.first.Mark().line;  // -1 when yaml-cpp knows no position
@@ -179,98 +331,51 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
                                    "; every key is listed in docs/jobs.md"));
     }
     seen[key] = true;
-    const YAML::Node& v = kv.second;
-    if (!v.IsScalar()) return KeyError(source, key, absl::StrCat("expected a single ", spec->type, " value"));
-    const std::string raw = v.Scalar();
+    if (!kv.second.IsScalar()) return KeyError(source, key, absl::StrCat("expected a single ", spec->type, " value"));
     try {
-      if (spec->type == "int") {
-        int64_t n = 0;
-        if (!YAML::convert<int64_t>::decode(v, n)) {
-          return KeyError(source, key, absl::StrCat("'", raw, "' is not an integer"));
-        }
-        const std::map<std::string, int*> ints = {
-            {"num_slices", &c.num_slices}, {"ici_data_parallelism", &c.ici.data},
-            {"ici_fsdp_parallelism", &c.ici.fsdp}, {"ici_tensor_parallelism", &c.ici.tensor},
-            {"dcn_data_parallelism", &c.dcn.data}, {"dcn_fsdp_parallelism", &c.dcn.fsdp},
-            {"dcn_tensor_parallelism", &c.dcn.tensor}, {"ici_pipeline_parallelism", &c.ici.pipeline},
-            {"dcn_pipeline_parallelism", &c.dcn.pipeline}, {"num_layers", &c.num_layers}, {"steps", &c.steps},
-            {"num_pipeline_microbatches", &c.num_microbatches}, {"num_pipeline_repeats", &c.pipeline_repeats}};
-        const std::map<std::string, int64_t*> longs = {
-            {"emb_dim", &c.emb_dim}, {"mlp_dim", &c.mlp_dim}, {"global_batch_tokens", &c.global_batch_tokens}};
-        if (key == "seed") {
-          if (n < 0) return KeyError(source, key, absl::StrCat(n, ": must be >= 0"));
-          c.seed = static_cast<uint64_t>(n);
-        } else if (auto it = longs.find(key); it != longs.end()) {
-          if (n <= 0 || n > (int64_t{1} << 24)) {
-            return KeyError(source, key, absl::StrCat(n, ": must be between 1 and 16777216"));
-          }
-          *it->second = n;
-        } else {
-          const bool parallelism = key.find("parallelism") != std::string::npos || key == "num_pipeline_microbatches";
-          const bool ok = parallelism ? (n == -1 || (n >= 1 && n <= 65536)) : (n >= 1 && n <= 1000000);
-          if (!ok) {
-            return KeyError(source, key, absl::StrCat(n, parallelism ? ": must be -1 or a positive count"
-                                                                     : ": must be a positive integer"));
-          }
-          *ints.at(key) = static_cast<int>(n);
-        }
-      } else if (spec->type == "number") {
-        const double x = v.as<double>();
-        if (key == "learning_rate" && !(x > 0 && x < 1e3)) return KeyError(source, key, absl::StrCat(raw, ": must be > 0"));
-        if ((key == "adam_b1" || key == "adam_b2") && !(x >= 0 && x < 1)) {
-          return KeyError(source, key, absl::StrCat(raw, ": must be in [0, 1)"));
-        }
-        if (key == "adam_eps" && !(x > 0)) return KeyError(source, key, absl::StrCat(raw, ": must be > 0"));
-        if ((key == "time_scale" || key == "hbm_bytes") && !(x >= 0 && x < 1e15)) {
-          return KeyError(source, key, absl::StrCat(raw, ": must be >= 0"));
-        }
-        if (key == "learning_rate") c.learning_rate = x;
-        if (key == "adam_b1") c.adam_b1 = x;
-        if (key == "adam_b2") c.adam_b2 = x;
-        if (key == "adam_eps") c.adam_eps = x;
-        if (key == "time_scale") c.time_scale = x;
-        if (key == "hbm_bytes") c.hbm_bytes = x;
-      } else if (spec->type == "bool") {
-        bool b = false;
-        if (!YAML::convert<bool>::decode(v, b)) return KeyError(source, key, absl::StrCat("'", raw, "' is not true or false"));
-        (key == "fsdp_prefetch" ? c.fsdp_prefetch : c.pipeline_fsdp_ag_once) = b;
-      } else {
-        auto one_of = [&](std::initializer_list<const char*> allowed) -> absl::Status {
-          for (const char* a : allowed) {
-            if (raw == a) return absl::OkStatus();
-          }
-          return KeyError(source, key, absl::StrCat("'", raw, "': allowed: ", absl::StrJoin(allowed, ", ")));
-        };
-        absl::Status s = absl::OkStatus();
-        if (key == "opt_type") s = one_of({"adam", "sgd"});
-        if (key == "activation") s = one_of({"relu", "gelu", "silu", "tanh", "linear"});
-        if (key == "dtype") s = one_of({"bf16", "f32"});
-        if (key == "wire_dtype") s = one_of({"f32", "bf16"});
-        if (key == "pipeline_schedule") s = one_of({"gpipe", "1f1b", "circular"});
-        if (!s.ok()) return s;
-        if (key == "name") c.name = raw;
-        if (key == "topology") c.topology = raw;
-        if (key == "opt_type") c.opt_type = raw;
-        if (key == "activation") c.activation = raw;
-        if (key == "dtype") dtype = raw;
-        if (key == "wire_dtype") wire = raw;
-        if (key == "pipeline_schedule") c.pipeline_schedule = raw;
-      }
+      if (auto s = ReadValue(kv.second, source, key, fields.at(key)); !s.ok()) return s;
     } catch (const YAML::Exception&) {
-      return KeyError(source, key, absl::StrCat("'", raw, "' is not a ", spec->type));
+      return KeyError(source, key, absl::StrCat("'", kv.second.Scalar(), "' is not a ", spec->type));
     }
   }
   for (const char* required : {"emb_dim", "mlp_dim", "global_batch_tokens"}) {
     if (!seen[required]) return KeyError(source, required, "missing; it has no default");
+  }
+  if (c.name.empty()) c.name = "job";
+  if (auto s = ValidateTrainConfig(c, source); !s.ok()) return s;
+  return c;
+}
+
+absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& source) {
+  // A file cannot leave the name empty (it becomes "job"); errors further on
+  // start with it.
+  if (config.name.empty()) return KeyError(source, "name", "empty; give the job a label");
+  TrainConfig c = config;  // Fields() points into a config it may change
+  const std::map<std::string, FieldRef> fields = Fields(c);
+  for (const TrainKey& k : TrainKeys()) {
+    const std::string& key = k.name;
+    absl::Status s = std::visit(
+        Overloaded{
+            // 0 slices and time_scale -1 are "the pod's", which a file says by leaving the key out.
+            [&](int* v) { return key == "num_slices" && *v == 0 ? absl::OkStatus() : CheckInt(source, key, *v); },
+            [&](int64_t* v) { return CheckInt(source, key, *v); },
+            [&](uint64_t*) { return absl::OkStatus(); },  // any seed
+            [&](double* v) {
+              return key == "time_scale" && *v == -1 ? absl::OkStatus()
+                                                     : CheckNumber(source, key, *v, absl::StrCat(*v));
+            },
+            [&](bool*) { return absl::OkStatus(); },
+            [&](std::string* v) { return CheckWord(source, key, *v); },
+            [&](Dtype d) { return CheckWord(source, key, DtypeName(*d.bytes)); },
+        },
+        fields.at(key));
+    if (!s.ok()) return s;
   }
   if (c.pipeline_repeats > 1 && c.pipeline_schedule != "circular") {
     return KeyError(source, "num_pipeline_repeats",
                     absl::StrCat(c.pipeline_repeats, ": several layer groups per stage need pipeline_schedule: "
                                                      "circular (it is ", c.pipeline_schedule, ")"));
   }
-  if (c.name.empty()) c.name = "job";
-  c.dtype_bytes = dtype == "bf16" ? 2 : 4;
-  c.wire_dtype_bytes = wire == "bf16" ? 2 : 4;
   // The one-device reference holds weights, gradients, Adam moments and the
   // teacher (5 copies of 2 L D F floats) and the activations of every layer.
   const double d = static_cast<double>(c.emb_dim), f = static_cast<double>(c.mlp_dim),
@@ -283,7 +388,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
         " MiB of host memory for the one-device reference; the limit is ", kMaxReferenceBytes / (1 << 20),
         " MiB: make the model or the batch smaller"));
   }
-  return c;
+  return absl::OkStatus();
 }
 
 absl::Status ResolveMesh(TrainConfig& c, const Topology& topo) {

@@ -1,6 +1,8 @@
 // A training job file (DESIGN §6, issue 4): flat YAML with MaxText's key
 // names where the concept is the same. Every key is described once, in
-// TrainKeys(), which also feeds `tpuemu submit --help` and docs/jobs.md.
+// TrainKeys(), which also feeds `tpuemu submit --help` and docs/jobs.md. The
+// CLI reads a file into a TrainConfig once; from there the job travels typed
+// (tpuemu.v1.TrainConfig) and is checked again, never parsed again.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +31,7 @@ struct Parallelism {
   int tensor = 1;
   int pipeline = 1;
   int product() const { return data * fsdp * tensor * pipeline; }
+  bool operator==(const Parallelism&) const = default;
 };
 
 struct TrainConfig {
@@ -62,16 +65,24 @@ struct TrainConfig {
   bool pipeline_fsdp_ag_once = false;
 
   int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
+  bool operator==(const TrainConfig&) const = default;
 };
 
-// Largest job file anyone reads or ships: real ones are a few hundred bytes
-// of flat keys, so anything near this is a wrong file, and it stays far
-// below gRPC's message limit (8 MiB) for the trip to the pod.
+// Largest job file anyone reads: real ones are a few hundred bytes of flat
+// keys, so anything near this is a wrong file. No string in a config may be
+// longer either, so a typed job stays as small as its file could be.
 inline constexpr size_t kMaxJobFileBytes = size_t{1} << 20;
 
-// Parses and checks a job file's text (at most kMaxJobFileBytes). `source`
+// Parses a job file's text and checks it (ValidateTrainConfig). `source`
 // names it in errors.
 absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& yaml_text, const std::string& source);
+
+// Checks every key's value (ranges, allowed names, the combinations and the
+// one-device reference's memory), with the error a job file with that value
+// gets: the parser's last step, and the first of a service given a config
+// over the wire, which trusts no client. The -1s and 0s meaning "the pod's"
+// pass; ResolveMesh fills them in.
+absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& source);
 
 // Fills in the -1s for a pod and checks the products and divisibility.
 absl::Status ResolveMesh(TrainConfig& config, const Topology& topo);

@@ -7,29 +7,36 @@
 
 namespace tpuemu {
 
-absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& topo, double pod_time_scale) {
-  auto config = ParseTrainConfig(spec.yaml, spec.source.empty() ? "job file" : spec.source);
+absl::StatusOr<TrainSpec> ParseTrainSpec(const std::string& yaml_text, const std::string& source) {
+  auto config = ParseTrainConfig(yaml_text, source);
   if (!config.ok()) return config.status();
+  return TrainSpec{*std::move(config), source};
+}
+
+absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& topo, double pod_time_scale) {
+  // Checked again whoever sent it: a request need not come from the CLI.
+  if (auto s = ValidateTrainConfig(spec.config, spec.source.empty() ? "job file" : spec.source); !s.ok()) return s;
+  TrainConfig config = spec.config;
   // Links are paced per pod, so a job cannot choose its own pacing.
-  if (config->time_scale >= 0 && config->time_scale != pod_time_scale) {
+  if (config.time_scale >= 0 && config.time_scale != pod_time_scale) {
     return absl::InvalidArgumentError(absl::StrCat(
-        config->name, ": time_scale: ", config->time_scale, ", but the pod runs at ", Field("time_scale"), " ", pod_time_scale,
-        "; drop the key, or start a pod with ", Field("time_scale"), " ", config->time_scale));
+        config.name, ": time_scale: ", config.time_scale, ", but the pod runs at ", Field("time_scale"), " ", pod_time_scale,
+        "; drop the key, or start a pod with ", Field("time_scale"), " ", config.time_scale));
   }
-  if (auto s = ResolveMesh(*config, topo); !s.ok()) return s;
-  auto mesh = TrainMesh::Create(*config, topo);
+  if (auto s = ResolveMesh(config, topo); !s.ok()) return s;
+  auto mesh = TrainMesh::Create(config, topo);
   if (!mesh.ok()) return mesh.status();
-  if (auto s = CheckMemory(*config, *mesh, topo); !s.ok()) return s;
-  const double host = ChipHostBytes(*config, *mesh) * topo.num_chips();
+  if (auto s = CheckMemory(config, *mesh, topo); !s.ok()) return s;
+  const double host = ChipHostBytes(config, *mesh) * topo.num_chips();
   if (auto s = CheckPodHostBytes(host, topo.num_chips(),
-                                 absl::StrCat(config->name, ": emb_dim=", config->emb_dim, ", mlp_dim=",
-                                              config->mlp_dim, ", num_layers=", config->num_layers,
-                                              ", global_batch_tokens=", config->global_batch_tokens),
+                                 absl::StrCat(config.name, ": emb_dim=", config.emb_dim, ", mlp_dim=",
+                                              config.mlp_dim, ", num_layers=", config.num_layers,
+                                              ", global_batch_tokens=", config.global_batch_tokens),
                                  "every chip keeps the whole teacher: make the model or the batch smaller");
       !s.ok()) {
     return s;
   }
-  return TrainJob{*config, *mesh};
+  return TrainJob{std::move(config), *mesh};
 }
 
 }  // namespace tpuemu

@@ -1,5 +1,6 @@
-// A training job as it travels: the job file's text, checked and laid on a
-// pod. Workers re-check the same text with the same code.
+// A training job as it travels: the job file's keys, typed, as the CLI read
+// them (the mesh's -1s not yet filled in), checked and laid on a pod by the
+// coordinator at submit and by every worker, with the same code.
 #pragma once
 
 #include <string>
@@ -13,17 +14,22 @@ namespace tpuemu {
 
 struct TrainSpec {
   static constexpr char kKind[] = "train";
-  std::string yaml;    // the job file's text
-  std::string source;  // its name, for errors
+  TrainConfig config;  // unresolved: PlanTrainJob resolves it for the pod
+  std::string source;  // the job file's name, for errors
 };
+
+// A job file's text as the spec it travels as (ParseTrainConfig), `source`
+// naming it.
+absl::StatusOr<TrainSpec> ParseTrainSpec(const std::string& yaml_text, const std::string& source);
 
 struct TrainJob {
   TrainConfig config;
   TrainMesh mesh;
 };
 
-// Parses, fills in the mesh, lays it on the pod and checks memory and the
-// pacing: every error a job file can have, before anything is allocated.
+// Checks the config, fills in the mesh, lays it on the pod and checks memory
+// and the pacing: every error a job file can have, before anything is
+// allocated.
 absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& topo, double pod_time_scale);
 
 }  // namespace tpuemu

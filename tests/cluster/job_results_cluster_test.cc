@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "core/train/config.h"
 #include "services/proto_conv.h"
+#include "services/train_proto.h"
 #include "tests/cluster/test_pod.h"
 
 namespace tpuemu {
@@ -17,11 +18,15 @@ namespace {
 
 using testing::HasSubstr;
 
+// `padding`: the job's name, to make it as big as a job file may be.
 TrainSpec Job(int layers, int steps, const std::string& padding = "") {
-  return {"ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\nemb_dim: 32\nmlp_dim: 64\nnum_layers: " +
-              std::to_string(layers) + "\nglobal_batch_tokens: 64\nseed: 5\nsteps: " + std::to_string(steps) +
-              "\nopt_type: sgd\nlearning_rate: 20\n" + (padding.empty() ? "" : "# " + padding + "\n"),
-          "test.yaml"};
+  auto spec = ParseTrainSpec("ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\nemb_dim: 32\nmlp_dim: 64\n"
+                             "num_layers: " + std::to_string(layers) + "\nglobal_batch_tokens: 64\nseed: 5\nsteps: " +
+                                 std::to_string(steps) + "\nopt_type: sgd\nlearning_rate: 20\n" +
+                                 (padding.empty() ? "" : "name: " + padding + "\n"),
+                             "test.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.value_or(TrainSpec{});
 }
 
 struct ClientTrace {
@@ -67,8 +72,9 @@ TEST(JobResultsClusterTest, ATraceBiggerThanAnyMessageReadsBackWholeThroughTheCl
 TEST(JobResultsClusterTest, JobListsBiggerThanAnyMessageReadBackWhole) {
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
   CoordinatorClient client(pod.ServeCoordinator());
-  // Job files just under their 1 MiB limit: eighteen of them make a list
-  // bigger than any reply the client accepts in one message.
+  // Jobs as big as a job file may make them (a name just under its 1 MiB
+  // limit): eighteen of them make a list bigger than any reply the client
+  // accepts in one message.
   constexpr int kJobs = 18;
   std::vector<std::string> ids;
   for (int i = 0; i < kJobs; ++i) {

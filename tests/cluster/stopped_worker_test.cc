@@ -26,9 +26,11 @@ constexpr double kEndBoundS = 5.0;
 double UnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
 
 TrainSpec Training(int steps) {
-  return {"ici_fsdp_parallelism: -1\nemb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\n"
-          "steps: " + std::to_string(steps) + "\n",
-          "test.yaml"};
+  auto spec = ParseTrainSpec("ici_fsdp_parallelism: -1\nemb_dim: 32\nmlp_dim: 64\nnum_layers: 2\n"
+                             "global_batch_tokens: 64\nseed: 5\nsteps: " + std::to_string(steps) + "\n",
+                             "test.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.value_or(TrainSpec{});
 }
 
 // The job once it ended, or as it was at `deadline`.

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "services/grpc_fabric.h"
 #include "services/proto_conv.h"
+#include "services/train_proto.h"
 #include "services/worker_client.h"
 
 namespace tpuemu {

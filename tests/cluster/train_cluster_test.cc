@@ -3,28 +3,38 @@
 // the one-device reference; cancel stops a job within a step and leaves the
 // pod usable.
 #include <cmath>
+#include <functional>
 #include <set>
 #include <thread>
 
 #include "core/train/model.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "services/train_proto.h"
 #include "tests/cluster/test_pod.h"
+#include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {
 namespace {
 
+// A job file's text as the CLI sends it: parsed, typed.
+TrainSpec Parsed(const std::string& yaml, const std::string& source) {
+  auto spec = ParseTrainSpec(yaml, source);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.value_or(TrainSpec{});
+}
+
 TrainSpec Job(const std::string& mesh, int steps, const std::string& opt = "adam") {
-  return {mesh + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\nsteps: " +
-              std::to_string(steps) + "\nopt_type: " + opt + "\nlearning_rate: " + (opt == "adam" ? "0.01" : "20") +
-              "\n",
-          "test.yaml"};
+  return Parsed(mesh + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\nsteps: " +
+                    std::to_string(steps) + "\nopt_type: " + opt +
+                    "\nlearning_rate: " + (opt == "adam" ? "0.01" : "20") + "\n",
+                "test.yaml");
 }
 
 void ExpectEqualsReference(const v1::Job& job, const TrainSpec& spec) {
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
-  auto config = ParseTrainConfig(spec.yaml, spec.source);
-  ASSERT_TRUE(config.ok());
+  const TrainConfig* config = &spec.config;
   ReferenceTrainer reference(*config);
   ASSERT_EQ(job.steps_size(), config->steps);
   for (const v1::TrainStep& step : job.steps()) {
@@ -66,9 +76,9 @@ TEST(TrainClusterTest, PipelinesAcrossWorkersEqualOneDevice) {
        4, 4, 2},
   };
   for (const Case& c : cases) {
-    const TrainSpec spec{c.mesh + "num_pipeline_microbatches: 4\nemb_dim: 32\nmlp_dim: 64\nglobal_batch_tokens: 64\n"
-                                  "seed: 5\nsteps: 2\nopt_type: sgd\nlearning_rate: 20\n",
-                         "pp.yaml"};
+    const TrainSpec spec = Parsed(c.mesh + "num_pipeline_microbatches: 4\nemb_dim: 32\nmlp_dim: 64\n"
+                                           "global_batch_tokens: 64\nseed: 5\nsteps: 2\nopt_type: sgd\nlearning_rate: 20\n",
+                                  "pp.yaml");
     const v1::Job job = pod.Run(spec);
     ExpectEqualsReference(job, spec);
     const v1::TrainSummary& summary = job.train_summary();
@@ -105,10 +115,56 @@ TEST(TrainClusterTest, BadJobFilesAreRefusedAtSubmit) {
        "num_layers: 3 layers do not split into 4 stage(s)"},
   };
   for (const Case& c : cases) {
-    auto job = pod.Submit(TrainSpec{c.yaml, "bad.yaml"});
+    // As `tpuemu submit` does: what the file itself gets wrong fails
+    // reading it, what the pod refuses fails the submit.
+    auto spec = ParseTrainSpec(c.yaml, "bad.yaml");
+    auto job = spec.ok() ? pod.Submit(*spec) : absl::StatusOr<v1::Job>(spec.status());
     ASSERT_FALSE(job.ok()) << c.yaml;
     EXPECT_THAT(std::string(job.status().message()), testing::HasSubstr(c.says)) << job.status();
   }
+  EXPECT_TRUE(pod.coordinator().ListJobs().jobs().empty());
+}
+
+// A client other than the CLI sends the typed spec straight over gRPC: the
+// coordinator refuses what a job file with those values is refused for, with
+// the same words, and queues nothing.
+TEST(TrainClusterTest, ATypedSpecOverGrpcIsCheckedAsAJobFileIs) {
+  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
+  auto stub = v1::CoordinatorService::NewStub(
+      grpc::CreateChannel(pod.ServeCoordinator(), grpc::InsecureChannelCredentials()));
+  const std::string sizes = "emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n";
+  struct Case {
+    std::function<void(v1::TrainConfig&)> set;
+    std::string yaml;  // a job file with the same value
+  };
+  const Case cases[] = {
+      {[](v1::TrainConfig& c) { c.set_emb_dim(0); }, "emb_dim: 0\nmlp_dim: 8\nglobal_batch_tokens: 8\n"},
+      {[](v1::TrainConfig& c) { c.set_steps(-3); }, sizes + "steps: -3\n"},
+      {[](v1::TrainConfig& c) { c.set_pipeline_schedule("foo"); }, sizes + "pipeline_schedule: foo\n"},
+      {[](v1::TrainConfig& c) { c.mutable_ici()->set_fsdp(-7); }, sizes + "ici_fsdp_parallelism: -7\n"},
+      {[](v1::TrainConfig& c) { c.set_adam_eps(0); }, sizes + "adam_eps: 0\n"},
+  };
+  const TrainSpec good = Parsed(sizes, "typed.yaml");
+  for (const Case& c : cases) {
+    v1::SubmitJobRequest request;
+    *request.mutable_train() = ToProto(good);
+    c.set(*request.mutable_train()->mutable_config());
+    grpc::ClientContext context;
+    v1::Job job;
+    const grpc::Status status = stub->SubmitJob(&context, request, &job);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.yaml;
+    auto file = ParseTrainSpec(c.yaml, "typed.yaml");
+    ASSERT_FALSE(file.ok()) << c.yaml;
+    EXPECT_EQ(status.error_message(), file.status().message());
+  }
+  // A spec with no config at all: every field 0 or empty.
+  v1::SubmitJobRequest empty;
+  empty.mutable_train()->set_source("typed.yaml");
+  grpc::ClientContext context;
+  v1::Job job;
+  const grpc::Status status = stub->SubmitJob(&context, empty, &job);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "typed.yaml: name: empty; give the job a label");
   EXPECT_TRUE(pod.coordinator().ListJobs().jobs().empty());
 }
 

@@ -10,10 +10,11 @@
 #include "core/collective/report.h"
 #include "core/job/inprocess_pod.h"
 #include "core/matmul/report.h"
-#include "core/train/config.h"
+#include "core/train/job.h"
 #include "core/train/model.h"
 #include "gtest/gtest.h"
 #include "services/proto_conv.h"
+#include "services/train_proto.h"
 #include "tests/cluster/pod_transport.h"
 
 namespace tpuemu {
@@ -79,15 +80,15 @@ TEST_P(TransportSuite, TrainingEqualsOneDeviceForEveryStrategy) {
   for (const std::string mesh : {"ici_data_parallelism: -1\nici_fsdp_parallelism: 1\n",      // DP
                                  "ici_fsdp_parallelism: -1\n",                                // FSDP
                                  "ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\n"}) {  // FSDP + TP
-    const TrainSpec spec{mesh + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\n"
-                                "steps: 2\nopt_type: adam\nlearning_rate: 0.01\n",
-                         "suite.yaml"};
+    auto spec = ParseTrainSpec(mesh + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\n"
+                                      "steps: 2\nopt_type: adam\nlearning_rate: 0.01\n",
+                               "suite.yaml");
+    ASSERT_TRUE(spec.ok()) << spec.status();
     v1::SubmitJobRequest request;
-    *request.mutable_train() = ToProto(spec);
+    *request.mutable_train() = ToProto(*spec);
     const v1::Job job = pod_->Run(request);
     ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << mesh << job.error();
-    auto config = ParseTrainConfig(spec.yaml, spec.source);
-    ASSERT_TRUE(config.ok()) << config.status();
+    const TrainConfig* config = &spec->config;
     ReferenceTrainer reference(*config);
     ASSERT_EQ(job.steps_size(), config->steps);
     for (const v1::TrainStep& step : job.steps()) {

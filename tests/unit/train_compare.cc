@@ -33,7 +33,8 @@ ComparedRun TrainAndCompare(const std::string& topology, int slices, const std::
     ADD_FAILURE() << topo.status();
     return run;
   }
-  auto job = PlanTrainJob({job_text, "job.yaml"}, *topo, 0);
+  auto spec = ParseTrainSpec(job_text, "job.yaml");
+  auto job = spec.ok() ? PlanTrainJob(*spec, *topo, 0) : absl::StatusOr<TrainJob>(spec.status());
   if (!job.ok()) {
     ADD_FAILURE() << job.status();
     return run;

@@ -1,6 +1,7 @@
 // The job file's checks and the one-device reference trainer: gradients
 // against finite differences, losses going down, determinism.
 #include <cmath>
+#include <functional>
 
 #include "core/train/config.h"
 #include "core/train/model.h"
@@ -55,6 +56,53 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.says)) << r.status();
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("job.yaml")) << r.status();
   }
+}
+
+// A config that arrived typed (over the wire, not from a file) gets the
+// error a job file with the same value gets.
+TEST(TrainConfigTest, TypedConfigsAreCheckedAsJobFilesAre) {
+  const TrainConfig good = Tiny();
+  EXPECT_TRUE(ValidateTrainConfig(good, "job.yaml").ok());
+  struct Case {
+    std::function<void(TrainConfig&)> set;
+    const char* yaml;  // emb_dim and the same value in a job file; nullptr: no file can hold it
+    const char* says;
+  };
+  const Case cases[] = {
+      {[](TrainConfig& c) { c.emb_dim = 0; }, "emb_dim: 0\n", "job.yaml: emb_dim: 0: must be between 1 and 16777216"},
+      {[](TrainConfig& c) { c.steps = -2; }, "emb_dim: 8\nsteps: -2\n", "job.yaml: steps: -2: must be a positive integer"},
+      {[](TrainConfig& c) { c.ici.tensor = 0; }, "emb_dim: 8\nici_tensor_parallelism: 0\n",
+       "job.yaml: ici_tensor_parallelism: 0: must be -1 or a positive count"},
+      {[](TrainConfig& c) { c.pipeline_schedule = "foo"; }, "emb_dim: 8\npipeline_schedule: foo\n",
+       "job.yaml: pipeline_schedule: 'foo': allowed: gpipe, 1f1b, circular"},
+      {[](TrainConfig& c) { c.adam_b2 = 1.5; }, "emb_dim: 8\nadam_b2: 1.5\n", "job.yaml: adam_b2: 1.5: must be in [0, 1)"},
+      {[](TrainConfig& c) { c.pipeline_repeats = 2; }, "emb_dim: 8\nnum_pipeline_repeats: 2\n",
+       "job.yaml: num_pipeline_repeats: 2: several layer groups per stage need pipeline_schedule: circular"},
+      {[](TrainConfig& c) { c.dtype_bytes = 3; }, nullptr, "job.yaml: dtype: '3 bytes': allowed: bf16, f32"},
+      {[](TrainConfig& c) { c.learning_rate = std::nan(""); }, nullptr, "job.yaml: learning_rate: nan: must be > 0"},
+      {[](TrainConfig& c) { c.name.clear(); }, nullptr, "job.yaml: name: empty"},
+      {[](TrainConfig& c) { c.topology.assign(kMaxJobFileBytes + 1, 'x'); }, nullptr,
+       "job.yaml: topology: 1048577 bytes; at most 1048576"},
+  };
+  for (const Case& k : cases) {
+    TrainConfig c = good;
+    k.set(c);
+    const absl::Status s = ValidateTrainConfig(c, "job.yaml");
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << k.says;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(k.says));
+    if (k.yaml == nullptr) continue;
+    auto file = ParseTrainConfig("mlp_dim: 16\nnum_layers: 2\nglobal_batch_tokens: 12\nseed: 3\n" + std::string(k.yaml),
+                                 "job.yaml");
+    ASSERT_FALSE(file.ok()) << k.yaml;
+    EXPECT_EQ(file.status().message(), s.message());
+  }
+  // "The pod's", which a file says by leaving the key out, passes.
+  TrainConfig pods = good;
+  pods.num_slices = 0;
+  pods.time_scale = -1;
+  pods.hbm_bytes = 0;
+  pods.num_microbatches = -1;
+  EXPECT_TRUE(ValidateTrainConfig(pods, "job.yaml").ok());
 }
 
 TEST(TrainConfigTest, MeshFillsInAndChecksProductsAndDivisibility) {

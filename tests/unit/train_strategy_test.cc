@@ -106,8 +106,9 @@ struct Trained {
 Trained TrainOn(const std::string& shape, const std::string& extra, int steps = 3,
                 const std::string& sizes = "emb_dim: 64\nmlp_dim: 256\nglobal_batch_tokens: 64\n") {
   auto topo = Topology::Create({shape, 1, 1, "auto"});
-  auto job = PlanTrainJob(
-      {"ici_fsdp_parallelism: -1\nnum_layers: 3\nseed: 11\nlearning_rate: 0.01\n" + sizes + extra, "t.yaml"}, *topo, 0);
+  auto spec = ParseTrainSpec("ici_fsdp_parallelism: -1\nnum_layers: 3\nseed: 11\nlearning_rate: 0.01\n" + sizes + extra,
+                             "t.yaml");
+  auto job = spec.ok() ? PlanTrainJob(*spec, *topo, 0) : absl::StatusOr<TrainJob>(spec.status());
   EXPECT_TRUE(job.ok()) << job.status();
   if (!job.ok()) return {};
   InProcessPod pod(*topo, 0);

@@ -1,0 +1,116 @@
+#include "client/job_views.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/job_json.h"
+#include "core/base/units.h"
+
+namespace tpuemu {
+namespace {
+
+int OneStep(const v1::Job&) { return 1; }
+void PrintNothing(const v1::Job&) {}
+
+void PrintPerLayer(const v1::TrainSummary& summary) {
+  if (summary.per_layer_size() == 0) return;
+  std::printf("\nper layer and chip, last step: seed 001's table vs the emulated step\n");
+  std::printf("  %-8s %-34s %13s %13s %12s %12s\n", "", "formula", "predicted", "emulated", "predicted", "emulated");
+  for (const v1::LayerCost& l : summary.per_layer()) {
+    const bool compute = l.what() == "compute";
+    std::printf("  %-8s %-34s %13s %13s %12s %12s\n", l.what().c_str(), l.formula().c_str(),
+                compute ? "" : FormatBytes(static_cast<uint64_t>(l.predicted_bytes())).c_str(),
+                compute ? "" : FormatBytes(static_cast<uint64_t>(l.emulated_bytes())).c_str(),
+                FormatSeconds(l.predicted_s()).c_str(), FormatSeconds(l.emulated_s()).c_str());
+  }
+}
+
+void PrintTrainStatus(const v1::Job& job) {
+  std::printf("mesh %s\n", job.train_summary().mesh().c_str());
+  for (const v1::MemoryUse& m : job.train_summary().memory_per_chip()) {
+    std::printf("  %-17s %12s per chip\n", m.item().c_str(), FormatBytes(static_cast<uint64_t>(m.bytes())).c_str());
+  }
+  if (job.steps_dropped() > 0) {
+    std::printf("(steps 0..%lld not shown: the coordinator keeps the records of a job's latest %d steps)\n",
+                static_cast<long long>(job.steps_dropped() - 1), job.steps_size());
+  }
+  for (const v1::TrainStep& s : job.steps()) std::printf("%s\n", StepLine(s).c_str());
+  PrintPerLayer(job.train_summary());
+}
+
+void PrintTrainSucceeded(const v1::Job& job) {
+  std::printf("%s succeeded: %lld steps on %s; final parameters L2 %.9g\n", job.id().c_str(),
+              static_cast<long long>(StepsDone(job)), job.train_summary().mesh().c_str(),
+              job.train_summary().param_l2());
+  PrintPerLayer(job.train_summary());
+}
+
+const JobView kCollective = {
+    "collective",
+    OneStep,
+    [](const v1::Job& j) { return absl::StrCat(j.collective().op(), " ", FormatBytes(j.collective().bytes())); },
+    [](const v1::Job& j, nlohmann::json& out) {
+      if (j.has_result()) out["result"] = CollectiveJson(j);
+    },
+    PrintNothing,
+    PrintNothing,
+};
+
+const JobView kMatmul = {
+    "matmul",
+    OneStep,
+    [](const v1::Job& j) { return j.matmul().expr(); },
+    [](const v1::Job& j, nlohmann::json& out) {
+      if (j.has_matmul_result()) out["result"] = MatmulJson(j.matmul_result(), j.id());
+    },
+    PrintNothing,
+    PrintNothing,
+};
+
+const JobView kTrain = {
+    "train",
+    [](const v1::Job& j) { return j.train().config().steps(); },
+    [](const v1::Job& j) { return j.train().source(); },
+    AddTrainJson,
+    PrintTrainStatus,
+    PrintTrainSucceeded,
+};
+
+}  // namespace
+
+const JobView& ViewOf(const v1::Job& job) {
+  switch (job.spec_case()) {
+    case v1::Job::kTrain:
+      return kTrain;
+    case v1::Job::kMatmul:
+      return kMatmul;
+    case v1::Job::kCollective:
+    case v1::Job::SPEC_NOT_SET:
+      break;
+  }
+  return kCollective;
+}
+
+int64_t StepsDone(const v1::Job& job) { return job.steps_dropped() + job.steps_size(); }
+
+std::string StepLine(const v1::TrainStep& s) {
+  std::string comm;
+  for (const char* axis : {"data", "fsdp", "tensor", "pipeline"}) {
+    auto it = s.exposed_comm_s().find(axis);
+    if (it != s.exposed_comm_s().end() && it->second > 0) absl::StrAppend(&comm, " ", axis, " ", FormatSeconds(it->second));
+  }
+  auto bytes = s.comm_bytes_per_chip().find("total");
+  std::string line = absl::StrFormat(
+      "step %4d  loss %-12.6g step %-9s compute %-9s comm:%-28s MFU %5.1f%%  %9.4g tok/s  sent/chip %s", s.step(),
+      s.loss(), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()), comm.empty() ? " none" : comm,
+      100 * s.mfu(), s.tokens_per_s_emulated(), FormatBytes(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
+  if (s.bubble_formula() > 0) {
+    absl::StrAppend(&line, absl::StrFormat("  bubble %.1f%% (formula %.1f%%)  activations/chip %s",
+                                           100 * s.bubble_fraction(), 100 * s.bubble_formula(),
+                                           FormatBytes(s.peak_activation_bytes())));
+  }
+  return line;
+}
+
+}  // namespace tpuemu
