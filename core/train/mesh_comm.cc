@@ -1,0 +1,105 @@
+#include "core/train/mesh_comm.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/collective/tensor_collective.h"
+#include "core/train/permute.h"
+
+namespace tpuemu {
+namespace {
+
+// Chunk tags: 11 bits of collective number above the collective's own step.
+constexpr int kTagShift = 52;
+constexpr int kCollectiveTags = 2047;
+
+uint64_t BytesSent(const LinkClocks& links) {
+  uint64_t sent = 0;
+  for (const auto& [_, link] : links) sent += static_cast<uint64_t>(link.bytes_sent());
+  return sent;
+}
+
+}  // namespace
+
+MeshComm::MeshComm(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job,
+                   std::shared_ptr<JobAbort> abort, StepClock& clock)
+    : c_(config), mesh_(mesh), chip_(chip), net_(net), job_(job), abort_(std::move(abort)), clock_(clock) {}
+
+void MeshComm::Start() {
+  links_.clear();
+  collectives_ = 0;
+}
+
+const CollectivePlan* MeshComm::PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements) {
+  auto [it, fresh] = plans_.try_emplace({static_cast<int>(op), static_cast<int>(axis), elements});
+  std::unique_ptr<CollectivePlan>& slot = it->second;
+  if (fresh) {
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.axes = mesh_.axes(axis);
+    spec.bytes = elements * c_.dtype_bytes;
+    spec.dtype_bytes = c_.dtype_bytes;
+    spec.chunk_bytes = 1 << 20;
+    auto plan = CollectivePlan::Create(net_.topology(), spec);
+    if (plan.ok()) slot = std::make_unique<CollectivePlan>(*std::move(plan));
+  }
+  return slot.get();
+}
+
+RunOptions MeshComm::Options() {
+  RunOptions options;
+  options.job = job_;
+  options.abort = abort_;
+  options.trace = clock_.trace();
+  options.wire_bf16 = c_.wire_dtype_bytes == 2;
+  return options;
+}
+
+absl::Status MeshComm::Collective(CollectiveOp op, MeshAxisKind axis, LocalTensor& t, int dim, double* ready) {
+  const int n = mesh_.size(axis);
+  const double start = ready != nullptr ? std::max(clock_.now(), *ready) : clock_.now();
+  if (ready != nullptr) *ready = start;
+  if (n == 1) return absl::OkStatus();
+  const int64_t local = t.elements();
+  const uint64_t elements = static_cast<uint64_t>(op == CollectiveOp::kAllGather ? local * n : local);
+  const CollectivePlan* found = PlanFor(op, axis, elements);
+  if (found == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        c_.name, ": a ", OpName(op), " over ", MeshAxisName(axis), " of ", elements,
+        " elements cannot split evenly over its chips and axis parts; use sizes with more factors of 2"));
+  }
+  RunOptions options = Options();
+  // Numbers wrap long after a collective's chunks are all delivered; tags
+  // never reach the permutes' top bit.
+  options.tag_base = static_cast<uint64_t>(1 + collectives_++ % kCollectiveTags) << kTagShift;
+  const uint64_t sent_before = BytesSent(links_);
+  auto report = RunTensorCollective(*found, chip_, net_, options, &links_, start, t, dim);
+  if (!report.ok()) return report.status();
+  clock_.MarkWall();
+  const uint64_t sent = BytesSent(links_) - sent_before;
+  const double end = report->emulated_s;
+  clock_.Transferred(axis, start, end, sent);
+  clock_.Span(absl::StrCat(OpName(op), " ", MeshAxisName(axis), ready != nullptr ? " (ahead)" : ""), start, end, sent);
+  if (ready != nullptr) {
+    *ready = end;  // issued ahead: the chip carries on meanwhile
+  } else {
+    clock_.Blocked(axis, end);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MeshComm::Send(const StageLink& to, uint64_t tag, const LocalTensor& t) {
+  const double start = clock_.now();
+  auto arrival = PermuteSend(net_, links_, Options(), chip_, to.peer, to.axis, to.dir, tag, t, c_.dtype_bytes, start);
+  if (!arrival.ok()) return arrival.status();
+  clock_.Transferred(MeshAxisKind::kPipeline, start, *arrival, static_cast<uint64_t>(t.elements()) * c_.dtype_bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> MeshComm::Receive(int peer, uint64_t tag, LocalTensor& t) {
+  auto arrival = PermuteReceive(net_, Options(), chip_, peer, tag, t);
+  if (arrival.ok()) clock_.MarkWall();
+  return arrival;
+}
+
+}  // namespace tpuemu
