@@ -104,6 +104,9 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+// Clang before 17 does not deduce an aggregate's template arguments (C++20's P1816).
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 // Where a key's value lives in a TrainConfig. dtype and wire_dtype are
 // written as names (bf16, f32) and kept as bytes.
