@@ -39,8 +39,7 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
         "and `tpuemu cluster up`"));
   }
   JobRecord record = store_.Add(spec);
-  queue_.push_back(Queued{record.id, record.number, &kind, std::make_shared<const JobSpec>(std::move(spec)),
-                          std::move(planned)});
+  queue_.push_back(Queued{record.id, record.number, &kind, std::move(spec), std::move(planned)});
   cv_.notify_all();
   return record;
 }
@@ -146,7 +145,7 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, Cancellation& calls)
   double traced_until_s = 0;  // where the next step's spans start
   FanOutCalls fan;
   fan.job = job.number;
-  fan.spec = job.spec.get();
+  fan.spec = &job.spec;
   fan.steps = job.planned->steps();
   fan.calls = &calls;
   fan.on_step = [&](int step, std::vector<ChipRunResult>&& chips) {

@@ -39,7 +39,7 @@ class Scheduler {
     std::string id;
     uint64_t number = 0;
     const JobKind* kind = nullptr;
-    std::shared_ptr<const JobSpec> spec;
+    JobSpec spec;
     std::shared_ptr<const PlannedJob> planned;
   };
   struct Running {

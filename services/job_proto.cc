@@ -27,20 +27,6 @@ void SetSpec(const JobSpec& spec, Message& m) {
   if (const auto* t = spec.get<TrainSpec>()) *m.mutable_train() = ToProto(*t);
 }
 
-}  // namespace
-
-absl::StatusOr<JobSpec> JobSpecFromProto(const v1::SubmitJobRequest& request) { return SpecOf(request); }
-absl::StatusOr<JobSpec> JobSpecFromProto(const v1::RunJobRequest& request) { return SpecOf(request); }
-
-v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec) {
-  v1::RunJobRequest p;
-  p.set_job(job);
-  SetSpec(spec, p);
-  return p;
-}
-
-namespace {
-
 v1::JobState StateToProto(JobState state) {
   switch (state) {
     case JobState::kPending: return v1::JOB_STATE_PENDING;
@@ -62,6 +48,16 @@ void AddJobReport(const JobReport& report, v1::Job& job) {
 }
 
 }  // namespace
+
+absl::StatusOr<JobSpec> JobSpecFromProto(const v1::SubmitJobRequest& request) { return SpecOf(request); }
+absl::StatusOr<JobSpec> JobSpecFromProto(const v1::RunJobRequest& request) { return SpecOf(request); }
+
+v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec) {
+  v1::RunJobRequest p;
+  p.set_job(job);
+  SetSpec(spec, p);
+  return p;
+}
 
 v1::Job ToProto(const JobRecord& record) {
   v1::Job job;
