@@ -15,8 +15,10 @@ void Deadline(grpc::ClientContext* ctx, double seconds) {
 
 absl::Status Explain(const grpc::Status& s, const std::string& address) {
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    return absl::UnavailableError(absl::StrCat("no coordinator answers at ", address,
-                                               ": is the pod running? (`tpuemu cluster status`; start one with "
+    // gRPC's own reason (a name that did not resolve, a refused connection, a
+    // deadline) tells a name problem from a stopped pod.
+    return absl::UnavailableError(absl::StrCat("no coordinator answers at ", address, " (", s.error_message(),
+                                               "): is the pod running? (`tpuemu cluster status`; start one with "
                                                "`tpuemu cluster up --local --topology v5e:4x4`)"));
   }
   return FromGrpcStatus(s);

@@ -267,9 +267,14 @@ class Kubernetes(Case):
         connection between containers here now and then takes seconds to open (each
         `podman exec` of the CLI opens one)."""
         answers = []
-        wait_until(f"`tpuemu status {job_id}` to answer",
-                   lambda: answers.append(self.cli("status", job_id, "--json")) or answers[-1].stdout.strip(),
-                   timeout=timeout, every=0.1)
+        try:
+            wait_until(f"`tpuemu status {job_id}` to answer",
+                       lambda: answers.append(self.cli("status", job_id, "--json")) or answers[-1].stdout.strip(),
+                       timeout=timeout, every=0.1)
+        except AssertionError as e:
+            last = answers[-1] if answers else None
+            said = f"exit {last.returncode}: {last.stderr.strip()}" if last else "nothing"
+            raise AssertionError(f"{e}; {len(answers)} tries, the last {said}\n{self.diagnosis()}") from None
         return json.loads(answers[-1].stdout)
 
     def train(self, job_path):
@@ -294,9 +299,12 @@ class KubernetesTest(Kubernetes):
         wait_until("a few steps", lambda: len(self.status(job_id).get("steps", [])) >= 3)
         killed = time.time()
         engine("kill", "tpuemu-worker-s1-0-worker")
-        wait_until("the job to fail", lambda: self.status(job_id).get("state", "running") != "running",
-                   timeout=30, every=0.1)
-        job = self.status(job_id)
+        # Generous waits: how soon the job ended is read from the coordinator's
+        # own record below, not from how long reading it took (a CI run once saw
+        # `status` go unanswered for 30 s right after the kill).
+        wait_until("the job to fail", lambda: self.status(job_id, timeout=120).get("state", "running") != "running",
+                   timeout=120, every=0.1)
+        job = self.status(job_id, timeout=120)
         # When the coordinator ended the job, on the same machine's clock (reading
         # the status from another container may itself take seconds here).
         took = job["finished_unix_s"] - killed
