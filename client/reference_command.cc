@@ -1,8 +1,10 @@
 #include "client/reference_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,6 +20,7 @@ namespace {
 struct ReferenceOptions {
   std::string path;
   bool json = false;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 };
 
 int RunReference(const ReferenceOptions& o) {
@@ -25,7 +28,7 @@ int RunReference(const ReferenceOptions& o) {
   if (!job.ok()) return Fail(job.status());
   const TrainConfig& config = job->config;
 
-  ReferenceTrainer trainer(config);
+  ReferenceTrainer trainer(config, o.threads);
   nlohmann::json steps = nlohmann::json::array();
   Progress progress(true);
   if (!o.json) std::printf("%s on one device: D=%lld F=%lld L=%d B=%lld, %s\n", config.name.c_str(),
@@ -74,6 +77,11 @@ void AddReferenceCommand(CLI::App& app, int* exit_code) {
       JobKeysHelp());
   c->add_option("job", o->path, "JOB.yaml, the job file")->required();
   c->add_flag("--json", o->json, "print {name, steps: [{step, loss}], param_l2} for scripts");
+  c->add_option("--threads", o->threads,
+                "threads for the multiplies and elementwise work (default: every core); the results are the same "
+                "bit for bit with any number")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   c->callback([o, exit_code] { *exit_code = RunReference(*o); });
 }
 

@@ -1,5 +1,6 @@
 #include "coordinator/fan_out.h"
 
+#include <algorithm>
 #include <mutex>
 #include <thread>
 
@@ -43,6 +44,9 @@ absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCa
       chips.insert(chips.end(), r->begin(), r->end());
     });
     if (ended()) return end_status();
+    // In chip order, not the order the hosts answered in: sums over chips
+    // (the loss) then come out the same bit for bit every run.
+    std::sort(chips.begin(), chips.end(), [](const ChipRunResult& a, const ChipRunResult& b) { return a.chip < b.chip; });
     if (auto s = job.on_step(step, std::move(chips)); !s.ok()) return s;
   }
   // Checking starts only once every worker has stopped moving data.
@@ -52,6 +56,7 @@ absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCa
     std::lock_guard<std::mutex> lock(result_mu);
     checks.insert(checks.end(), r->begin(), r->end());
   });
+  std::sort(checks.begin(), checks.end(), [](const ChipCheck& a, const ChipCheck& b) { return a.chip < b.chip; });
   return first_error;
 }
 

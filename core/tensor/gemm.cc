@@ -15,11 +15,23 @@ namespace {
 constexpr int64_t kBlockFlops = int64_t{1} << 30;
 constexpr int64_t kMinBlockRows = 32;
 
+void Blis(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, int threads) {
+  // The threads asked for, whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say:
+  // the chips of a host already run one thread each.
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(threads, &rntm);
+  float one = 1.0f, zero = 0.0f;
+  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c.rows, c.cols, a.cols, &one, const_cast<float*>(a.data), a.rs,
+               a.cs, const_cast<float*>(b.data), b.rs, b.cs, &zero, c.data, c.rs, c.cs, nullptr, &rntm);
+}
+
 }  // namespace
 
-void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
+void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) { GemmOnThreads(a, b, c, 1); }
+
+void GemmOnThreads(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, int threads) {
   EnsureBlisKernel();
-  BlisGemm(a, b, c);
+  Blis(a, b, c, threads);
 }
 
 void GemmUnlessAborted(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, const JobAbort& abort) {
@@ -33,23 +45,15 @@ void GemmUnlessAborted(const MatrixView& a, const MatrixView& b, const MutableMa
   }
 }
 
-void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) {
-  // One thread whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say: the chips
-  // of a host already run one thread each.
-  rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(1, &rntm);
-  float one = 1.0f, zero = 0.0f;
-  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, c.rows, c.cols, a.cols, &one, const_cast<float*>(a.data), a.rs,
-               a.cs, const_cast<float*>(b.data), b.rs, b.cs, &zero, c.data, c.rs, c.cs, nullptr, &rntm);
-}
+void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c) { Blis(a, b, c, 1); }
 
 void MatMul(const float* a, int64_t ar, int64_t ac, bool at, const float* b, int64_t br, int64_t bc, bool bt,
-            float* c, const JobAbort* abort) {
+            float* c, const JobAbort* abort, int threads) {
   const MatrixView va{a, at ? ac : ar, at ? ar : ac, at ? 1 : ac, at ? ac : 1};
   const MatrixView vb{b, bt ? bc : br, bt ? br : bc, bt ? 1 : bc, bt ? bc : 1};
   const MutableMatrixView vc{c, va.rows, vb.cols, vb.cols, 1};
   if (abort != nullptr) return GemmUnlessAborted(va, vb, vc, *abort);
-  Gemm(va, vb, vc);
+  GemmOnThreads(va, vb, vc, threads);
 }
 
 }  // namespace tpuemu

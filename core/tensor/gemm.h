@@ -1,5 +1,6 @@
 // Local matrix products with BLIS (DESIGN §1: every chip multiplies its
-// blocks with BLIS), on one thread: each emulated chip is one CPU thread.
+// blocks with BLIS), on one thread unless told otherwise: each emulated chip
+// is one CPU thread; the one-device reference may use every core.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,10 @@ struct MutableMatrixView {
 // BLIS's kernels for the process (core/blis_kernel.h).
 void Gemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c);
 
+// Gemm on `threads` threads: the same numbers bit for bit (BLIS splits the
+// product's rows and columns among them, never a sum).
+void GemmOnThreads(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, int threads);
+
 // Gemm in blocks of rows that stops between two blocks once the job is
 // aborted (c is then partly written): a chip's block of a big matmul takes
 // seconds, which a failed job's survivors should not spend.
@@ -33,8 +38,9 @@ void GemmUnlessAborted(const MatrixView& a, const MatrixView& b, const MutableMa
 void BlisGemm(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c);
 
 // c = op(a) * op(b) for row-major a (ar x ac) and b (br x bc), each read as
-// it is or transposed; c is row-major and overwritten.
+// it is or transposed; c is row-major and overwritten. With an abort, on one
+// thread.
 void MatMul(const float* a, int64_t ar, int64_t ac, bool at, const float* b, int64_t br, int64_t bc, bool bt,
-            float* c, const JobAbort* abort = nullptr);
+            float* c, const JobAbort* abort = nullptr, int threads = 1);
 
 }  // namespace tpuemu

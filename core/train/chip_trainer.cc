@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/tensor/gemm.h"
+#include "core/train/activation.h"
 
 namespace tpuemu {
 namespace {
@@ -25,6 +26,7 @@ ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int c
                          std::shared_ptr<JobAbort> abort)
     : c_(config),
       mesh_(mesh),
+      activation_(ActivationNamed(c_.activation)),
       chip_(chip),
       abort_(std::move(abort)),
       clock_(chip, net, *abort_, c_.dtype_bytes),
@@ -45,12 +47,12 @@ ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int c
   layers_per_group_ = c_.num_layers / (stages_ * c_.pipeline_repeats);
 }
 
-void ChipTrainer::Prepare() {
+void ChipTrainer::Prepare(std::shared_ptr<const ModelWeights> teacher) {
   std::vector<bool> owned(c_.num_layers);
   for (int l = 0; l < c_.num_layers; ++l) owned[l] = (l / layers_per_group_) % stages_ == stage_;
   weights_.Init(c_, owned, {d_offset(), d_f_, f_offset(), f_t_});
   // The last stage computes the loss: it makes the targets with the teacher.
-  if (stage_ == stages_ - 1) teacher_ = InitWeights(c_, WeightStream::kTeacher);
+  if (last_stage()) teacher_ = std::move(teacher);
 }
 
 absl::Status ChipTrainer::ReduceGradient(LocalTensor& g, int d_dim, double& ready) {
@@ -64,7 +66,7 @@ LocalTensor ChipTrainer::MicrobatchTokens(int m, bool targets) const {
   // has its batch shard's share of them.
   const int64_t first = m * (c_.global_batch_tokens / c_.num_microbatches) + bi_ * b_mb_;
   std::vector<float> tokens = BatchTokens(c_, step_, first, b_mb_);
-  if (targets) ForwardPass(c_, teacher_, tokens);
+  if (targets) ForwardPass(c_, *teacher_, tokens);
   LocalTensor x = LocalTensor::Allocate({b_mb_, c_.emb_dim});
   std::memcpy(x.data.get(), tokens.data(), tokens.size() * sizeof(float));
   return SliceBlock(x, 1, mesh_.size(MeshAxisKind::kTensor), ti_);
@@ -81,8 +83,9 @@ absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
   LocalTensor h = MatMul(xg, false, w, false, *abort_);
   clock_.Compute(ComputeKind::kForwardMatmul, MatMulFlops(h, c_.emb_dim),
                  (xg.elements() + w.elements() + h.elements()) * bytes);
+  // h becomes the activation's derivative, kept for the backward pass.
   LocalTensor a = LocalTensor::Allocate(h.shape);
-  for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, h.data[i]);
+  ActivateWithGrad(activation_, h.data.get(), h.elements(), a.data.get(), h.data.get());
   clock_.Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
   LocalTensor wo;
   if (auto s = fsdp_.Gathered(use, false, wo); !s.ok()) return s;
@@ -90,8 +93,10 @@ absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
   clock_.Compute(ComputeKind::kForwardMatmul, MatMulFlops(out, f_t_),
                  (a.elements() + wo.elements() + out.elements()) * bytes);
   if (auto s = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !s.ok()) return s;
+  // Charged as a TPU would hold them: the input and the pre-activation (the
+  // host's second [B, F] buffer spares it recomputing the activation).
   clock_.HoldActivations(xg.elements() + h.elements());
-  saved_[{m, l}] = {std::move(xg), std::move(h)};
+  saved_[{m, l}] = {std::move(xg), std::move(a), std::move(h)};
   x = std::move(out);
   return absl::OkStatus();
 }
@@ -126,15 +131,15 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   const double bytes = c_.dtype_bytes;
   Saved saved = std::move(saved_.at({m, l}));
   saved_.erase({m, l});
-  clock_.HoldActivations(-(saved.xg.elements() + saved.h.elements()));
+  clock_.HoldActivations(-(saved.xg.elements() + saved.grad.elements()));
   // The layer's gradients are complete with its last microbatch: then they
   // are reduced, ahead, while the chip computes on.
   LayerGradients& grads = grads_[l];
   const bool last = ++grads.microbatches == c_.num_microbatches;
   LocalTensor dog = dx;
   if (auto s = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dog, 1); !s.ok()) return s;
-  LocalTensor a = LocalTensor::Allocate(saved.h.shape);
-  for (int64_t i = 0; i < a.elements(); ++i) a.data[i] = Activate(c_.activation, saved.h.data[i]);
+  // The emulated chip recomputes the activation (charged); the host kept it.
+  const LocalTensor& a = saved.a;
   clock_.Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
   LocalTensor dwout = MatMul(a, true, dog, false, *abort_);  // [F_t, D], partial over the batch
   clock_.Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwout, b_mb_),
@@ -148,7 +153,7 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   LocalTensor dh = MatMul(dog, false, wo, true, *abort_);  // [B, F_t]
   clock_.Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dh, c_.emb_dim),
                  (dog.elements() + wo.elements() + dh.elements()) * bytes);
-  for (int64_t i = 0; i < dh.elements(); ++i) dh.data[i] *= ActivateGrad(c_.activation, saved.h.data[i]);
+  for (int64_t i = 0; i < dh.elements(); ++i) dh.data[i] *= saved.grad.data[i];
   clock_.Compute(ComputeKind::kOther, 2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
   LocalTensor dwin = MatMul(saved.xg, true, dh, false, *abort_);  // [D, F_t], partial over the batch
   clock_.Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwin, b_mb_),

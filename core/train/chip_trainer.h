@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "core/host/chip_result.h"
 #include "core/tensor/local_tensor.h"
+#include "core/train/activation.h"
 #include "core/train/chip_weights.h"
 #include "core/train/config.h"
 #include "core/train/fsdp_gather.h"
@@ -53,8 +54,10 @@ class ChipTrainer {
   // Its pieces hold references to one another and to its members.
   ChipTrainer(const ChipTrainer&) = delete;
   ChipTrainer& operator=(const ChipTrainer&) = delete;
-  // The chip's weight shards and optimizer state (not timed).
-  void Prepare();
+  // The chip's weight shards and optimizer state (not timed). `teacher` is
+  // the host's one copy, read by the chips of the last stage.
+  void Prepare(std::shared_ptr<const ModelWeights> teacher);
+  bool last_stage() const { return stage_ == stages_ - 1; }
   // One step; the result's training fields are filled in.
   absl::StatusOr<ChipRunResult> Step(int step);
   // Sum of squares of the chip's weight shards (checks the final
@@ -92,6 +95,7 @@ class ChipTrainer {
 
   const TrainConfig c_;
   const TrainMesh& mesh_;
+  const Activation activation_;
   const int chip_;
   const std::shared_ptr<JobAbort> abort_;
   int64_t d_f_, f_t_, d_t_;  // local sizes
@@ -100,8 +104,8 @@ class ChipTrainer {
   int stage_, stages_, layers_per_group_;
   ChipWeights weights_;
   // The teacher, whole, on the last stage: it makes the targets (data
-  // generation, not charged).
-  ModelWeights teacher_;
+  // generation, not charged). One copy per host, shared by its chips.
+  std::shared_ptr<const ModelWeights> teacher_;
   StepClock clock_;
   MeshComm comm_;
   FsdpGather fsdp_;
@@ -109,7 +113,9 @@ class ChipTrainer {
   // Per step.
   int step_ = 0;
   struct Saved {
-    LocalTensor xg, h;  // a layer's gathered input and pre-activation
+    // A layer's gathered input, activation and the activation's derivative
+    // (made with the activation: one transcendental per element).
+    LocalTensor xg, a, grad;
   };
   std::map<std::pair<int, int>, Saved> saved_;  // by (microbatch, layer)
   std::map<int, LocalTensor> loss_grad_;        // by microbatch, on the last stage

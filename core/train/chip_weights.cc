@@ -20,17 +20,12 @@ void ChipWeights::Init(const TrainConfig& config, const std::vector<bool>& owned
   for (int l = 0; l < layers; ++l) {
     if (!owned_[l]) continue;  // another stage's layer
     LocalTensor win = LocalTensor::Allocate({s.d_rows, s.f_cols}), wout = LocalTensor::Allocate({s.f_cols, s.d_rows});
+    const LayerWeights in(c_, WeightStream::kStudent, l, false), out(c_, WeightStream::kStudent, l, true);
     for (int64_t r = 0; r < s.d_rows; ++r) {
-      for (int64_t k = 0; k < s.f_cols; ++k) {
-        win.data[r * s.f_cols + k] =
-            WeightValue(c_, WeightStream::kStudent, l, false, (s.d_offset + r) * f + s.f_offset + k);
-      }
+      for (int64_t k = 0; k < s.f_cols; ++k) win.data[r * s.f_cols + k] = in((s.d_offset + r) * f + s.f_offset + k);
     }
     for (int64_t r = 0; r < s.f_cols; ++r) {
-      for (int64_t k = 0; k < s.d_rows; ++k) {
-        wout.data[r * s.d_rows + k] =
-            WeightValue(c_, WeightStream::kStudent, l, true, (s.f_offset + r) * d + s.d_offset + k);
-      }
+      for (int64_t k = 0; k < s.d_rows; ++k) wout.data[r * s.d_rows + k] = out((s.f_offset + r) * d + s.d_offset + k);
     }
     win_[l] = std::move(win);
     wout_[l] = std::move(wout);

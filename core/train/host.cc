@@ -1,5 +1,7 @@
 #include "core/train/host.h"
 
+#include <algorithm>
+
 #include "core/tensor/blis_kernel.h"
 #include "core/pod/host_memory.h"
 #include "core/host/job.h"
@@ -28,7 +30,12 @@ void HostTrainer::Prepare() {
   for (int chip : net_.local_chips()) {
     chips_.push_back(std::make_unique<ChipTrainer>(config_, mesh_, chip, net_, options_.job, options_.abort));
   }
-  OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
+  // The teacher is the same on every chip that makes targets: made once here.
+  std::shared_ptr<const ModelWeights> teacher;
+  if (std::any_of(chips_.begin(), chips_.end(), [](const auto& c) { return c->last_stage(); })) {
+    teacher = std::make_shared<const ModelWeights>(InitWeights(config_, WeightStream::kTeacher));
+  }
+  OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(teacher); });
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> HostTrainer::Run(int step) {

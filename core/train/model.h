@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/base/splitmix.h"
 #include "core/train/config.h"
 
 namespace tpuemu {
@@ -19,8 +20,21 @@ struct ModelWeights {
 };
 
 enum class WeightStream { kStudent = 0, kTeacher = 1 };
-// Element `index` (row-major) of layer `layer`'s Win (out = false) or Wout.
-float WeightValue(const TrainConfig& c, WeightStream stream, int layer, bool out, int64_t index);
+
+// The elements of layer `layer`'s Win (out = false) or Wout, by row-major
+// index: the hashes that depend only on the matrix are made once here, not
+// once per element.
+class LayerWeights {
+ public:
+  LayerWeights(const TrainConfig& c, WeightStream stream, int layer, bool out);
+  float operator()(int64_t index) const {
+    return scale_ * UnitFloat(SplitMix64(key_ ^ (matrix_ ^ static_cast<uint64_t>(index))));
+  }
+
+ private:
+  float scale_;
+  uint64_t key_, matrix_;
+};
 ModelWeights InitWeights(const TrainConfig& c, WeightStream stream);
 
 // x (B x D, row-major) <- the model's output on x, forward only.
@@ -35,19 +49,17 @@ double SumOfSquares(const ModelWeights& w);
 // Tokens [first, first + count) of the batch of `step`: count x D, row-major.
 std::vector<float> BatchTokens(const TrainConfig& c, int step, int64_t first, int64_t count);
 
-// The activation and its derivative, elementwise.
-float Activate(const std::string& name, float h);
-float ActivateGrad(const std::string& name, float h);
-
 struct StepRecord {
   int step = 0;
   double loss = 0;  // before the update, over the whole batch
 };
 
-// One device: forward, backward and optimizer step, in fp32.
+// One device: forward, backward and optimizer step, in fp32. `threads`
+// share its multiplies and elementwise work; the results do not depend on
+// how many (BLIS splits a product's rows and columns, never its sums).
 class ReferenceTrainer {
  public:
-  explicit ReferenceTrainer(const TrainConfig& config);
+  explicit ReferenceTrainer(const TrainConfig& config, int threads = 1);
   StepRecord Step();  // the next step
   const ModelWeights& weights() const { return weights_; }
 
@@ -55,10 +67,17 @@ class ReferenceTrainer {
   void Update(std::vector<float>& w, const std::vector<float>& g, std::vector<float>& m, std::vector<float>& v);
 
   TrainConfig c_;
+  int threads_;
   ModelWeights weights_;
   ModelWeights teacher_;
   ModelWeights m_, v_;  // Adam moments
   int step_ = 0;
+  // Kept from step to step (a fresh vector of this size each time cost as
+  // much in page faults and zeroing as the elementwise work itself): each
+  // layer's input, activation and activation derivative; the backward
+  // pass's scratch.
+  std::vector<std::vector<float>> xs_, as_, grads_;
+  std::vector<float> y_, dx_, da_, dwout_, dwin_, dprev_;
 };
 
 }  // namespace tpuemu

@@ -23,8 +23,9 @@ struct MemoryItem {
 std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh);
 double ChipHbmBytes(const TrainConfig& c, const Topology& topo);
 
-// Host memory (fp32) one emulated chip holds: the whole teacher (with
-// pipeline stages only the last stage's chips keep it: an upper bound), its
+// Host memory (fp32) one emulated chip holds: the whole teacher (an upper
+// bound: a host keeps one copy for all its chips, and with pipeline stages
+// only hosts of the last stage keep it), its
 // shards of weights, gradients and Adam moments, activations, gathered weights.
 double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh);
 

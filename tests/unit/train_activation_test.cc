@@ -1,0 +1,81 @@
+// The model's elementwise pieces made fast without changing a bit: the
+// activation with its derivative from one pass, the weights' hashes made
+// once per matrix, and the reference on several threads.
+#include <cmath>
+#include <vector>
+
+#include "core/base/splitmix.h"
+#include "core/train/activation.h"
+#include "core/train/config.h"
+#include "core/train/model.h"
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+std::vector<float> Inputs() {
+  std::vector<float> h;
+  for (int i = -4000; i <= 4000; ++i) h.push_back(static_cast<float>(i) / 500.0f);
+  return h;
+}
+
+TEST(ActivationTest, ValueWithTheDerivativeIsTheForwardOnlyValueAndTheDerivativeIsRight) {
+  for (const char* name : {"relu", "gelu", "silu", "tanh", "linear"}) {
+    SCOPED_TRACE(name);
+    const Activation f = ActivationNamed(name);
+    const std::vector<float> h = Inputs();
+    std::vector<float> forward(h.size()), a(h.size()), grad = h;  // grad written over its input
+    Activate(f, h.data(), h.size(), forward.data());
+    ActivateWithGrad(f, grad.data(), grad.size(), a.data(), grad.data());
+    for (size_t i = 0; i < h.size(); ++i) {
+      ASSERT_EQ(a[i], forward[i]) << "at " << h[i];  // bit for bit: the teacher and the student agree
+      if (std::string(name) == "relu" && std::abs(h[i]) <= 0.011f) continue;  // the kink, within eps
+      float plus = 0, minus = 0;
+      const float x = h[i], eps = 1e-2f;
+      const float xp = x + eps, xm = x - eps;
+      Activate(f, &xp, 1, &plus);
+      Activate(f, &xm, 1, &minus);
+      EXPECT_NEAR(grad[i], (plus - minus) / (2 * eps), 2e-3) << "at " << x;
+    }
+  }
+}
+
+TEST(ActivationTest, UnknownNamesAreLinear) {
+  const float h = -2.5f;
+  float a = 0;
+  Activate(ActivationNamed("linear"), &h, 1, &a);
+  EXPECT_EQ(a, h);
+  EXPECT_EQ(ActivationNamed("nonsense"), Activation::kLinear);
+}
+
+TEST(LayerWeightsTest, EqualTheHashOfSeedStreamAndIndexAsDocumented) {
+  TrainConfig c;
+  c.seed = 7;
+  c.emb_dim = 16;
+  c.mlp_dim = 64;
+  for (WeightStream stream : {WeightStream::kStudent, WeightStream::kTeacher}) {
+    for (bool out : {false, true}) {
+      const LayerWeights w(c, stream, 3, out);
+      const uint64_t matrix = SplitMix64((static_cast<uint64_t>(stream) << 40) | (3 << 1) | (out ? 1 : 0));
+      const float scale = std::sqrt(3.0f / static_cast<float>(out ? c.mlp_dim : c.emb_dim));
+      for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{1023}, int64_t{1} << 33}) {
+        // Uniform(seed, weight stream 1, matrix ^ index), written out.
+        const uint64_t r = SplitMix64(SplitMix64(SplitMix64(c.seed) ^ 1) ^ (matrix ^ static_cast<uint64_t>(i)));
+        EXPECT_EQ(w(i), scale * UnitFloat(r)) << i;
+      }
+    }
+  }
+}
+
+TEST(ReferenceTrainerTest, ThreadsChangeNoBit) {
+  auto c = ParseTrainConfig(
+      "emb_dim: 64\nmlp_dim: 256\nnum_layers: 2\nglobal_batch_tokens: 1024\nseed: 5\nactivation: gelu\n", "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ReferenceTrainer one(*c, 1), three(*c, 3);
+  for (int s = 0; s < 3; ++s) EXPECT_EQ(one.Step().loss, three.Step().loss) << "step " << s;
+  EXPECT_EQ(one.weights().win, three.weights().win);
+  EXPECT_EQ(one.weights().wout, three.weights().wout);
+}
+
+}  // namespace
+}  // namespace tpuemu
