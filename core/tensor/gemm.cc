@@ -10,10 +10,15 @@ namespace tpuemu {
 
 namespace {
 
-// About a tenth of a second of one core's multiply: an abort is seen that
-// soon, and each block is still big enough for BLIS to run at full speed.
-constexpr int64_t kBlockFlops = int64_t{1} << 30;
-constexpr int64_t kMinBlockRows = 32;
+// Each block of rows packs the whole right-hand matrix again (BLIS packs
+// it once per call), which costs about what 64 rows of multiply do. With
+// 2^30 flops per block a [1024 x 1024] x [1024 x 4096] product went in
+// blocks of 128 rows and BLIS ran at two thirds of its speed. Blocks of
+// about 8 GFLOP (50 ms of one core at AVX-512 speed) and at least 512 rows
+// keep the repacking under a tenth, and an abort is still seen within a
+// fraction of a second.
+constexpr int64_t kBlockFlops = int64_t{1} << 33;
+constexpr int64_t kMinBlockRows = 512;
 
 void Blis(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, int threads) {
   // The threads asked for, whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say:
