@@ -19,6 +19,7 @@
 #include "services/worker_service.h"
 #include "spdlog/spdlog.h"
 #include "worker/coordinator_session.h"
+#include "worker/huge_pages.h"
 #include "worker/worker_node.h"
 #include "worker/worker_place.h"
 
@@ -38,18 +39,22 @@ The coordinator: --coordinator, TPUEMU_COORDINATOR or MEGASCALE_COORDINATOR_ADDR
 (HOST[:PORT], port 50051 by default).
 Health (grpc.health.v1, `tpuemu health HOST:PORT`): "liveness" while serving; the overall
 status once registered and configured. SIGTERM drains and exits within 8 s.
+Memory: where the kernel gives transparent huge pages on request, the worker restarts itself
+at once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (fresh tensor buffers fault in 2 MiB at a
+time, not 4 KiB); TPUEMU_HUGE_PAGES=0 keeps it from doing so.
 See docs/deploy.md.)";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace tpuemu;
+  ExecWithHugePageMalloc(argv);
   CLI::App app{"tpuemu-worker: one emulated TPU host (started for you by `tpuemu cluster up`, "
                "docker-compose.yml or deploy/kubernetes)."};
   std::string coordinator, listen = "127.0.0.1:0", advertise;
   int slice = -1, host = -1;
   bool check_config = false;
-  std::vector<std::string> known_env = {"TPUEMU_POD_INDEX"};
+  std::vector<std::string> known_env = {"TPUEMU_POD_INDEX", "TPUEMU_HUGE_PAGES"};
   auto env_option = [&](CLI::Option* o, const char* env) {
     known_env.push_back(env);
     return o->envname(env);
@@ -92,6 +97,7 @@ int main(int argc, char** argv) {
 
   BlockShutdownSignals();
   PrepareProcessForDataPath();
+  spdlog::info("{}", HugePagesReport());
   WorkerNode node(-1, GrpcFabricFactory());
   WorkerServiceImpl worker_service(&node);
   PeerServiceImpl peer_service([&node](Frame&& f) { node.DeliverPeerFrame(std::move(f)); });

@@ -184,6 +184,39 @@ class WorkerPlacesTest(Processes):
         self.assertEqual(coordinator.returncode, 0)
 
 
+def thp_mode():
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return "unknown"
+
+
+class HugePagesTest(Processes):
+    """A worker asks malloc for transparent huge pages by restarting itself
+    (same process) with glibc's tunable, unless told not to or told otherwise."""
+
+    def tunables_of(self, name, **env):
+        p = self.start_worker_bare(name, **env)
+        self.wait_until("the worker's memory line", lambda: "malloc: " in self.log_of(p))
+        self.assertIsNone(p.poll(), self.log_of(p))
+        return self.log_of(p).split("malloc: GLIBC_TUNABLES=")[1].split(",")[0]
+
+    def start_worker_bare(self, name, **env):
+        # No coordinator answers at port 1: the worker keeps retrying, alive.
+        return self.start([os.path.join(BIN, "tpuemu-worker"), "--slice", "0", "--host", "0",
+                           "--coordinator", "127.0.0.1:1"], clean_env(**env), name)
+
+    def test_the_tunable_is_added_kept_or_left_out(self):
+        if thp_mode() != "madvise":
+            self.skipTest(f"transparent huge pages are '{thp_mode()}' here, not 'madvise'")
+        self.assertEqual(self.tunables_of("plain"), "glibc.malloc.hugetlb=1")
+        self.assertEqual(self.tunables_of("others", GLIBC_TUNABLES="glibc.malloc.arena_max=4"),
+                         "glibc.malloc.arena_max=4:glibc.malloc.hugetlb=1")
+        self.assertEqual(self.tunables_of("users", GLIBC_TUNABLES="glibc.malloc.hugetlb=0"), "glibc.malloc.hugetlb=0")
+        self.assertEqual(self.tunables_of("opted-out", TPUEMU_HUGE_PAGES="0"), "(unset)")
+
+
 class CheckConfigTest(Processes):
     def run_check(self, binary, args=(), env=None, hostname=None):
         argv = [os.path.join(BIN, binary), *args, "--check-config"]
