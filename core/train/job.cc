@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/field.h"
 #include "core/pod/host_memory.h"
+#include "core/train/mesh_comm.h"
 #include "core/train/report.h"
 
 namespace tpuemu {
@@ -27,6 +28,7 @@ absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& top
   auto mesh = TrainMesh::Create(config, topo);
   if (!mesh.ok()) return mesh.status();
   if (auto s = CheckMemory(config, *mesh, topo); !s.ok()) return s;
+  if (auto s = CheckMeshCollectives(config, *mesh, topo); !s.ok()) return s;
   const double host = ChipHostBytes(config, *mesh) * topo.num_chips();
   if (auto s = CheckPodHostBytes(host, topo.num_chips(),
                                  absl::StrCat(config.name, ": emb_dim=", config.emb_dim, ", mlp_dim=",

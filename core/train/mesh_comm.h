@@ -23,6 +23,17 @@
 
 namespace tpuemu {
 
+// The plan of a collective over a mesh axis of `elements` (the op's whole
+// array), as every chip of the job makes it.
+absl::StatusOr<CollectivePlan> PlanMeshCollective(const TrainConfig& c, const TrainMesh& mesh,
+                                                  const Topology& topo, CollectiveOp op, MeshAxisKind axis,
+                                                  uint64_t elements);
+
+// Every collective a training step runs, planned at submit: an array the
+// axis cannot split evenly is refused then, naming the array, the keys
+// that size it and what would split, not on the workers mid-job.
+absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo);
+
 class MeshComm {
  public:
   MeshComm(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job,
@@ -48,7 +59,8 @@ class MeshComm {
 
  private:
   RunOptions Options();
-  // nullptr if the collective cannot split the array evenly.
+  // nullptr if the collective cannot split the array evenly (refused at
+  // submit by CheckMeshCollectives).
   const CollectivePlan* PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements);
 
   const TrainConfig& c_;
