@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# How fast the pod trains, in wall time (issue 21): the 8-chip DP job of the
+# issue (emb_dim 1024, mlp_dim 4096, 4 layers, 8192 tokens, Adam, v5p:2x4 as
+# 2 workers of 4 chips) through the real binaries, and the one-device
+# reference on the same job, against this machine's matmul throughput.
+#   bench/train_speed.sh [BINDIR ...]   (default: build/bin; give an older
+#                                        build's bin to compare, in turns)
+# Per binary directory: the job's wall time for 1 and 3 steps, each step's
+# wall time, prepare (the job's wall minus its steps: weights, Adam state,
+# the teacher), model GFLOP/s (6 B P per step over the step's wall time,
+# the teacher's forward and every host-side extra not counted) and that as
+# a fraction of the machine's peak (best bare BLIS sgemm per core, from
+# matmul_bench, times the cores), then `tpuemu reference` on 1 and on every
+# core. Losses and parameters must be the same in every row: they are
+# printed so a change that moved a bit shows.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dirs=("$@")
+[[ ${#dirs[@]} -gt 0 ]] || dirs=(build/bin)
+if [[ ${#} -eq 0 ]]; then
+  cmake --build build --target tpuemu tpuemu-worker tpuemu-coordinator matmul_bench >/dev/null
+fi
+work=$(mktemp -d)
+trap 'for d in "${dirs[@]}"; do HOME=$work/home "$d/tpuemu" cluster down >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
+mkdir -p "$work/home"
+job() {  # job STEPS FILE
+  cat >"$2" <<EOF
+name: dp8-speed
+ici_data_parallelism: -1
+ici_fsdp_parallelism: 1
+emb_dim: 1024
+mlp_dim: 4096
+num_layers: 4
+global_batch_tokens: 8192
+steps: $1
+seed: 1
+opt_type: adam
+learning_rate: 0.003
+activation: gelu
+EOF
+}
+job 1 "$work/one.yaml"
+job 3 "$work/three.yaml"
+
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+# The machine's matmul peak: the best bare BLIS sub-configuration at n=1024,
+# one multiply per core at once.
+peak=$(build/bin/matmul_bench 1024 2>/dev/null | awk '$1 == 1024 { best = 0; for (i = 2; i <= NF; i++) if ($i + 0 > best) best = $i + 0; print best }')
+echo "matmul peak: ${peak} GFLOP/s per core (best bare BLIS sgemm, n=1024, matmul_bench), $(nproc) cores"
+echo
+
+printf "%-28s %6s %8s %8s %22s %10s %9s %7s %12s %22s\n" binaries steps job_s prepare_s "step wall_s" "model GF/s" "of peak" "loss0" "param L2" ""
+for d in "${dirs[@]}"; do
+  HOME=$work/home "$d/tpuemu" cluster up --local --topology v5p:2x4 --chips-per-host 4 >/dev/null
+  for f in one three; do
+    t0=$(date +%s.%N)
+    HOME=$work/home "$d/tpuemu" submit "$work/$f.yaml" --wait --json >"$work/out.json" 2>/dev/null
+    t1=$(date +%s.%N)
+    python3 - "$d" "$t0" "$t1" "$peak" "$(nproc)" "$work/out.json" <<'EOF'
+import json, sys
+d, t0, t1, peak, cores, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+j = json.load(open(path))
+steps = [s["wall_s"] for s in j["steps"]]
+flops = j["summary"]["model_flops_per_step"]
+best = min(steps)
+gfs = flops / best / 1e9
+print("%-28s %6d %8.2f %8.2f %22s %10.1f %8.0f%% %.9f %12.6f" % (
+    d[-28:], len(steps), t1 - t0, t1 - t0 - sum(steps), " ".join("%.2f" % s for s in steps), gfs,
+    100 * gfs / (peak * cores), j["steps"][0]["loss"], j["summary"]["param_l2"]))
+EOF
+  done
+  HOME=$work/home "$d/tpuemu" cluster down >/dev/null
+done
+echo
+echo "one-device reference, 1 step (tpuemu reference --threads N):"
+for d in "${dirs[@]}"; do
+  counts=(1)  # binaries from before --threads ran the reference on one core
+  "$d/tpuemu" reference --help | grep -q -- --threads && counts=(1 "$(nproc)")
+  for threads in "${counts[@]}"; do
+    flag=()
+    [[ ${#counts[@]} -eq 1 ]] || flag=(--threads "$threads")
+    t0=$(date +%s.%N)
+    l2=$("$d/tpuemu" reference "$work/one.yaml" --json "${flag[@]}" 2>/dev/null | python3 -c 'import json,sys; print("%.6f" % json.load(sys.stdin)["param_l2"])')
+    t1=$(date +%s.%N)
+    printf "%-28s threads %-3s %8.2f s   param L2 %s\n" "$d" "$threads" "$(echo "$t1 - $t0" | bc)" "$l2"
+  done
+done
