@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/field.h"
 #include "core/pod/host_memory.h"
-#include "core/train/mesh_comm.h"
+#include "core/train/mesh_plan.h"
 #include "core/train/report.h"
 
 namespace tpuemu {

@@ -30,60 +30,6 @@ void MeshComm::Start() {
   collectives_ = 0;
 }
 
-absl::StatusOr<CollectivePlan> PlanMeshCollective(const TrainConfig& c, const TrainMesh& mesh,
-                                                  const Topology& topo, CollectiveOp op, MeshAxisKind axis,
-                                                  uint64_t elements) {
-  CollectiveSpec spec;
-  spec.op = op;
-  spec.axes = mesh.axes(axis);
-  spec.bytes = elements * c.dtype_bytes;
-  spec.dtype_bytes = c.dtype_bytes;
-  spec.chunk_bytes = 1 << 20;
-  return CollectivePlan::Create(topo, spec);
-}
-
-absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo) {
-  const int64_t data = mesh.size(MeshAxisKind::kData), fsdp = mesh.size(MeshAxisKind::kFsdp),
-                tensor = mesh.size(MeshAxisKind::kTensor);
-  const int64_t microbatch = c.global_batch_tokens / (data * fsdp) / c.num_microbatches;
-  const int64_t f_t = c.mlp_dim / tensor;
-  struct Use {
-    CollectiveOp op;
-    MeshAxisKind axis;
-    int64_t elements;
-    const char* what;
-    const char* keys;
-  };
-  // What ChipTrainer, FsdpGather and ReduceGradient run, by whole-array size.
-  const Use uses[] = {
-      {CollectiveOp::kAllGather, MeshAxisKind::kTensor, microbatch * c.emb_dim, "the activations' all-gather",
-       "global_batch_tokens, num_microbatches and emb_dim"},
-      {CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, microbatch * c.emb_dim,
-       "the activations' reduce-scatter", "global_batch_tokens, num_microbatches and emb_dim"},
-      {CollectiveOp::kAllGather, MeshAxisKind::kFsdp, c.emb_dim * f_t, "a layer's weight all-gather",
-       "emb_dim and mlp_dim"},
-      {CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, c.emb_dim * f_t, "a layer's gradient reduce-scatter",
-       "emb_dim and mlp_dim"},
-      {CollectiveOp::kAllReduce, MeshAxisKind::kData, c.emb_dim * f_t / fsdp, "a layer's gradient all-reduce",
-       "emb_dim and mlp_dim"},
-  };
-  for (const Use& u : uses) {
-    if (mesh.size(u.axis) == 1) continue;
-    auto plan = PlanMeshCollective(c, mesh, topo, u.op, u.axis, static_cast<uint64_t>(u.elements));
-    if (!plan.ok()) {
-      // The planner's reason without its leading "`bytes` N: " (a key of
-      // collective jobs, not of this one).
-      const std::string why(plan.status().message());
-      const size_t colon = why.find(": ");
-      return absl::InvalidArgumentError(absl::StrCat(
-          c.name, ": ", u.what, " over ", MeshAxisName(u.axis), " (", u.elements, " elements of ", c.dtype_bytes,
-          " bytes) cannot run: ", colon == std::string::npos ? why : why.substr(colon + 2), ". Its size comes from ",
-          u.keys));
-    }
-  }
-  return absl::OkStatus();
-}
-
 const CollectivePlan* MeshComm::PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements) {
   auto [it, fresh] = plans_.try_emplace({static_cast<int>(op), static_cast<int>(axis), elements});
   std::unique_ptr<CollectivePlan>& slot = it->second;

@@ -17,22 +17,13 @@
 #include "core/tensor/local_tensor.h"
 #include "core/train/config.h"
 #include "core/train/mesh.h"
+#include "core/train/mesh_plan.h"
 #include "core/train/step_clock.h"
 #include "core/wire/host_network.h"
 #include "core/wire/job_abort.h"
 
 namespace tpuemu {
 
-// The plan of a collective over a mesh axis of `elements` (the op's whole
-// array), as every chip of the job makes it.
-absl::StatusOr<CollectivePlan> PlanMeshCollective(const TrainConfig& c, const TrainMesh& mesh,
-                                                  const Topology& topo, CollectiveOp op, MeshAxisKind axis,
-                                                  uint64_t elements);
-
-// Every collective a training step runs, planned at submit: an array the
-// axis cannot split evenly is refused then, naming the array, the keys
-// that size it and what would split, not on the workers mid-job.
-absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo);
 
 class MeshComm {
  public:

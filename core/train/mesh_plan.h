@@ -1,0 +1,27 @@
+// The collectives of a training job's mesh, planned: by every chip as it
+// runs them, and once at submit for all of them (kept apart from the chip's
+// transport so that the job-file fuzzer can link the submit check).
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/collective/plan.h"
+#include "core/pod/topology.h"
+#include "core/train/config.h"
+#include "core/train/mesh.h"
+
+namespace tpuemu {
+
+// The plan of a collective over a mesh axis of `elements` (the op's whole
+// array), as every chip of the job makes it.
+absl::StatusOr<CollectivePlan> PlanMeshCollective(const TrainConfig& c, const TrainMesh& mesh,
+                                                  const Topology& topo, CollectiveOp op, MeshAxisKind axis,
+                                                  uint64_t elements);
+
+// Every collective a training step runs, planned at submit: an array the
+// axis cannot split evenly is refused then, naming the array, the keys
+// that size it and what would split, not on the workers mid-job.
+absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo);
+
+}  // namespace tpuemu
