@@ -40,7 +40,9 @@ const CollectivePlan* MeshComm::PlanFor(CollectiveOp op, MeshAxisKind axis, uint
     spec.bytes = elements * c_.dtype_bytes;
     spec.dtype_bytes = c_.dtype_bytes;
     spec.chunk_bytes = 1 << 20;
-    auto plan = CollectivePlan::Create(net_.topology(), spec);
+    // This chip's share only: every chip planning the whole pod cost
+    // chips x transfers (seconds per chip at 256 chips).
+    auto plan = CollectivePlan::CreateFor(net_.topology(), spec, {chip_});
     if (plan.ok()) slot = std::make_unique<CollectivePlan>(*std::move(plan));
   }
   return slot.get();
