@@ -55,6 +55,11 @@ class WorkerInterface {
   // Answers within `timeout` when the worker is alive: tells a live holder
   // of a place from one whose heartbeats have merely not lapsed yet.
   virtual absl::StatusOr<WorkerStatusView> Status(absl::Duration timeout) = 0;
+  // True once each time the connection to the worker is found gone since it
+  // was last up (over gRPC: the channel left READY, as when the process
+  // exited). The coordinator then asks the worker at once instead of waiting
+  // for its heartbeats to lapse. A worker in the same process never drops.
+  virtual bool ConnectionDropped() { return false; }
 };
 
 }  // namespace tpuemu

@@ -151,6 +151,10 @@ class BadInputTest(Pod):
             (["--topology", "v5e:4x4x4"], "1 to 2 dimensions"),
             (["--topology", "v5e:4x4", "--chips-per-host", "3"], "--chips-per-host '3'"),
             (["--topology", "v5e:4x4", "--time-scale", "-1"], "--time-scale"),
+            (["--topology", "v5e:4x4", "--heartbeat-timeout", "0"], "--heartbeat-timeout '0': expected a time above 0"),
+            (["--topology", "v5e:4x4", "--heartbeat-timeout", "-2"], "--heartbeat-timeout '-2'"),
+            (["--topology", "v5e:4x4", "--heartbeat-timeout", "soon"], "--heartbeat-timeout 'soon'"),
+            (["--topology", "v5e:4x4", "--heartbeat-timeout", "2h"], "at most 1h"),
         ]:
             self.assert_fails(self.cli("cluster", "up", "--local", *args), needle)
             self.assertFalse(os.path.exists(os.path.join(self.home, "pod.json")))
@@ -407,6 +411,26 @@ class WorkerFailureTest(Pod):
         status = json.loads(self.cli("cluster", "status", "--json").stdout)
         dead = [w for w in status["workers"] if not w["alive"]]
         self.assertEqual([w["host"] for w in dead], [2])
+
+    def test_a_worker_killed_between_jobs_is_lost_at_once_not_after_the_heartbeat_timeout(self):
+        self.up("--topology", "v5e:4x2", "--chips-per-host", "2", "--heartbeat-timeout", "30s")
+        status = json.loads(self.cli("cluster", "status", "--json").stdout)
+        self.assertEqual(status["heartbeat_timeout_s"], 30)
+        self.assertTrue(all(w["alive"] and not w["slow"] for w in status["workers"]), status)
+        victim = self.pids()[2]  # host 1
+        killed_at = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        while time.monotonic() - killed_at < 30:
+            status = json.loads(self.cli("cluster", "status", "--json").stdout)
+            if not status["ready"]:
+                break
+            time.sleep(0.1)
+        elapsed = time.monotonic() - killed_at
+        self.assertEqual([w["host"] for w in status["workers"] if not w["alive"]], [1])
+        self.assertLess(elapsed, 3.0, "lost by its connection, not after 30 s without heartbeats")
+        table = self.cli("cluster", "status")
+        self.assertIn("heartbeats:  30 s timeout", table.stdout)
+        self.assertRegex(table.stdout, r"\n1 +0 +127\.0\.0\.1:\d+ +NO ")
 
 
 if __name__ == "__main__":
