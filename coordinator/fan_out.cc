@@ -1,5 +1,6 @@
 #include "coordinator/fan_out.h"
 
+#include <algorithm>
 #include <mutex>
 #include <thread>
 
@@ -8,7 +9,7 @@
 namespace tpuemu {
 
 absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCalls& job,
-                    std::vector<ChipCheck>& checks) {
+                    std::vector<ChipCheck>& checks, std::vector<HostMemoryUse>& memory) {
   // Every worker prepares its chips' buffers, then all run their share at
   // once. The first failure ends the job (on_failure): the others' calls are
   // cancelled and they are told to abort, so that nobody waits for data that
@@ -50,8 +51,12 @@ absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCa
     auto r = worker.CheckJob(incarnation, job.job, calls);
     if (!r.ok()) return fail(host, r.status());
     std::lock_guard<std::mutex> lock(result_mu);
-    checks.insert(checks.end(), r->begin(), r->end());
+    checks.insert(checks.end(), r->chips.begin(), r->chips.end());
+    r->memory.host = host;
+    memory.push_back(r->memory);
   });
+  std::sort(memory.begin(), memory.end(),
+            [](const HostMemoryUse& a, const HostMemoryUse& b) { return a.host < b.host; });
   return first_error;
 }
 

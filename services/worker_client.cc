@@ -76,7 +76,7 @@ class GrpcWorkerClient : public WorkerInterface {
     return out;
   }
 
-  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override {
+  absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
     v1::CheckJobRequest req;
@@ -85,8 +85,9 @@ class GrpcWorkerClient : public WorkerInterface {
     v1::CheckJobResponse resp;
     absl::Status status = FromGrpcStatus(stub_->CheckJob(&ctx, req, &resp), Context());
     if (!status.ok()) return status;
-    std::vector<ChipCheck> out;
-    for (const v1::ChipCheck& c : resp.chips()) out.push_back(FromProto(c));
+    HostCheck out;
+    for (const v1::ChipCheck& c : resp.chips()) out.chips.push_back(FromProto(c));
+    out.memory = FromProto(resp.memory());
     return out;
   }
 

@@ -21,6 +21,13 @@
 
 namespace tpuemu {
 
+// What a worker says when it checks a job: each local chip's check, and
+// its memory over the job.
+struct HostCheck {
+  std::vector<ChipCheck> chips;
+  HostMemoryUse memory;
+};
+
 struct WorkerStatusView {
   int host = -1;
   std::vector<int> chips;
@@ -47,8 +54,9 @@ class WorkerInterface {
   // fails); only training has steps past 0.
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                             Cancellation& cancel) = 0;
-  // Checks each local chip's result of a job that ran; forgets the job.
-  virtual absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job,
+  // Checks each local chip's result of a job that ran; forgets the job and
+  // gives its memory back.
+  virtual absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job,
                                                           Cancellation& cancel) = 0;
   virtual absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason,
                              absl::Duration timeout) = 0;

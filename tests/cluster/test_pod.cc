@@ -140,7 +140,7 @@ absl::StatusOr<std::vector<ChipRunResult>> TestPod::StoppableWorker::RunJob(uint
   return worker_->RunJob(incarnation, job, step, cancel);
 }
 
-absl::StatusOr<std::vector<ChipCheck>> TestPod::StoppableWorker::CheckJob(uint64_t incarnation, uint64_t job,
+absl::StatusOr<HostCheck> TestPod::StoppableWorker::CheckJob(uint64_t incarnation, uint64_t job,
                                                                          Cancellation& cancel) {
   WaitWhileStopped();
   return worker_->CheckJob(incarnation, job, cancel);

@@ -393,6 +393,56 @@ class TrainJobTest(Pod):
              "must divide the chips per slice (8)")])
 
 
+class WorkerMemoryTest(Pod):
+    """A worker gives back what a job took (issue 21): its resident memory (VmRSS) after each job is
+    within 10% of its idle size, plus 16 MiB for what lives as long as the pod (the peer connections'
+    read buffers, up to 2 MiB each, and library code paged in by the first job); the job's result
+    reports every worker's peak."""
+
+    SLACK = 16 << 20
+
+    def rss(self, pid):
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+    def assert_back_to_idle(self, idle, what):
+        for pid, before in idle.items():
+            now = self.rss(pid)
+            self.assertLessEqual(now, before * 1.1 + self.SLACK,
+                                 f"after {what}: worker {pid} holds {now >> 20} MiB, idle it held {before >> 20} MiB")
+
+    def test_memory_returns_near_idle_after_each_job_and_each_workers_peak_is_reported(self):
+        self.up("--topology", "v5p:2x4", "--chips-per-host", "4")
+        time.sleep(1)
+        workers = self.pids()[1:]
+        idle = {pid: self.rss(pid) for pid in workers}
+        job = os.path.join(self.home, "dp_mem.yaml")
+        with open(DP_JOB) as f, open(job, "w") as g:
+            g.write(f.read().replace("emb_dim: 256", "emb_dim: 512").replace("mlp_dim: 1024", "mlp_dim: 2048")
+                    .replace("num_layers: 2", "num_layers: 4").replace("global_batch_tokens: 512",
+                                                                       "global_batch_tokens: 2048")
+                    .replace("steps: 10", "steps: 2"))
+        for round in range(2):  # the second job finds the first one's memory given back too
+            r = self.cli("submit", job, "--wait", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            memory = json.loads(r.stdout)["worker_memory"]
+            self.assertEqual([m["host"] for m in memory], [0, 1])
+            for m in memory:
+                # 4 chips' weights, Adam moments, activations and gradients: hundreds of MiB.
+                self.assertGreater(m["peak_bytes"], 200 << 20, m)
+                self.assertLessEqual(m["after_bytes"], m["before_bytes"] * 1.1 + self.SLACK, m)
+            self.assert_back_to_idle(idle, f"training job {round + 1}")
+        r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x,y", "--bytes", "8MiB", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        memory = json.loads(r.stdout)["results"][0]["worker_memory"]
+        self.assertEqual(len(memory), 2)
+        # Every chip holds the whole 8 MiB array in f32 (16 MiB), 4 chips per worker.
+        self.assertGreater(min(m["peak_bytes"] for m in memory), 64 << 20)
+        self.assert_back_to_idle(idle, "an 8 MiB all-gather")
+        status = self.cli("status", "job-1")
+        self.assertIn("worker memory: peak", status.stdout)
+
+
 class WorkerFailureTest(Pod):
     def test_killed_worker_fails_the_job_naming_it_within_5s(self):
         bench = self.paced_all_reduce()
