@@ -9,6 +9,7 @@
 #include "client/pod_state.h"
 #include "client/job_json.h"
 #include "client/job_wait.h"
+#include "client/worker_memory.h"
 #include "core/collective/spec.h"
 #include "core/base/units.h"
 #include "nlohmann/json.hpp"
@@ -73,17 +74,20 @@ int Bench(const BenchOptions& o) {
     for (const auto& job : done) results.push_back(CollectiveJson(job));
     std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
   } else {
-    std::printf("%-14s %-5s %3s %9s %-9s %12s %12s %7s %10s %9s %9s %8s\n", "op", "axes", "n", "bytes",
-                "algorithm", "emulated_us", "predicted_us", "ratio", "wall_ms", "algbw", "busbw", "correct");
+    std::printf("%-14s %-5s %3s %9s %-9s %12s %12s %7s %10s %9s %9s %8s %11s\n", "op", "axes", "n", "bytes",
+                "algorithm", "emulated_us", "predicted_us", "ratio", "wall_ms", "algbw", "busbw", "correct",
+                "peak_MiB");
     for (const auto& job : done) {
       const auto& r = job.result();
-      std::printf("%-14s %-5s %3d %9s %-9s %12s %12s %7.4f %10.2f %9.3f %9.3f %8s\n", r.op().c_str(),
+      std::printf("%-14s %-5s %3d %9s %-9s %12s %12s %7.4f %10.2f %9.3f %9.3f %8s %11s\n", r.op().c_str(),
                   r.axes().c_str(), r.n(), FormatBytes(r.bytes()).c_str(), r.algorithm().c_str(),
                   Micros(r.emulated_s()).c_str(), Micros(r.predicted_s()).c_str(), r.ratio(), r.wall_s() * 1e3,
-                  r.algbw_gbps(), r.busbw_gbps(), r.correct() ? "yes" : "NO");
+                  r.algbw_gbps(), r.busbw_gbps(), r.correct() ? "yes" : "NO", WorkerMemoryCell(job).c_str());
     }
     std::printf("\nemulated/predicted: the emulated clock vs the seed's closed form. algbw/busbw: GB/s on the\n"
-                "wall clock for the host's f32 array (nccl-tests definitions). --json adds per-link bytes.\n");
+                "wall clock for the host's f32 array (nccl-tests definitions). peak_MiB: the largest worker's\n"
+                "resident memory at its peak during the job (workers give it back once idle for 2 s). --json\n"
+                "adds per-link bytes and every worker's memory.\n");
   }
   return all_good ? 0 : 1;
 }

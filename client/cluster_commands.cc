@@ -11,6 +11,8 @@
 #include "client/pod_state.h"
 #include "client/processes.h"
 #include "client/progress.h"
+#include "core/base/units.h"
+#include "core/cluster/registrar.h"
 #include "core/pod/topology.h"
 #include "nlohmann/json.hpp"
 
@@ -21,13 +23,14 @@ nlohmann::json StatusJson(const v1::ClusterStatus& s, const std::string& address
   nlohmann::json workers = nlohmann::json::array();
   for (const auto& w : s.workers()) {
     workers.push_back({{"host", w.host()}, {"slice", w.slice()}, {"address", w.address()},
-                       {"chips", std::vector<int>(w.chips().begin(), w.chips().end())}, {"alive", w.alive()},
+                       {"chips", std::vector<int>(w.chips().begin(), w.chips().end())}, {"alive", w.alive()}, {"slow", w.slow()},
                        {"seconds_since_heartbeat", w.seconds_since_heartbeat()}});
   }
   return {{"coordinator", address}, {"topology", s.spec().topology()}, {"slices", s.spec().slices()},
           {"chips_per_host", s.spec().chips_per_host()}, {"time_scale", s.spec().time_scale()},
           {"description", s.description()}, {"chips", s.chips()}, {"expected_workers", s.expected_workers()},
           {"registered_workers", s.workers_size()}, {"ready", s.ready()}, {"jobs_running", s.jobs_running()},
+          {"heartbeat_timeout_s", s.heartbeat_timeout_s()},
           {"workers", workers}};
 }
 
@@ -38,12 +41,13 @@ void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
                                                               : std::string("0 (unpaced)"))
             << "\n"
             << "state:       " << (s.ready() ? "ready" : "not ready") << ", " << s.workers_size() << "/"
-            << s.expected_workers() << " workers registered\n\n";
+            << s.expected_workers() << " workers registered\n"
+            << "heartbeats:  " << s.heartbeat_timeout_s() << " s timeout\n\n";
   std::printf("%-5s %-6s %-22s %-7s %s\n", "HOST", "SLICE", "ADDRESS", "ALIVE", "CHIPS");
   for (const auto& w : s.workers()) {
     std::string chips;
     for (int c : w.chips()) chips += (chips.empty() ? "" : ",") + std::to_string(c);
-    std::printf("%-5d %-6d %-22s %-7s %s\n", w.host(), w.slice(), w.address().c_str(), w.alive() ? "yes" : "NO",
+    std::printf("%-5d %-6d %-22s %-7s %s\n", w.host(), w.slice(), w.address().c_str(), !w.alive() ? "NO" : w.slow() ? "slow" : "yes",
                 chips.c_str());
   }
 }
@@ -59,6 +63,10 @@ int ClusterUp(const ClusterUpOptions& o) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("--time-scale ", o.time_scale, ": must be 0 (unpaced) or a positive stretch factor")));
   }
+  if (!o.heartbeat_timeout.empty()) {
+    auto t = ParseDuration(o.heartbeat_timeout, "--heartbeat-timeout", kMaxHeartbeatTimeout);
+    if (!t.ok()) return Fail(t.status());
+  }
   if (auto existing = LoadPodState(); existing.ok()) {
     if (CoordinatorClient(existing->coordinator).Status(1).ok()) {
       return Fail(absl::AlreadyExistsError(absl::StrCat(
@@ -71,8 +79,9 @@ int ClusterUp(const ClusterUpOptions& o) {
 
   Progress progress(!o.json);
   // Remembered before waiting, so `cluster down` can clean up whatever happens next.
-  auto pod = StartLocalPod({{o.topology, o.slices, o.chips_per_host, o.wraparound}, o.time_scale, StateDir(), o.timeout_s},
-                           progress, SavePodState);
+  LocalPodOptions local{{o.topology, o.slices, o.chips_per_host, o.wraparound}, o.time_scale, o.heartbeat_timeout,
+                        StateDir(), o.timeout_s};
+  auto pod = StartLocalPod(local, progress, SavePodState);
   if (!pod.ok()) {
     RemovePodState();
     return Fail(pod.status());
@@ -83,7 +92,8 @@ int ClusterUp(const ClusterUpOptions& o) {
   if (o.json) {
     std::cout << StatusJson(status, state.coordinator).dump(2) << "\n";
   } else {
-    std::cout << "pod is up: " << status.description() << "\n"
+    std::cout << "pod is up: " << status.description() << " (heartbeat timeout " << status.heartbeat_timeout_s()
+              << " s)\n"
               << "coordinator " << state.coordinator << ", logs in " << logs << "\n"
               << "next: tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n";
   }
@@ -178,6 +188,11 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
                  "wall seconds per emulated second: links carry W/S bytes per second and hops take S x T.\n"
                  "0 runs unpaced (as fast as the host allows); the emulated clock is exact either way")
       ->capture_default_str();
+  up->add_option("--heartbeat-timeout", up_opts->heartbeat_timeout,
+                 "how long a worker may go without a heartbeat before the coordinator asks it directly;\n"
+                 "one that does not answer either within this time is lost, one that answers is slow.\n"
+                 "Seconds, or with a unit (500ms, 30s, 2m). Default: 3, or 0.1 per chip per core of this\n"
+                 "machine when that is more (12.8 for 256 chips on 2 cores): the whole pod shares its cores");
   up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")->capture_default_str();
   up->add_flag("--json", up_opts->json, "print the pod's status as JSON");
   up->callback([up_opts, exit_code] { *exit_code = ClusterUp(*up_opts); });

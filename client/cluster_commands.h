@@ -14,6 +14,7 @@ struct ClusterUpOptions {
   int chips_per_host = 4;
   std::string wraparound = "auto";
   double time_scale = 0;
+  std::string heartbeat_timeout;  // empty: the coordinator's default
   double timeout_s = 60;
   bool json = false;
 };

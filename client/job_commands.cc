@@ -17,6 +17,7 @@
 #include "client/pod_state.h"
 #include "client/progress.h"
 #include "client/reference_command.h"
+#include "client/worker_memory.h"
 #include "services/coordinator_service.h"
 #include "services/train_proto.h"
 
@@ -73,6 +74,7 @@ int Finish(const v1::Job& job, bool json) {
     std::cout << JobJson(job).dump(2) << "\n";
   } else if (job.state() == v1::JOB_STATE_SUCCEEDED) {
     ViewOf(job).print_succeeded(job);
+    if (const std::string memory = WorkerMemoryLine(job); !memory.empty()) std::printf("%s\n", memory.c_str());
   }
   if (job.state() == v1::JOB_STATE_SUCCEEDED) return 0;
   std::cerr << "error: " << job.id() << " "
@@ -145,6 +147,7 @@ int Status(const JobOptions& o) {
   std::printf("%s (%s): %s%s\n", job->id().c_str(), view.kind, JobState(*job).c_str(),
               job->error().empty() ? "" : (": " + WithFlagNames(job->error())).c_str());
   view.print_status(*job);
+  if (const std::string memory = WorkerMemoryLine(*job); !memory.empty()) std::printf("%s\n", memory.c_str());
   return 0;
 }
 

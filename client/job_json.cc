@@ -1,6 +1,7 @@
 #include "client/job_json.h"
 
 #include "client/job_views.h"
+#include "client/worker_memory.h"
 #include "services/flag_names.h"
 
 namespace tpuemu {
@@ -30,7 +31,8 @@ nlohmann::json CollectiveJson(const v1::Job& job) {
           {"host_lag_s", r.host_lag_s()},
           {"link_bytes", links},
           {"correct", r.correct()},
-          {"mismatches", r.mismatches()}};
+          {"mismatches", r.mismatches()},
+          {"worker_memory", WorkerMemoryJson(job)}};
 }
 
 static nlohmann::json CandidateJson(const v1::MatmulCandidate& c) {
@@ -130,6 +132,7 @@ nlohmann::json JobJson(const v1::Job& job) {
   if (!job.error().empty()) out["error"] = WithFlagNames(job.error());
   if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();
   view.add_json(job, out);
+  if (!job.worker_memory().empty()) out["worker_memory"] = WorkerMemoryJson(job);
   return out;
 }
 

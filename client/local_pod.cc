@@ -5,8 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +41,12 @@ absl::StatusOr<int> FreeLoopbackPort() {
 
 }  // namespace
 
+std::string LocalHeartbeatTimeout(int chips) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const double seconds = std::max(3.0, 0.1 * chips / cores);
+  return absl::StrCat(std::ceil(seconds * 10) / 10);
+}
+
 absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progress,
                                        const std::function<absl::Status(const PodState&)>& spawned) {
   auto topo = Topology::Create(o.topology);
@@ -59,11 +68,17 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
     return why;
   };
   const TopologyRequest& t = o.topology;
-  auto coord = SpawnDetached({FindBinary("tpuemu-coordinator"), "--topology", t.topology, "--slices",
-                              std::to_string(t.slices), "--chips-per-host", std::to_string(t.chips_per_host),
-                              "--wraparound", t.wraparound, "--time-scale", absl::StrCat(o.time_scale),
-                              "--listen", state.coordinator, "--port-file", port_file},
-                             logs + "/coordinator.log");
+  std::vector<std::string> coordinator_argv = {
+      FindBinary("tpuemu-coordinator"), "--topology", t.topology, "--slices", std::to_string(t.slices),
+      "--chips-per-host", std::to_string(t.chips_per_host), "--wraparound", t.wraparound, "--time-scale",
+      absl::StrCat(o.time_scale), "--listen", state.coordinator, "--port-file", port_file};
+  // TPUEMU_HEARTBEAT_TIMEOUT, when set, reaches the coordinator as it is.
+  if (!o.heartbeat_timeout.empty() || !std::getenv("TPUEMU_HEARTBEAT_TIMEOUT")) {
+    coordinator_argv.insert(coordinator_argv.end(),
+                            {"--heartbeat-timeout", o.heartbeat_timeout.empty() ? LocalHeartbeatTimeout(topo->num_chips())
+                                                                                : o.heartbeat_timeout});
+  }
+  auto coord = SpawnDetached(coordinator_argv, logs + "/coordinator.log");
   if (!coord.ok()) return coord.status();
   state.coordinator_process = *coord;
 

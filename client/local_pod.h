@@ -19,6 +19,8 @@ namespace tpuemu {
 struct LocalPodOptions {
   TopologyRequest topology;
   double time_scale = 0;
+  // The coordinator's --heartbeat-timeout; empty: LocalHeartbeatTimeout.
+  std::string heartbeat_timeout;
   std::string dir;  // port file and logs/ go here
   double timeout_s = 60;
 };
@@ -27,6 +29,13 @@ struct LocalPod {
   PodState state;
   v1::ClusterStatus status;  // once ready
 };
+
+// The heartbeat timeout a local pod gets unless told: 3 s, or 0.1 s per chip
+// per core of this machine when that is more. Every process of a local pod
+// shares this machine's cores: measured on 2 cores, 256 chips' heartbeats
+// arrived up to 3.4 s apart while a job prepared and ran, past the 3 s
+// that suits a pod with a core or more per host.
+std::string LocalHeartbeatTimeout(int chips);
 
 // `spawned` is called once every process exists (e.g. to remember them so a
 // later `cluster down` can stop them). On any failure the processes started

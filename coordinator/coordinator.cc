@@ -21,6 +21,13 @@ absl::Status Coordinator::Validate(const CoordinatorOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("--time-scale ", options.time_scale,
                                                    ": must be 0 (unpaced) or a positive stretch factor"));
   }
+  // Infinite: tests that time no heartbeats.
+  if (options.heartbeat_timeout <= absl::ZeroDuration() ||
+      (options.heartbeat_timeout > kMaxHeartbeatTimeout && options.heartbeat_timeout != absl::InfiniteDuration())) {
+    return absl::InvalidArgumentError(absl::StrCat("--heartbeat-timeout ", absl::FormatDuration(options.heartbeat_timeout),
+                                                   ": must be above 0 and at most ",
+                                                   absl::FormatDuration(kMaxHeartbeatTimeout)));
+  }
   const JobRetention& r = options.retention;
   if (r.finished_jobs < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--keep-finished-jobs ", r.finished_jobs,
@@ -73,9 +80,13 @@ v1::ClusterStatus Coordinator::ClusterStatus() {
     for (int chip : topo_.ChipsOfHost(w.host)) info->add_chips(chip);
     info->set_seconds_since_heartbeat(absl::ToDoubleSeconds(w.since_heartbeat));
     info->set_alive(w.alive);
+    info->set_slow(w.slow);
   }
   s.set_ready(registry_.Ready());
   s.set_jobs_running(scheduler_.jobs_running());
+  if (options_.heartbeat_timeout != absl::InfiniteDuration()) {
+    s.set_heartbeat_timeout_s(absl::ToDoubleSeconds(options_.heartbeat_timeout));
+  }
   return s;
 }
 

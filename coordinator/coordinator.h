@@ -17,6 +17,8 @@ namespace tpuemu {
 struct CoordinatorOptions {
   TopologyRequest topology;
   double time_scale = 0;
+  // How long a worker may go without a heartbeat (and, once asked, without
+  // answering) before it is lost: registry.h, liveness.h.
   absl::Duration heartbeat_timeout = absl::Seconds(3);
   JobRetention retention;
 };

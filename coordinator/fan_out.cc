@@ -9,7 +9,7 @@
 namespace tpuemu {
 
 absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCalls& job,
-                    std::vector<ChipCheck>& checks) {
+                    std::vector<ChipCheck>& checks, std::vector<HostMemoryUse>& memory) {
   // Every worker prepares its chips' buffers, then all run their share at
   // once. The first failure ends the job (on_failure): the others' calls are
   // cancelled and they are told to abort, so that nobody waits for data that
@@ -54,9 +54,13 @@ absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCa
     auto r = worker.CheckJob(incarnation, job.job, calls);
     if (!r.ok()) return fail(host, r.status());
     std::lock_guard<std::mutex> lock(result_mu);
-    checks.insert(checks.end(), r->begin(), r->end());
+    checks.insert(checks.end(), r->chips.begin(), r->chips.end());
+    r->memory.host = host;
+    memory.push_back(r->memory);
   });
   std::sort(checks.begin(), checks.end(), [](const ChipCheck& a, const ChipCheck& b) { return a.chip < b.chip; });
+  std::sort(memory.begin(), memory.end(),
+            [](const HostMemoryUse& a, const HostMemoryUse& b) { return a.host < b.host; });
   return first_error;
 }
 

@@ -28,10 +28,11 @@ struct FanOutCalls {
   std::function<absl::Status(int host, const absl::Status& failure)> on_failure;
 };
 
-// Prepare on every worker, run `steps` times, then check; the checks come
-// back in `checks`. Returns the first failure's error, or Cancelled once
-// `calls` was cancelled.
+// Prepare on every worker, run `steps` times, then check; the chips' checks
+// come back in `checks`, each worker's memory over the job in `memory` (by
+// host). Returns the first failure's error, or Cancelled once `calls` was
+// cancelled.
 absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCalls& job,
-                    std::vector<ChipCheck>& checks);
+                    std::vector<ChipCheck>& checks, std::vector<HostMemoryUse>& memory);
 
 }  // namespace tpuemu

@@ -4,6 +4,7 @@
 
 #include "CLI/CLI.hpp"
 #include "coordinator/coordinator.h"
+#include "core/base/units.h"
 #include "core/pod/profile.h"
 #include "services/flag_names.h"
 #include "services/flags.h"
@@ -21,6 +22,21 @@ Health (grpc.health.v1, `tpuemu health HOST:PORT`): "liveness" while serving; th
 status once every worker of the pod has registered and been configured.
 SIGTERM stops taking jobs, cancels the queued and running ones, and exits within 8 s.
 See docs/deploy.md.)";
+
+// Whether `flag` is on the command line (else its value came from its
+// environment twin or the default), to name the right one in an error.
+bool FlagGiven(int argc, char** argv, const std::string& flag) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == flag || arg.rfind(flag + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<absl::Duration> ParseHeartbeatTimeout(const std::string& text, bool from_flag) {
+  return tpuemu::ParseDuration(text, from_flag ? "--heartbeat-timeout" : "TPUEMU_HEARTBEAT_TIMEOUT",
+                               tpuemu::kMaxHeartbeatTimeout);
+}
 
 }  // namespace
 
@@ -52,6 +68,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   env_option(app.add_option("--listen", listen, "address to serve on; port 0 picks a free port"), "TPUEMU_LISTEN")
       ->capture_default_str();
+  std::string heartbeat_timeout = "3";
+  env_option(app.add_option("--heartbeat-timeout", heartbeat_timeout,
+                            "how long a worker may go without a heartbeat before the coordinator asks it\n"
+                            "directly; one that does not answer either within this time is lost, one that\n"
+                            "answers is slow, not lost (seconds, or with a unit: 500ms, 30s, 2m). Raise it for\n"
+                            "pods with many more chips than cores"),
+             "TPUEMU_HEARTBEAT_TIMEOUT")
+      ->capture_default_str();
   env_option(app.add_option("--keep-finished-jobs", options.retention.finished_jobs,
                             "finished jobs whose records (steps, results, traces) are kept; the oldest go first"),
              "TPUEMU_KEEP_FINISHED_JOBS")
@@ -63,6 +87,12 @@ int main(int argc, char** argv) {
   if (int code = ParseFlagsAndEnv(app, argc, argv, known_env); code >= 0) return code;
 
   if (!ReportUnknownTpuemuVariables(known_env, check_config)) return 2;
+  auto timeout = ParseHeartbeatTimeout(heartbeat_timeout, FlagGiven(argc, argv, "--heartbeat-timeout"));
+  if (!timeout.ok()) {
+    spdlog::error("{}", std::string(timeout.status().message()));
+    return 2;
+  }
+  options.heartbeat_timeout = *timeout;
   if (check_config) {
     auto topo = Topology::Create(options.topology);
     const absl::Status valid = topo.ok() ? Coordinator::Validate(options) : topo.status();
@@ -70,7 +100,8 @@ int main(int argc, char** argv) {
       spdlog::error("{}", WithFlagNames(valid.message()));
       return 2;
     }
-    std::printf("pod: %s, %d workers\nlisten: %s\n", topo->Describe().c_str(), topo->num_hosts(), listen.c_str());
+    std::printf("pod: %s, %d workers\nlisten: %s\nheartbeat timeout: %s\n", topo->Describe().c_str(),
+                topo->num_hosts(), listen.c_str(), absl::FormatDuration(options.heartbeat_timeout).c_str());
     return 0;
   }
 

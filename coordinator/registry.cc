@@ -16,6 +16,7 @@ Registry::Registry(const Topology& topo, const PodConfig& pod, absl::Duration he
                    ClientFactory factory)
     : topo_(topo), pod_(pod), heartbeat_timeout_(heartbeat_timeout), factory_(std::move(factory)) {
   configure_thread_ = std::thread([this] { ConfigureLoop(); });
+  watch_thread_ = std::thread([this] { WatchLoop(); });
 }
 
 Registry::~Registry() {
@@ -25,6 +26,7 @@ Registry::~Registry() {
   }
   cv_.notify_all();
   configure_thread_.join();
+  watch_thread_.join();
 }
 
 absl::StatusOr<GrantedPlace> Registry::RegisterWorker(const PlaceRequest& req) {
@@ -116,8 +118,7 @@ GrantedPlace Registry::TakePlaceLocked(int global, const PlaceRequest& req) {
   w.host = global;
   w.slice = topo_.SliceOfHost(global);
   w.address = req.address;
-  w.last_heartbeat = absl::Now();
-  w.lost_because.clear();
+  w.live.Reset(absl::Now());
   w.incarnation = next_incarnation_++;
   w.client = factory_(req.address);
   w.place_source = PlaceSource(req);
@@ -126,7 +127,7 @@ GrantedPlace Registry::TakePlaceLocked(int global, const PlaceRequest& req) {
   const int host = global % topo_.hosts_per_slice();
   spdlog::info("worker registered: slice {} host {} (global {}) at {}; place from {}", w.slice, host, global,
                w.address, w.place_source);
-  return GrantedPlace{global, w.slice, host, w.incarnation};
+  return GrantedPlace{global, w.slice, host, w.incarnation, heartbeat_timeout_};
 }
 
 absl::Status Registry::Heartbeat(int global_host, uint64_t incarnation) {
@@ -141,16 +142,17 @@ absl::Status Registry::Heartbeat(int global_host, uint64_t incarnation) {
     return absl::FailedPreconditionError(absl::StrCat("host ", global_host, " is now held by the worker at ",
                                                       it->second.address, "; this registration was replaced"));
   }
-  it->second.last_heartbeat = absl::Now();
-  it->second.lost_because.clear();
+  it->second.live.Heartbeat(absl::Now());
   return absl::OkStatus();
 }
 
 std::vector<RegisteredWorker> Registry::Workers() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<RegisteredWorker> out;
+  const absl::Time now = absl::Now();
   for (const auto& [host, w] : workers_) {
-    out.push_back({host, w.slice, w.address, w.incarnation, w.client, absl::Now() - w.last_heartbeat, AliveLocked(w)});
+    out.push_back({host, w.slice, w.address, w.incarnation, w.client, w.live.SinceHeartbeat(now), AliveLocked(w),
+                   w.live.Slow(now, heartbeat_timeout_)});
   }
   return out;
 }
@@ -181,7 +183,7 @@ std::optional<std::string> Registry::FirstLost() const {
 void Registry::MarkLost(int host, const std::string& because) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(host);
-  if (it != workers_.end()) it->second.lost_because = because;
+  if (it != workers_.end()) it->second.live.MarkLost(because);
 }
 
 std::string Registry::WorkerName(int host) const {
@@ -189,15 +191,47 @@ std::string Registry::WorkerName(int host) const {
   return WorkerNameLocked(host);
 }
 
-bool Registry::AliveLocked(const Worker& w) const {
-  return w.lost_because.empty() && absl::Now() - w.last_heartbeat < heartbeat_timeout_;
-}
+bool Registry::AliveLocked(const Worker& w) const { return w.live.Alive(absl::Now(), heartbeat_timeout_); }
 
 std::string Registry::LostReasonLocked(const Worker& w) const {
-  if (!w.lost_because.empty()) return w.lost_because;
-  return absl::StrCat("no heartbeat for ", absl::FormatDuration(absl::Trunc(absl::Now() - w.last_heartbeat,
-                                                                            absl::Milliseconds(100))),
-                      " (the limit is ", absl::FormatDuration(heartbeat_timeout_), ")");
+  return w.live.LostReason(absl::Now(), heartbeat_timeout_);
+}
+
+void Registry::WatchLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(100));
+    if (stop_) return;
+    const absl::Time now = absl::Now();
+    for (auto& [host, w] : workers_) {
+      // A dropped connection is asked about at once: a process that exited
+      // refuses the new one, and is lost within milliseconds.
+      const bool dropped = w.client->ConnectionDropped();
+      const bool late = w.live.NeedsProbe(now, heartbeat_timeout_);
+      if (!dropped && !late) continue;
+      if (probes_.Start(host, w.incarnation, w.client, Liveness::ProbeDeadline(heartbeat_timeout_))) {
+        w.live.ProbeStarted(now, Liveness::ProbeDeadline(heartbeat_timeout_));
+      }
+    }
+  }
+}
+
+void Registry::Probed(int host, uint64_t incarnation, const absl::Status& answer, absl::Duration waited) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(host);
+  if (it == workers_.end() || it->second.incarnation != incarnation) return;  // the place changed hands meanwhile
+  Worker& w = it->second;
+  const absl::Time now = absl::Now();
+  const bool was_alive = w.live.Alive(now, heartbeat_timeout_);
+  w.live.Probed(now, answer, waited);
+  if (!answer.ok() && was_alive) {  // once, not at every question to a worker still gone
+    spdlog::warn("{} did not answer a status call: {}", WorkerNameLocked(host), answer.ToString());
+  } else if (w.live.BecameSlow(now, heartbeat_timeout_)) {
+    spdlog::warn("{} is slow, not lost: no heartbeat for {} (the limit is {}), but it answers",
+                 WorkerNameLocked(host), absl::FormatDuration(absl::Trunc(w.live.SinceHeartbeat(now),
+                                                                          absl::Milliseconds(100))),
+                 absl::FormatDuration(heartbeat_timeout_));
+  }
 }
 
 std::string Registry::WorkerNameLocked(int host) const {

@@ -1,6 +1,7 @@
 // The coordinator's registry of workers: who holds each place of the pod (the
 // registration, its address and a client for it), whether they live
-// (heartbeats, or a call that found the connection gone), and the pod's
+// (heartbeats; when those are late, the worker's connection: liveness.h),
+// and the pod's
 // configuration: once every place is held, and again whenever one changes
 // hands, every worker is told where its peers are.
 #pragma once
@@ -16,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "coordinator/liveness.h"
+#include "coordinator/probes.h"
 #include "core/cluster/registrar.h"
 #include "core/cluster/worker_interface.h"
 #include "core/pod/pod_config.h"
@@ -32,6 +35,7 @@ struct RegisteredWorker {
   std::shared_ptr<WorkerInterface> worker;
   absl::Duration since_heartbeat;
   bool alive = false;
+  bool slow = false;  // alive, but its heartbeats are late (liveness.h)
 };
 
 class Registry : public Registrar {
@@ -40,7 +44,9 @@ class Registry : public Registrar {
   // the worker itself in one process.
   using ClientFactory = std::function<std::shared_ptr<WorkerInterface>(const std::string& address)>;
 
-  // `pod` gives the topology and time scale workers are configured with.
+  // `pod` gives the topology and time scale workers are configured with;
+  // `heartbeat_timeout` how long a worker may go without a heartbeat, or
+  // an answer when asked (liveness.h).
   Registry(const Topology& topo, const PodConfig& pod, absl::Duration heartbeat_timeout, ClientFactory factory);
   ~Registry() override;
 
@@ -66,16 +72,17 @@ class Registry : public Registrar {
     int host = 0;
     int slice = 0;
     std::string address;
-    absl::Time last_heartbeat;
     std::shared_ptr<WorkerInterface> client;
     uint64_t incarnation = 0;  // of the registration that holds the place
     std::string place_source;  // where that worker found its place, for conflicts
-    // Why it was counted lost before its heartbeats lapsed (a call found its
-    // connection reset); cleared by its next heartbeat or a new registration.
-    std::string lost_because;
+    Liveness live;
   };
 
   void ConfigureLoop();
+  // Asks the workers whose heartbeats are late, or whose connection
+  // dropped, whether they still answer (liveness.h).
+  void WatchLoop();
+  void Probed(int host, uint64_t incarnation, const absl::Status& answer, absl::Duration waited);
   // The place (global host) for a worker that asked to be assigned one.
   absl::StatusOr<int> AssignPlaceLocked(const std::string& address, int slice, const std::set<int>& unanswered) const;
   GrantedPlace TakePlaceLocked(int global, const PlaceRequest& request);
@@ -98,7 +105,13 @@ class Registry : public Registrar {
   // coordinator does not take an earlier process's heartbeats as current.
   uint64_t next_incarnation_ = absl::ToUnixNanos(absl::Now());
   bool stop_ = false;
+  // After mu_ and workers_, which its callbacks use: destroyed (its probes
+  // joined) before them.
+  Probes probes_{[this](int host, uint64_t incarnation, const absl::Status& answer, absl::Duration waited) {
+    Probed(host, incarnation, answer, waited);
+  }};
   std::thread configure_thread_;
+  std::thread watch_thread_;
 };
 
 }  // namespace tpuemu

@@ -154,7 +154,9 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, Cancellation& calls)
   };
   fan.on_failure = [&](int host, const absl::Status& failure) { return WorkerFailed(job, host, failure); };
   std::vector<ChipCheck> checks;
-  if (auto s = FanOut(registry_.Workers(), fan, checks); !s.ok()) return s;
+  std::vector<HostMemoryUse> memory;
+  if (auto s = FanOut(registry_.Workers(), fan, checks, memory); !s.ok()) return s;
+  store_.Update(job.id, [&](JobRecord& r) { r.worker_memory = std::move(memory); });
   return job.planned->Summarize(last, checks);
 }
 

@@ -60,7 +60,8 @@ v1::RegisterWorkerRequest ToProto(const PlaceRequest& request) {
 }
 
 GrantedPlace FromProto(const v1::RegisterWorkerResponse& proto) {
-  return {proto.global_host(), proto.slice(), proto.host(), proto.incarnation()};
+  return {proto.global_host(), proto.slice(), proto.host(), proto.incarnation(),
+          absl::Seconds(proto.heartbeat_timeout_s())};
 }
 
 v1::RegisterWorkerResponse ToProto(const GrantedPlace& place) {
@@ -69,6 +70,9 @@ v1::RegisterWorkerResponse ToProto(const GrantedPlace& place) {
   proto.set_slice(place.slice);
   proto.set_host(place.host);
   proto.set_incarnation(place.incarnation);
+  if (place.heartbeat_timeout != absl::InfiniteDuration()) {
+    proto.set_heartbeat_timeout_s(absl::ToDoubleSeconds(place.heartbeat_timeout));
+  }
   return proto;
 }
 

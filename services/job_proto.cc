@@ -70,6 +70,7 @@ v1::Job ToProto(const JobRecord& record) {
   AddJobReport(record.summary, job);
   for (const JobReport& step : record.steps) AddJobReport(step, job);
   job.set_steps_dropped(record.steps_dropped);
+  for (const HostMemoryUse& m : record.worker_memory) *job.add_worker_memory() = ToProto(m);
   return job;
 }
 

@@ -296,6 +296,18 @@ v1::TrainStep ToProto(const StepReport& r) {
   return p;
 }
 
+v1::HostMemory ToProto(const HostMemoryUse& m) {
+  v1::HostMemory p;
+  p.set_host(m.host);
+  p.set_before_bytes(m.before_bytes);
+  p.set_peak_bytes(m.peak_bytes);
+  return p;
+}
+
+HostMemoryUse FromProto(const v1::HostMemory& p) {
+  return {p.host(), p.before_bytes(), p.peak_bytes()};
+}
+
 v1::ChipCheck ToProto(const ChipCheck& c) {
   v1::ChipCheck p;
   p.set_chip(c.chip);

@@ -34,6 +34,8 @@ v1::MatmulResult PlanToProto(const MatmulPlan& plan);
 v1::MatmulResult ToProto(const MatmulReport& r);
 
 v1::ChipCheck ToProto(const ChipCheck& c);
+v1::HostMemory ToProto(const HostMemoryUse& m);
+HostMemoryUse FromProto(const v1::HostMemory& proto);
 v1::TrainStep ToProto(const StepReport& r);
 v1::TraceEvent ToProto(const TraceEvent& e);
 v1::MemoryUse ToProto(const MemoryItem& m);

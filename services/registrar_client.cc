@@ -1,5 +1,8 @@
 #include "services/registrar_client.h"
 
+#include <algorithm>
+#include <atomic>
+
 #include "grpcpp/grpcpp.h"
 #include "services/cluster_conv.h"
 #include "services/status_conv.h"
@@ -10,14 +13,22 @@ namespace {
 
 // The coordinator may ask the holders of places whether they live (1 s each).
 constexpr auto kRegisterDeadline = std::chrono::seconds(5);
-constexpr auto kHeartbeatDeadline = std::chrono::seconds(1);
+// A heartbeat gets as long as the coordinator waits for one (it says so when
+// it registers the worker), so that a late one still lands and counts
+// rather than being given up on a busy host; between these bounds.
+constexpr absl::Duration kMinHeartbeatDeadline = absl::Seconds(1);
+constexpr absl::Duration kMaxHeartbeatDeadline = absl::Seconds(30);
 
 // gRPC backs off between reconnection attempts up to 120 s by default, so
 // after a coordinator was down for a minute its workers would take as long
 // again to notice it is back (calls fail at once while the channel waits);
 // 2 s at most keeps a restarted coordinator's pod whole within seconds.
+//
+// Each channel gets a connection of its own (no shared subchannel): the
+// heartbeats' TCP connection carries nothing else.
 std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& coordinator) {
   grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
@@ -27,7 +38,8 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& coordinator
 class GrpcRegistrar : public Registrar {
  public:
   explicit GrpcRegistrar(const std::string& coordinator)
-      : stub_(v1::CoordinatorService::NewStub(CoordinatorChannel(coordinator))) {}
+      : stub_(v1::CoordinatorService::NewStub(CoordinatorChannel(coordinator))),
+        heartbeat_stub_(v1::CoordinatorService::NewStub(CoordinatorChannel(coordinator))) {}
 
   absl::StatusOr<GrantedPlace> RegisterWorker(const PlaceRequest& request) override {
     grpc::ClientContext ctx;
@@ -35,21 +47,28 @@ class GrpcRegistrar : public Registrar {
     v1::RegisterWorkerResponse resp;
     absl::Status status = FromGrpcStatus(stub_->RegisterWorker(&ctx, ToProto(request), &resp), "");
     if (!status.ok()) return status;
-    return FromProto(resp);
+    GrantedPlace granted = FromProto(resp);
+    if (granted.heartbeat_timeout > absl::ZeroDuration()) {
+      heartbeat_deadline_ms_ = absl::ToInt64Milliseconds(
+          std::clamp(granted.heartbeat_timeout, kMinHeartbeatDeadline, kMaxHeartbeatDeadline));
+    }
+    return granted;
   }
 
   absl::Status Heartbeat(int global_host, uint64_t incarnation) override {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + kHeartbeatDeadline);
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(heartbeat_deadline_ms_.load())));
     v1::HeartbeatRequest req;
     req.set_global_host(global_host);
     req.set_incarnation(incarnation);
     v1::HeartbeatResponse resp;
-    return FromGrpcStatus(stub_->Heartbeat(&ctx, req, &resp), "");
+    return FromGrpcStatus(heartbeat_stub_->Heartbeat(&ctx, req, &resp), "");
   }
 
  private:
-  std::unique_ptr<v1::CoordinatorService::Stub> stub_;
+  std::unique_ptr<v1::CoordinatorService::Stub> stub_;            // registrations
+  std::unique_ptr<v1::CoordinatorService::Stub> heartbeat_stub_;  // on a connection of its own
+  std::atomic<int64_t> heartbeat_deadline_ms_{absl::ToInt64Milliseconds(kMinHeartbeatDeadline)};
 };
 
 }  // namespace

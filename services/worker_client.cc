@@ -1,5 +1,7 @@
 #include "services/worker_client.h"
 
+#include <atomic>
+
 #include "grpcpp/grpcpp.h"
 #include "services/cluster_conv.h"
 #include "services/job_proto.h"
@@ -12,11 +14,31 @@ namespace {
 
 constexpr auto kConfigureDeadline = std::chrono::seconds(10);
 
+// A connection of its own (no subchannel shared with another channel to the
+// same address, such as a client of the process that held the place
+// before): its state is this worker's (ConnectionDropped).
+std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
 class GrpcWorkerClient : public WorkerInterface {
  public:
   explicit GrpcWorkerClient(const std::string& address)
       : address_(address),
-        stub_(v1::WorkerService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+        channel_(Channel(address)),
+        stub_(v1::WorkerService::NewStub(channel_)) {}
+
+  bool ConnectionDropped() override {
+    // Edge-triggered: READY, then anything else (IDLE once the peer closed
+    // the connection), or into TRANSIENT_FAILURE (reconnecting failed). An
+    // IDLE channel is asked to connect, so that a connection is up to drop.
+    const grpc_connectivity_state now = channel_->GetState(/*try_to_connect=*/true);
+    const grpc_connectivity_state before = last_state_.exchange(now);
+    return (before == GRPC_CHANNEL_READY && now != GRPC_CHANNEL_READY) ||
+           (before != GRPC_CHANNEL_TRANSIENT_FAILURE && now == GRPC_CHANNEL_TRANSIENT_FAILURE);
+  }
 
   absl::Status Configure(uint64_t incarnation, const PodConfig& config) override {
     grpc::ClientContext ctx;
@@ -54,7 +76,7 @@ class GrpcWorkerClient : public WorkerInterface {
     return out;
   }
 
-  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override {
+  absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
     v1::CheckJobRequest req;
@@ -63,8 +85,9 @@ class GrpcWorkerClient : public WorkerInterface {
     v1::CheckJobResponse resp;
     absl::Status status = FromGrpcStatus(stub_->CheckJob(&ctx, req, &resp), Context());
     if (!status.ok()) return status;
-    std::vector<ChipCheck> out;
-    for (const v1::ChipCheck& c : resp.chips()) out.push_back(FromProto(c));
+    HostCheck out;
+    for (const v1::ChipCheck& c : resp.chips()) out.chips.push_back(FromProto(c));
+    out.memory = FromProto(resp.memory());
     return out;
   }
 
@@ -96,7 +119,9 @@ class GrpcWorkerClient : public WorkerInterface {
   }
   std::string Context() const { return "worker at " + address_; }
   const std::string address_;
+  const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::atomic<grpc_connectivity_state> last_state_{GRPC_CHANNEL_IDLE};
 };
 
 }  // namespace

@@ -65,7 +65,8 @@ grpc::Status WorkerServiceImpl::CheckJob(grpc::ServerContext*, const v1::CheckJo
     Cancellation never;
     auto checks = worker_->CheckJob(req->incarnation(), req->job(), never);
     if (!checks.ok()) return ToGrpcStatus(checks.status());
-    for (const ChipCheck& c : *checks) *resp->add_chips() = ToProto(c);
+    for (const ChipCheck& c : checks->chips) *resp->add_chips() = ToProto(c);
+    *resp->mutable_memory() = ToProto(checks->memory);
     return grpc::Status::OK;
   });
 }

@@ -1,5 +1,7 @@
 #include "worker/coordinator_session.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
@@ -54,6 +56,9 @@ absl::Status CoordinatorSession::RegisterOnce(const WorkerPlace& place, bool& re
   }
   global_host_ = granted->global_host;
   incarnation_ = granted->incarnation;
+  if (granted->heartbeat_timeout > absl::ZeroDuration()) {
+    heartbeat_every_ms_ = std::clamp<int64_t>(absl::ToInt64Milliseconds(granted->heartbeat_timeout / 6), 50, 500);
+  }
   place_.slice = granted->slice;
   place_.host = granted->host;
   registered_ = true;
@@ -89,7 +94,7 @@ void CoordinatorSession::StartHeartbeats() {
 }
 
 void CoordinatorSession::HeartbeatLoop() {
-  while (SleepUnlessStopped(std::chrono::milliseconds(500))) {
+  while (SleepUnlessStopped(std::chrono::milliseconds(heartbeat_every_ms_.load()))) {
     const absl::Status status = registrar_->Heartbeat(global_host_, incarnation_);
     if (absl::IsNotFound(status)) {
       // A coordinator that restarted: take the same place again.

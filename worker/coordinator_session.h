@@ -1,6 +1,7 @@
 // A worker's standing with its coordinator: registers (retrying until the
 // coordinator answers, as compose and Kubernetes start services in any
-// order), then heartbeats on a thread of its own. When the coordinator comes
+// order), then heartbeats on a thread of its own (and, over gRPC, a
+// connection of its own), paced by the pod's heartbeat timeout. When the coordinator comes
 // back without knowing this worker (it restarted), the worker registers again
 // for the place it held; when another process has taken its place, the
 // session ends. It speaks to the coordinator through a Registrar: the gRPC
@@ -53,6 +54,8 @@ class CoordinatorSession {
   const std::unique_ptr<Registrar> registrar_;
 
   std::atomic<bool> registered_{false};
+  // Every 500 ms, or a sixth of the pod's heartbeat timeout if shorter.
+  std::atomic<int64_t> heartbeat_every_ms_{500};
   int global_host_ = -1;
   uint64_t incarnation_ = 0;
 

@@ -1,7 +1,9 @@
 #include "worker/worker_node.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/base/process_memory.h"
 #include "core/job/kinds.h"
+#include "worker/idle_release.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -102,6 +104,11 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec) {
   for (const auto& [old, prepared] : superseded) {
     AbortPrepared(prepared, *p, old, absl::StrCat("job ", job, " started, so the coordinator had ended it"));
   }
+  superseded.clear();  // their buffers, before this job's
+  // The job's memory is what the process holds from here to its check.
+  std::shared_ptr<void> hold = IdleRelease::Process().Hold();
+  const uint64_t resident_before = ResidentBytes();
+  ResetPeakResident();
   RunOptions options;
   options.job = job;
   auto planned = PlanJob(spec, p->topo, p->net->time_scale());
@@ -110,7 +117,7 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec) {
   if (!host.ok()) return host.status();
   (*host)->Prepare();
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_[job] = PreparedJob{std::shared_ptr<HostJob>(*std::move(host)), options.abort};
+  jobs_[job] = PreparedJob{std::shared_ptr<HostJob>(*std::move(host)), options.abort, resident_before, std::move(hold)};
   return absl::OkStatus();
 }
 
@@ -145,22 +152,34 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int ste
     running_job_ = job;
   }
   auto result = host->Run(step);
-  std::lock_guard<std::mutex> lock(mu_);
-  running_job_ = 0;
-  if (!result.ok()) jobs_.erase(job);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_job_ = 0;
+    if (!result.ok()) jobs_.erase(job);
+  }
   return result;
 }
 
-absl::StatusOr<std::vector<ChipCheck>> WorkerNode::Check(uint64_t job) {
+absl::StatusOr<HostCheck> WorkerNode::Check(uint64_t job) {
   std::shared_ptr<HostJob> host;
+  std::shared_ptr<void> hold;
+  HostCheck out;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job, " has not run on this worker"));
     host = std::move(it->second.host);
+    hold = std::move(it->second.hold);
+    out.memory.before_bytes = it->second.resident_before;
+    out.memory.host = host_;
     jobs_.erase(it);
   }
-  return host->Check();
+  out.chips = host->Check();
+  out.memory.peak_bytes = PeakResidentBytes();
+  // The job's buffers go now; the heap they came from goes back to the
+  // system once the worker has been idle for a moment (IdleRelease).
+  host.reset();
+  return out;
 }
 
 void WorkerNode::AbortJob(uint64_t job, const std::string& reason) {
@@ -175,6 +194,7 @@ void WorkerNode::AbortJob(uint64_t job, const std::string& reason) {
     }
   }
   AbortPrepared(prepared, *p, job, reason);
+  prepared.host.reset();  // before its hold
 }
 
 absl::Status WorkerNode::Configure(uint64_t incarnation, const PodConfig& config) {
@@ -193,7 +213,7 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnati
   return Run(job, step);
 }
 
-absl::StatusOr<std::vector<ChipCheck>> WorkerNode::CheckJob(uint64_t incarnation, uint64_t job, Cancellation&) {
+absl::StatusOr<HostCheck> WorkerNode::CheckJob(uint64_t incarnation, uint64_t job, Cancellation&) {
   if (auto s = CheckIncarnation(incarnation, "CheckJob"); !s.ok()) return s;
   return Check(job);
 }

@@ -32,7 +32,7 @@ class WorkerNode : public WorkerInterface {
   absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override;
   absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                     Cancellation& cancel) override;
-  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
+  absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
   absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration timeout) override;
   absl::StatusOr<WorkerStatusView> Status(absl::Duration timeout) override;
   // As the process itself sees it (readiness, tests).
@@ -50,6 +50,8 @@ class WorkerNode : public WorkerInterface {
   struct PreparedJob {
     std::shared_ptr<HostJob> host;
     std::shared_ptr<JobAbort> abort;
+    uint64_t resident_before = 0;  // the process's, before the job was prepared
+    std::shared_ptr<void> hold;     // keeps the process from giving memory back (IdleRelease)
   };
   // OK when `incarnation` is this process's registration; `call` names the
   // call for the refusal.
@@ -57,7 +59,7 @@ class WorkerNode : public WorkerInterface {
   absl::Status ConfigurePod(const PodConfig& config);
   absl::Status Prepare(uint64_t job, const JobSpec& spec);
   absl::StatusOr<std::vector<ChipRunResult>> Run(uint64_t job, int step);
-  absl::StatusOr<std::vector<ChipCheck>> Check(uint64_t job);
+  absl::StatusOr<HostCheck> Check(uint64_t job);
   void AbortJob(uint64_t job, const std::string& reason);
   std::shared_ptr<Pod> pod();
   std::shared_ptr<HostJob> FindJob(uint64_t job);

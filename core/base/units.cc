@@ -1,6 +1,7 @@
 #include "core/base/units.h"
 
 #include <cctype>
+#include <cmath>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -36,6 +37,23 @@ absl::StatusOr<std::vector<uint64_t>> ParseByteList(const std::string& csv, cons
     out.push_back(*v);
   }
   return out;
+}
+
+absl::StatusOr<absl::Duration> ParseDuration(const std::string& text, const std::string& field,
+                                             absl::Duration max) {
+  absl::Duration d;
+  double seconds = 0;
+  bool parsed = false;
+  if (absl::SimpleAtod(text, &seconds) && std::isfinite(seconds)) {
+    parsed = true;
+    d = seconds > 0 ? absl::Seconds(seconds) : absl::ZeroDuration();
+  } else if (!text.empty() && std::isdigit(static_cast<unsigned char>(text.back())) == 0) {
+    parsed = absl::ParseDuration(text, &d);  // "500ms", "30s", "2m"
+  }
+  if (parsed && d > absl::ZeroDuration() && d <= max) return d;
+  return absl::InvalidArgumentError(absl::StrCat(field, " '", text, "': expected a time above 0 and at most ",
+                                                 absl::FormatDuration(max),
+                                                 ", in seconds (3, 0.5) or with a unit (500ms, 30s, 2m)"));
 }
 
 std::string FormatBytes(uint64_t b) {

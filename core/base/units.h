@@ -1,4 +1,5 @@
-// Byte sizes as people write them (64KiB, 8MiB, 1GiB, 4096, 1MB), and times.
+// Byte sizes as people write them (64KiB, 8MiB, 1GiB, 4096, 1MB), and times
+// (3, 0.5, 500ms, 30s, 2m).
 #pragma once
 
 #include <cstdint>
@@ -6,12 +7,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace tpuemu {
 
 absl::StatusOr<uint64_t> ParseBytes(const std::string& text, const std::string& field);
 absl::StatusOr<std::vector<uint64_t>> ParseByteList(const std::string& csv, const std::string& field);
 std::string FormatBytes(uint64_t bytes);
+// A time above 0 and at most `max`: seconds (3, 0.5) or with a unit (500ms,
+// 30s, 2m, 1h). Errors name `field` and the text.
+absl::StatusOr<absl::Duration> ParseDuration(const std::string& text, const std::string& field, absl::Duration max);
 // 3 significant digits in s, ms, us or ns: "12.3 us".
 std::string FormatSeconds(double seconds);
 

@@ -8,8 +8,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace tpuemu {
+
+// The longest heartbeat timeout a pod may have (`--heartbeat-timeout`):
+// beyond it a stopped worker would hold the pod's jobs for good.
+inline constexpr absl::Duration kMaxHeartbeatTimeout = absl::Hours(1);
 
 // The place a worker asks for.
 struct PlaceRequest {
@@ -26,6 +31,9 @@ struct GrantedPlace {
   int slice = -1;
   int host = -1;
   uint64_t incarnation = 0;
+  // How long the coordinator waits for a heartbeat before it looks at the
+  // worker's connection; zero when it does not say.
+  absl::Duration heartbeat_timeout;
 };
 
 class Registrar {

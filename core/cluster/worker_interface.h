@@ -21,6 +21,13 @@
 
 namespace tpuemu {
 
+// What a worker says when it checks a job: each local chip's check, and
+// its memory over the job.
+struct HostCheck {
+  std::vector<ChipCheck> chips;
+  HostMemoryUse memory;
+};
+
 struct WorkerStatusView {
   int host = -1;
   std::vector<int> chips;
@@ -47,14 +54,20 @@ class WorkerInterface {
   // fails); only training has steps past 0.
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                             Cancellation& cancel) = 0;
-  // Checks each local chip's result of a job that ran; forgets the job.
-  virtual absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job,
+  // Checks each local chip's result of a job that ran; forgets the job and
+  // gives its memory back.
+  virtual absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job,
                                                           Cancellation& cancel) = 0;
   virtual absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason,
                              absl::Duration timeout) = 0;
   // Answers within `timeout` when the worker is alive: tells a live holder
   // of a place from one whose heartbeats have merely not lapsed yet.
   virtual absl::StatusOr<WorkerStatusView> Status(absl::Duration timeout) = 0;
+  // True once each time the connection to the worker is found gone since it
+  // was last up (over gRPC: the channel left READY, as when the process
+  // exited). The coordinator then asks the worker at once instead of waiting
+  // for its heartbeats to lapse. A worker in the same process never drops.
+  virtual bool ConnectionDropped() { return false; }
 };
 
 }  // namespace tpuemu

@@ -25,14 +25,18 @@ void HostCollective::Prepare() {
   for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipCollective>(plan_, chip, net_, options_));
   OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
   // What this host's chips receive from other hosts arrives in buffers the
-  // transport allocates: fault that much heap in now, not while timed.
+  // transport allocates, and with bf16 on the wire every chunk sent is a
+  // rounded copy: fault that much heap in now, not while timed (a worker
+  // gives its heap back after every job, so nothing is left from the last).
   const Topology& topo = net_.topology();
   const int host = topo.HostOf(net_.local_chips().front());
-  uint64_t remote_bytes = 0;
+  uint64_t buffered_bytes = 0;
   for (const PlannedTransfer& t : plan_.transfers()) {
-    if (topo.HostOf(t.dst) == host && topo.HostOf(t.src) != host) remote_bytes += t.elements() * sizeof(float);
+    const bool remote_in = topo.HostOf(t.dst) == host && topo.HostOf(t.src) != host;
+    const bool copied_out = options_.wire_bf16 && topo.HostOf(t.src) == host;
+    if (remote_in || copied_out) buffered_bytes += t.elements() * sizeof(float);
   }
-  WarmHeap(remote_bytes);
+  WarmHeap(buffered_bytes);
   prepared_ = true;
 }
 

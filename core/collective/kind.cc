@@ -14,7 +14,11 @@ class PlannedCollective : public PlannedJob {
   PlannedCollective(CollectivePlan plan, const Topology& topo) : plan_(std::move(plan)), topo_(topo) {}
 
   absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const override {
-    return std::make_unique<HostCollective>(plan_, net, options);
+    // The host's chips' share only: the whole pod's transfers on every host
+    // would cost hosts x transfers.
+    auto mine = CollectivePlan::CreateFor(topo_, plan_.spec(), net.local_chips());
+    if (!mine.ok()) return mine.status();
+    return std::make_unique<HostCollective>(*std::move(mine), net, options);
   }
 
   JobReport Summarize(const std::vector<ChipRunResult>& last_step,

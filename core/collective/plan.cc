@@ -63,6 +63,16 @@ uint64_t PlannedTransfer::elements() const {
 }
 
 absl::StatusOr<CollectivePlan> CollectivePlan::Create(const Topology& topo, const CollectiveSpec& spec) {
+  return Make(topo, spec, nullptr);
+}
+
+absl::StatusOr<CollectivePlan> CollectivePlan::CreateFor(const Topology& topo, const CollectiveSpec& spec,
+                                                         const std::vector<int>& chips) {
+  return Make(topo, spec, &chips);
+}
+
+absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const CollectiveSpec& spec,
+                                                    const std::vector<int>* chips) {
   CollectivePlan plan;
   plan.topo_ = topo;
   plan.spec_ = spec;
@@ -128,6 +138,14 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Create(const Topology& topo, cons
   const uint64_t part_len = shard / k;          // AllGather/ReduceScatter piece
   const uint64_t block = v / (static_cast<uint64_t>(n) * n);  // AllToAll block
   const uint64_t a2a_part = block / k;
+  std::vector<int> wanted;  // sorted, for a restricted plan
+  if (chips != nullptr) {
+    wanted = *chips;
+    std::sort(wanted.begin(), wanted.end());
+  }
+  auto is_wanted = [&](int chip) {
+    return chips == nullptr || std::binary_search(wanted.begin(), wanted.end(), chip);
+  };
 
   for (int p = 0; p < k; ++p) {
     std::vector<Axis> order;
@@ -171,18 +189,34 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Create(const Topology& topo, cons
         return false;
       };
 
-      for (int chip = 0; chip < topo.num_chips(); ++chip) {
-        const Coord line = topo.CoordOf(chip);
-        if (line.Get(a) != 0) continue;  // one representative per line along a
+      // One representative per line along a (its chip at a = 0), in chip
+      // order; a restricted plan visits only the lines of its chips.
+      std::vector<int> lines;
+      if (chips == nullptr) {
+        for (int chip = 0; chip < topo.num_chips(); ++chip) {
+          if (topo.CoordOf(chip).Get(a) == 0) lines.push_back(chip);
+        }
+      } else {
+        for (int chip : wanted) {
+          Coord line = topo.CoordOf(chip);
+          line.Set(a, 0);
+          lines.push_back(topo.ChipId(line));
+        }
+        std::sort(lines.begin(), lines.end());
+        lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+      }
+      for (int rep : lines) {
+        const Coord line = topo.CoordOf(rep);
         for (const auto& [key, group] : grouped) {
           const auto& [step, from, to, dir] = key;
           Coord src = line, dst = line;
           src.Set(a, from);
           dst.Set(a, to);
           PlannedTransfer t;
-          t.step = (local_step + step - 1) * k + p;
           t.src = topo.ChipId(src);
           t.dst = topo.ChipId(dst);
+          if (!is_wanted(t.src) && !is_wanted(t.dst)) continue;
+          t.step = (local_step + step - 1) * k + p;
           t.axis = a;
           t.dir = dir;
           t.reduce = phase.kind == PhaseKind::kReduceScatter;
@@ -287,7 +321,7 @@ double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo) {
 }
 
 absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const CollectiveSpec& spec) {
-  auto plan = CollectivePlan::Create(topo, spec);
+  auto plan = CollectivePlan::CreateFor(topo, spec, {});
   if (!plan.ok()) return plan.status();
   if (auto s = CheckPodHostBytes(CollectiveHostBytes(*plan, topo), topo.num_chips(),
                                  absl::StrCat(Field("bytes"), " ", FormatBytes(spec.bytes), " (", OpName(spec.op), " over ",

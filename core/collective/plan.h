@@ -47,7 +47,16 @@ struct AxisPlan {
 
 class CollectivePlan {
  public:
+  // The whole pod's plan: every transfer of every chip.
   static absl::StatusOr<CollectivePlan> Create(const Topology& topo, const CollectiveSpec& spec);
+  // The same plan seen from `chips`: only the transfers they send or
+  // receive, in the whole plan's order, so that a chip's program is the same
+  // as from Create. A chip (or a host) plans only its own share: planning
+  // the whole pod on every chip costs chips x transfers, which at 256 chips
+  // took longer than the step. With no chips, the spec is checked and nothing
+  // is planned (what the coordinator needs of a collective job).
+  static absl::StatusOr<CollectivePlan> CreateFor(const Topology& topo, const CollectiveSpec& spec,
+                                                  const std::vector<int>& chips);
 
   const CollectiveSpec& spec() const { return spec_; }
   const std::vector<AxisPlan>& axes() const { return axes_; }
@@ -68,6 +77,10 @@ class CollectivePlan {
   std::string AlgorithmLabel() const;
 
  private:
+  // `chips` null: the whole pod.
+  static absl::StatusOr<CollectivePlan> Make(const Topology& topo, const CollectiveSpec& spec,
+                                             const std::vector<int>* chips);
+
   Topology topo_;
   CollectiveSpec spec_;
   std::vector<AxisPlan> axes_;
@@ -83,9 +96,10 @@ class CollectivePlan {
 // in what it receives before copying it there.
 double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo);
 
-// Plans a collective job, refusing one whose chips would not fit in the pod's
+// Checks a collective job, refusing one whose chips would not fit in the pod's
 // host memory (the coordinator at submit, and every worker before it
-// allocates).
+// allocates). The plan it returns has no transfers: each host plans its own
+// chips' (CreateFor).
 absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const CollectiveSpec& spec);
 
 }  // namespace tpuemu

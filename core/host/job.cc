@@ -1,5 +1,6 @@
 #include "core/host/job.h"
 
+#include <atomic>
 #include <exception>
 #include <latch>
 #include <new>
@@ -9,11 +10,21 @@
 
 namespace tpuemu {
 
+namespace {
+std::atomic<int> live_host_jobs{0};
+}  // namespace
+
 HostJob::HostJob(HostNetwork& net, uint64_t job, uint64_t max_buffered_bytes) : net_(net), job_(job) {
   net_.mailbox().OpenJob(job_, max_buffered_bytes);
+  ++live_host_jobs;
 }
 
-HostJob::~HostJob() { net_.mailbox().CloseJob(job_); }
+HostJob::~HostJob() {
+  net_.mailbox().CloseJob(job_);
+  --live_host_jobs;
+}
+
+int LiveHostJobs() { return live_host_jobs.load(); }
 
 void OnThreads(size_t n, const std::function<void(size_t)>& fn) {
   std::vector<std::exception_ptr> thrown(n);

@@ -25,6 +25,15 @@ struct ChipCheck {
   double param_squares = 0; // training: sum of squares of the chip's weight shards
 };
 
+// A worker process's resident memory over one job: before it was prepared
+// and its peak. (The process's figures: in a test that runs every worker in
+// one process, the whole process's.)
+struct HostMemoryUse {
+  int host = -1;
+  uint64_t before_bytes = 0;
+  uint64_t peak_bytes = 0;
+};
+
 // A HostJob is the job's existence on its host: from construction to
 // destruction the host's mailbox takes the job's frames (up to what the job
 // may hold there) and its aborts.
@@ -47,6 +56,11 @@ class HostJob {
   HostNetwork& net_;
   const uint64_t job_;
 };
+
+// HostJobs alive in this process now (a worker has at most one; a test
+// that runs every worker in one process, one per worker): what may still be
+// computing or moving data.
+int LiveHostJobs();
 
 // Runs fn(0..n-1) on n threads and joins them. An exception one of them
 // throws (std::bad_alloc) is rethrown here once all have ended, so that it

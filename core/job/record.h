@@ -7,6 +7,7 @@
 #include <deque>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/host/job_kind.h"
 #include "core/host/job_spec.h"
@@ -36,6 +37,8 @@ struct JobRecord {
   // Finished steps' reports, the latest ones: steps[0] is step steps_dropped.
   std::deque<JobReport> steps;
   int64_t steps_dropped = 0;
+  // Each worker's memory over the job, by host, once every worker checked it.
+  std::vector<HostMemoryUse> worker_memory;
 };
 
 }  // namespace tpuemu

@@ -34,7 +34,7 @@ const CollectivePlan* MeshComm::PlanFor(CollectiveOp op, MeshAxisKind axis, uint
   auto [it, fresh] = plans_.try_emplace({static_cast<int>(op), static_cast<int>(axis), elements});
   std::unique_ptr<CollectivePlan>& slot = it->second;
   if (fresh) {
-    auto plan = PlanMeshCollective(c_, mesh_, net_.topology(), op, axis, elements);
+    auto plan = PlanMeshCollective(c_, mesh_, net_.topology(), op, axis, elements, {chip_});
     if (plan.ok()) slot = std::make_unique<CollectivePlan>(*std::move(plan));
   }
   return slot.get();

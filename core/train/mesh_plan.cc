@@ -8,14 +8,14 @@ namespace tpuemu {
 
 absl::StatusOr<CollectivePlan> PlanMeshCollective(const TrainConfig& c, const TrainMesh& mesh,
                                                   const Topology& topo, CollectiveOp op, MeshAxisKind axis,
-                                                  uint64_t elements) {
+                                                  uint64_t elements, const std::vector<int>& chips) {
   CollectiveSpec spec;
   spec.op = op;
   spec.axes = mesh.axes(axis);
   spec.bytes = elements * c.dtype_bytes;
   spec.dtype_bytes = c.dtype_bytes;
   spec.chunk_bytes = 1 << 20;
-  return CollectivePlan::Create(topo, spec);
+  return CollectivePlan::CreateFor(topo, spec, chips);
 }
 
 absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo) {
@@ -45,7 +45,7 @@ absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, c
   };
   for (const Use& u : uses) {
     if (mesh.size(u.axis) == 1) continue;
-    auto plan = PlanMeshCollective(c, mesh, topo, u.op, u.axis, static_cast<uint64_t>(u.elements));
+    auto plan = PlanMeshCollective(c, mesh, topo, u.op, u.axis, static_cast<uint64_t>(u.elements), {});
     if (!plan.ok()) {
       // The planner's reason without its leading "`bytes` N: " (a key of
       // collective jobs, not of this one).

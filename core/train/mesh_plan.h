@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/collective/plan.h"
@@ -14,10 +15,12 @@
 namespace tpuemu {
 
 // The plan of a collective over a mesh axis of `elements` (the op's whole
-// array), as every chip of the job makes it.
+// array): only the transfers `chips` send or receive (a chip plans its own
+// share; every chip planning the whole pod cost chips x transfers, seconds
+// per chip at 256 chips), none when `chips` is empty (the spec checked).
 absl::StatusOr<CollectivePlan> PlanMeshCollective(const TrainConfig& c, const TrainMesh& mesh,
                                                   const Topology& topo, CollectiveOp op, MeshAxisKind axis,
-                                                  uint64_t elements);
+                                                  uint64_t elements, const std::vector<int>& chips);
 
 // Every collective a training step runs, planned at submit: an array the
 // axis cannot split evenly is refused then, naming the array, the keys

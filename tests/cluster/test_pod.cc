@@ -85,13 +85,22 @@ std::string TestPod::ServeCoordinator() {
 std::string TestPod::address(int host) const { return absl::StrCat("127.0.0.1:", workers_[host].server.port); }
 
 void TestPod::Stop(int host) { workers_[host].stoppable->SetStopped(true); }
+void TestPod::MuteHeartbeats(int host) {
+  std::lock_guard<std::mutex> lock(heartbeat_mu_);
+  workers_[host].muted = true;
+}
+
+void TestPod::Kill(int host) {
+  MuteHeartbeats(host);
+  workers_[host].server.server->Shutdown(std::chrono::system_clock::now());
+}
 void TestPod::Resume(int host) { workers_[host].stoppable->SetStopped(false); }
 
 void TestPod::HeartbeatLoop(absl::Duration every) {
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_cv_.wait_for(lock, absl::ToChronoNanoseconds(every), [&] { return stop_heartbeats_; })) {
     for (int host = 0; host < num_workers(); ++host) {
-      if (!workers_[host].stoppable->stopped()) coordinator_->Heartbeat(host, workers_[host].incarnation).IgnoreError();
+      if (!workers_[host].stoppable->stopped() && !workers_[host].muted) coordinator_->Heartbeat(host, workers_[host].incarnation).IgnoreError();
     }
   }
 }
@@ -131,7 +140,7 @@ absl::StatusOr<std::vector<ChipRunResult>> TestPod::StoppableWorker::RunJob(uint
   return worker_->RunJob(incarnation, job, step, cancel);
 }
 
-absl::StatusOr<std::vector<ChipCheck>> TestPod::StoppableWorker::CheckJob(uint64_t incarnation, uint64_t job,
+absl::StatusOr<HostCheck> TestPod::StoppableWorker::CheckJob(uint64_t incarnation, uint64_t job,
                                                                          Cancellation& cancel) {
   WaitWhileStopped();
   return worker_->CheckJob(incarnation, job, cancel);

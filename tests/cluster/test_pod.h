@@ -47,6 +47,11 @@ class TestPod {
   // heartbeats and every call to it waits (its chips already running go on).
   void Stop(int host);
   void Resume(int host);
+  // Its heartbeats stop, but it answers every call: as a worker starved of
+  // CPU whose heartbeats arrive late (or the coordinator handles late).
+  void MuteHeartbeats(int host);
+  // As a process that exited: its server stops, closing its connections.
+  void Kill(int host);
   // Submits and waits; the job as the coordinator finished it.
   v1::Job Run(const CollectiveSpec& spec);
   v1::Job Run(const MatmulSpec& spec);
@@ -73,7 +78,7 @@ class TestPod {
     absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override;
     absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                       Cancellation& cancel) override;
-    absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
+    absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
     absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration timeout) override;
     absl::StatusOr<WorkerStatusView> Status(absl::Duration timeout) override;
 
@@ -91,6 +96,7 @@ class TestPod {
     std::unique_ptr<PeerServiceImpl> peer;
     RunningServer server;
     uint64_t incarnation = 0;
+    bool muted = false;  // no heartbeats (MuteHeartbeats, Kill); under heartbeat_mu_
   };
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<Worker> workers_;

@@ -90,7 +90,7 @@ class OutOfMemoryWorker : public WorkerInterface {
   absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t, uint64_t, int, Cancellation&) override {
     throw std::bad_alloc();
   }
-  absl::StatusOr<std::vector<ChipCheck>> CheckJob(uint64_t, uint64_t, Cancellation&) override {
+  absl::StatusOr<HostCheck> CheckJob(uint64_t, uint64_t, Cancellation&) override {
     throw std::bad_alloc();
   }
   absl::Status Abort(uint64_t, uint64_t, const std::string&, absl::Duration) override { return absl::OkStatus(); }

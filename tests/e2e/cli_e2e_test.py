@@ -151,6 +151,10 @@ class BadInputTest(Pod):
             (["--topology", "v5e:4x4x4"], "1 to 2 dimensions"),
             (["--topology", "v5e:4x4", "--chips-per-host", "3"], "--chips-per-host '3'"),
             (["--topology", "v5e:4x4", "--time-scale", "-1"], "--time-scale"),
+            (["--topology", "v5e:4x4", "--heartbeat-timeout", "0"], "--heartbeat-timeout '0': expected a time above 0"),
+            (["--topology", "v5e:4x4", "--heartbeat-timeout", "-2"], "--heartbeat-timeout '-2'"),
+            (["--topology", "v5e:4x4", "--heartbeat-timeout", "soon"], "--heartbeat-timeout 'soon'"),
+            (["--topology", "v5e:4x4", "--heartbeat-timeout", "2h"], "at most 1h"),
         ]:
             self.assert_fails(self.cli("cluster", "up", "--local", *args), needle)
             self.assertFalse(os.path.exists(os.path.join(self.home, "pod.json")))
@@ -389,6 +393,58 @@ class TrainJobTest(Pod):
              "must divide the chips per slice (8)")])
 
 
+class WorkerMemoryTest(Pod):
+    """A worker gives back what a job took (issue 21): its resident memory (VmRSS) after each job is
+    within 10% of its idle size, plus 16 MiB for what lives as long as the pod (the peer connections'
+    read buffers, up to 2 MiB each, and library code paged in by the first job); the job's result
+    reports every worker's peak. A worker gives memory back once it has had no job for 2 s
+    (worker/idle_release.h), so each check waits up to 10 s for it."""
+
+    SLACK = 16 << 20
+
+    def rss(self, pid):
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+    def assert_back_to_idle(self, idle, what):
+        for pid, before in idle.items():
+            deadline = time.monotonic() + 10
+            while (now := self.rss(pid)) > before * 1.1 + self.SLACK and time.monotonic() < deadline:
+                time.sleep(0.2)
+            self.assertLessEqual(now, before * 1.1 + self.SLACK,
+                                 f"10 s after {what}: worker {pid} holds {now >> 20} MiB, idle it held {before >> 20} MiB")
+
+    def test_memory_returns_near_idle_after_each_job_and_each_workers_peak_is_reported(self):
+        self.up("--topology", "v5p:2x4", "--chips-per-host", "4")
+        time.sleep(1)
+        workers = self.pids()[1:]
+        idle = {pid: self.rss(pid) for pid in workers}
+        job = os.path.join(self.home, "dp_mem.yaml")
+        with open(DP_JOB) as f, open(job, "w") as g:
+            g.write(f.read().replace("emb_dim: 256", "emb_dim: 512").replace("mlp_dim: 1024", "mlp_dim: 2048")
+                    .replace("num_layers: 2", "num_layers: 4").replace("global_batch_tokens: 512",
+                                                                       "global_batch_tokens: 2048")
+                    .replace("steps: 10", "steps: 2"))
+        for round in range(2):  # the second job finds the first one's memory given back too
+            r = self.cli("submit", job, "--wait", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            memory = json.loads(r.stdout)["worker_memory"]
+            self.assertEqual([m["host"] for m in memory], [0, 1])
+            for m in memory:
+                # 4 chips' weights, Adam moments, activations and gradients: hundreds of MiB.
+                self.assertGreater(m["peak_bytes"], 200 << 20, m)
+            self.assert_back_to_idle(idle, f"training job {round + 1}")
+        r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x,y", "--bytes", "8MiB", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        memory = json.loads(r.stdout)["results"][0]["worker_memory"]
+        self.assertEqual(len(memory), 2)
+        # Every chip holds the whole 8 MiB array in f32 (16 MiB), 4 chips per worker.
+        self.assertGreater(min(m["peak_bytes"] for m in memory), 64 << 20)
+        self.assert_back_to_idle(idle, "an 8 MiB all-gather")
+        status = self.cli("status", "job-1")
+        self.assertIn("worker memory: peak", status.stdout)
+
+
 class WorkerFailureTest(Pod):
     def test_killed_worker_fails_the_job_naming_it_within_5s(self):
         bench = self.paced_all_reduce()
@@ -407,6 +463,26 @@ class WorkerFailureTest(Pod):
         status = json.loads(self.cli("cluster", "status", "--json").stdout)
         dead = [w for w in status["workers"] if not w["alive"]]
         self.assertEqual([w["host"] for w in dead], [2])
+
+    def test_a_worker_killed_between_jobs_is_lost_at_once_not_after_the_heartbeat_timeout(self):
+        self.up("--topology", "v5e:4x2", "--chips-per-host", "2", "--heartbeat-timeout", "30s")
+        status = json.loads(self.cli("cluster", "status", "--json").stdout)
+        self.assertEqual(status["heartbeat_timeout_s"], 30)
+        self.assertTrue(all(w["alive"] and not w["slow"] for w in status["workers"]), status)
+        victim = self.pids()[2]  # host 1
+        killed_at = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        while time.monotonic() - killed_at < 30:
+            status = json.loads(self.cli("cluster", "status", "--json").stdout)
+            if not status["ready"]:
+                break
+            time.sleep(0.1)
+        elapsed = time.monotonic() - killed_at
+        self.assertEqual([w["host"] for w in status["workers"] if not w["alive"]], [1])
+        self.assertLess(elapsed, 3.0, "lost by its connection, not after 30 s without heartbeats")
+        table = self.cli("cluster", "status")
+        self.assertIn("heartbeats:  30 s timeout", table.stdout)
+        self.assertRegex(table.stdout, r"\n1 +0 +127\.0\.0\.1:\d+ +NO ")
 
 
 if __name__ == "__main__":

@@ -238,6 +238,22 @@ class CheckConfigTest(Processes):
         self.assertEqual(ok.returncode, 0, ok.stderr)
         self.assertIn("coordinator: c:50051", ok.stdout)
 
+    def test_the_heartbeat_timeout_from_flag_or_variable_and_what_is_refused(self):
+        base = {"TPUEMU_TOPOLOGY": "v5p:2x2"}
+        ok = self.run_check("tpuemu-coordinator", env=dict(base, TPUEMU_HEARTBEAT_TIMEOUT="45s"))
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertIn("heartbeat timeout: 45s", ok.stdout)
+        ok = self.run_check("tpuemu-coordinator", ["--heartbeat-timeout", "0.5"], env=base)
+        self.assertIn("heartbeat timeout: 500ms", ok.stdout)
+        for value in ("0", "-1", "fast", "2h"):
+            r = self.run_check("tpuemu-coordinator", env=dict(base, TPUEMU_HEARTBEAT_TIMEOUT=value))
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn(f"TPUEMU_HEARTBEAT_TIMEOUT '{value}': expected a time above 0 and at most 1h",
+                          r.stdout + r.stderr)
+            r = self.run_check("tpuemu-coordinator", [f"--heartbeat-timeout={value}"], env=base)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn(f"--heartbeat-timeout '{value}'", r.stdout + r.stderr)
+
     def check_container(self, where, command, env, hostname=None):
         """A container's command as its image would run it, asked of the binary itself."""
         binary, args = command[0], list(command[1:])

@@ -22,5 +22,23 @@ TEST(UnitsTest, RejectsNonsenseWithTheFieldName) {
   }
 }
 
+TEST(UnitsTest, ParsesTimesInSecondsOrWithAUnit) {
+  EXPECT_EQ(*ParseDuration("3", "--heartbeat-timeout", absl::Hours(1)), absl::Seconds(3));
+  EXPECT_EQ(*ParseDuration("0.5", "--heartbeat-timeout", absl::Hours(1)), absl::Milliseconds(500));
+  EXPECT_EQ(*ParseDuration("500ms", "--heartbeat-timeout", absl::Hours(1)), absl::Milliseconds(500));
+  EXPECT_EQ(*ParseDuration("2m", "--heartbeat-timeout", absl::Hours(1)), absl::Minutes(2));
+  EXPECT_EQ(*ParseDuration("1h", "--heartbeat-timeout", absl::Hours(1)), absl::Hours(1));
+}
+
+TEST(UnitsTest, RefusesTimesNotAboveZeroTooLongOrNotTimesNamingFieldValueAndRange) {
+  for (const char* bad : {"", "0", "0s", "-1", "-3s", "abc", "3x", "nan", "inf", "1e400", "61m"}) {
+    auto v = ParseDuration(bad, "TPUEMU_HEARTBEAT_TIMEOUT", absl::Hours(1));
+    ASSERT_FALSE(v.ok()) << bad;
+    const std::string m(v.status().message());
+    EXPECT_NE(m.find(std::string("TPUEMU_HEARTBEAT_TIMEOUT '") + bad + "'"), std::string::npos) << m;
+    EXPECT_NE(m.find("above 0 and at most 1h"), std::string::npos) << m;
+  }
+}
+
 }  // namespace
 }  // namespace tpuemu

@@ -1,0 +1,55 @@
+#include "worker/idle_release.h"
+
+#include "core/base/process_memory.h"
+#include "core/host/job.h"
+#include "core/tensor/blis_memory.h"
+
+namespace tpuemu {
+
+IdleRelease& IdleRelease::Process() {
+  // Never destroyed: its thread waits for the process's whole life.
+  static IdleRelease* const release = new IdleRelease();
+  return *release;
+}
+
+IdleRelease::IdleRelease() : thread_([this] { Loop(); }) { thread_.detach(); }
+
+std::shared_ptr<void> IdleRelease::Hold() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // waits out a release in progress
+    ++holds_;
+    pending_ = true;
+  }
+  return std::shared_ptr<void>(nullptr, [this](void*) { Drop(); });
+}
+
+void IdleRelease::Drop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--holds_ == 0) {
+    idle_since_ = std::chrono::steady_clock::now();
+    changed_.notify_all();
+  }
+}
+
+void IdleRelease::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    changed_.wait(lock, [&] { return pending_ && holds_ == 0; });
+    // Again from the start when a job comes (and perhaps goes) meanwhile.
+    const auto idle_since = idle_since_;
+    if (changed_.wait_until(lock, idle_since + kDelay, [&] { return holds_ > 0 || idle_since_ != idle_since; })) {
+      continue;
+    }
+    // A job dropped without a hold (an abort racing its prepare) may still
+    // be alive; its BLIS calls must finish first.
+    if (LiveHostJobs() > 0) {
+      idle_since_ = std::chrono::steady_clock::now();
+      continue;
+    }
+    ReleaseBlisMemory();
+    ReleaseFreedMemory();
+    pending_ = false;
+  }
+}
+
+}  // namespace tpuemu
