@@ -185,7 +185,7 @@ absl::StatusOr<HostCheck> WorkerNode::Check(uint64_t job) {
 void WorkerNode::AbortJob(uint64_t job, const std::string& reason) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return;
-  PreparedJob prepared{nullptr, std::make_shared<JobAbort>()};  // a job not prepared here: its mailbox only
+  PreparedJob prepared{nullptr, std::make_shared<JobAbort>(), 0, nullptr};  // a job not prepared here: its mailbox only
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = jobs_.find(job); it != jobs_.end()) {

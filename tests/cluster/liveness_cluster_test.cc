@@ -32,7 +32,7 @@ const v1::WorkerInfo* Info(const v1::ClusterStatus& status, int host) {
 
 TEST(LivenessClusterTest, AWorkerWithoutHeartbeatsThatAnswersIsSlowAndItsPodRunsJobs) {
   const absl::Duration timeout = absl::Milliseconds(1500);
-  TestPod pod(kPod, 0, {.heartbeat_timeout = timeout});
+  TestPod pod(kPod, 0, {.heartbeat_timeout = timeout, .retention = {}});
   pod.MuteHeartbeats(1);
   std::this_thread::sleep_for(absl::ToChronoNanoseconds(3 * timeout));
   const v1::ClusterStatus status = pod.coordinator().ClusterStatus();
@@ -54,7 +54,7 @@ TEST(LivenessClusterTest, AWorkerWithoutHeartbeatsThatAnswersIsSlowAndItsPodRuns
 
 TEST(LivenessClusterTest, AWorkerWhoseConnectionClosesIsLostAtOnce) {
   // Heartbeats alone would take a minute to notice.
-  TestPod pod(kPod, 0, {.heartbeat_timeout = absl::Seconds(60)});
+  TestPod pod(kPod, 0, {.heartbeat_timeout = absl::Seconds(60), .retention = {}});
   pod.Run(Training(1));  // the coordinator's connections to every worker are up
   pod.Kill(2);
   const absl::Time killed = absl::Now();

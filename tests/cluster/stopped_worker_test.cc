@@ -71,7 +71,7 @@ bool WorkersIdle(TestPod& pod, const std::vector<int>& hosts, absl::Time deadlin
 }
 
 TEST(StoppedWorkerTest, TheJobFailsWithinFiveSecondsOfTheLossAndTheQueuedJobRunsOnceTheWorkerIsBack) {
-  TestPod pod(kPod, 0, {.heartbeat_timeout = kHeartbeatTimeout});
+  TestPod pod(kPod, 0, {.heartbeat_timeout = kHeartbeatTimeout, .retention = {}});
   auto running = pod.Submit(Training(100000));
   ASSERT_TRUE(running.ok()) << running.status();
   auto queued = pod.Submit(Training(2));
@@ -134,7 +134,7 @@ TEST(StoppedWorkerTest, AFailedJobsSurvivorsStopComputingAndTheStoppedWorkerOnce
   const double per_chip_flops = 2.0 * (512 / 2) * 512 * (512 / 4);
   const double bytes = spec.dtype_bytes * ((512 / 2) * 512 + 512 * (512 / 4) + (512 / 2) * (512 / 4));
   const double scale = 60.0 / RooflineSeconds(topo->profile(), per_chip_flops, bytes);
-  TestPod pod(kPod, scale, {.heartbeat_timeout = kHeartbeatTimeout});
+  TestPod pod(kPod, scale, {.heartbeat_timeout = kHeartbeatTimeout, .retention = {}});
   auto job = pod.Submit(spec);
   ASSERT_TRUE(job.ok()) << job.status();
   const std::vector<int> all = {0, 1, 2, 3}, survivors = {0, 1, 2};

@@ -28,7 +28,13 @@ class CountHost : public HostJob {
   void Prepare() override {}
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step) override {
     std::vector<ChipRunResult> chips;
-    for (int chip : net_.local_chips()) chips.push_back({.chip = chip, .flops = uint64_t(chip), .step = step});
+    for (int chip : net_.local_chips()) {
+      ChipRunResult r;
+      r.chip = chip;
+      r.flops = uint64_t(chip);
+      r.step = step;
+      chips.push_back(std::move(r));
+    }
     return chips;
   }
   std::vector<ChipCheck> Check() override { return {}; }
