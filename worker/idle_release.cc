@@ -8,11 +8,26 @@ namespace tpuemu {
 
 IdleRelease& IdleRelease::Process() {
   // Never destroyed: its thread waits for the process's whole life.
-  static IdleRelease* const release = new IdleRelease();
+  static IdleRelease* const release = new IdleRelease(
+      [] {
+        ReleaseBlisMemory();
+        ReleaseFreedMemory();
+      },
+      kDelay);
   return *release;
 }
 
-IdleRelease::IdleRelease() : thread_([this] { Loop(); }) { thread_.detach(); }
+IdleRelease::IdleRelease(std::function<void()> release, std::chrono::milliseconds delay)
+    : release_(std::move(release)), delay_(delay), thread_([this] { Loop(); }) {}
+
+IdleRelease::~IdleRelease() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
 
 std::shared_ptr<void> IdleRelease::Hold() {
   {
@@ -34,10 +49,12 @@ void IdleRelease::Drop() {
 void IdleRelease::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    changed_.wait(lock, [&] { return pending_ && holds_ == 0; });
+    changed_.wait(lock, [&] { return stop_ || (pending_ && holds_ == 0); });
+    if (stop_) return;
     // Again from the start when a job comes (and perhaps goes) meanwhile.
     const auto idle_since = idle_since_;
-    if (changed_.wait_until(lock, idle_since + kDelay, [&] { return holds_ > 0 || idle_since_ != idle_since; })) {
+    if (changed_.wait_until(lock, idle_since + delay_,
+                            [&] { return stop_ || holds_ > 0 || idle_since_ != idle_since; })) {
       continue;
     }
     // A job dropped without a hold (an abort racing its prepare) may still
@@ -46,8 +63,7 @@ void IdleRelease::Loop() {
       idle_since_ = std::chrono::steady_clock::now();
       continue;
     }
-    ReleaseBlisMemory();
-    ReleaseFreedMemory();
+    release_();
     pending_ = false;
   }
 }

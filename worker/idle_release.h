@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -20,8 +21,13 @@ class IdleRelease {
   static constexpr std::chrono::milliseconds kDelay{2000};
 
   // One per process: the heap and BLIS's pools are the process's, and a test
-  // runs several workers in one.
+  // runs several workers in one. It gives back BLIS's pools and the freed heap.
   static IdleRelease& Process();
+
+  // Calls `release` once nothing has been held for `delay` since the last
+  // hold ended (and only if something was held since the last release).
+  IdleRelease(std::function<void()> release, std::chrono::milliseconds delay);
+  ~IdleRelease();
 
   // Held from a job's prepare until its buffers are gone: while any hold
   // lives, nothing is released (BLIS's pools may not go while a thread of the
@@ -29,11 +35,13 @@ class IdleRelease {
   std::shared_ptr<void> Hold();
 
  private:
-  IdleRelease();
   void Drop();
   void Loop();
 
+  const std::function<void()> release_;
+  const std::chrono::milliseconds delay_;
   std::mutex mu_;
+  bool stop_ = false;
   std::condition_variable changed_;
   int holds_ = 0;
   bool pending_ = false;  // something was held since the last release

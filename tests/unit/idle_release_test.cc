@@ -1,0 +1,70 @@
+// A worker gives memory back only once it has had no job for a while, and
+// then once: jobs that follow each other keep the heap warm.
+#include "worker/idle_release.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+using std::chrono::milliseconds;
+
+class IdleReleaseTest : public ::testing::Test {
+ protected:
+  std::atomic<int> releases{0};
+  IdleRelease idle{[this] { ++releases; }, milliseconds(500)};
+
+  // Waits (5 s at most: a loaded machine may run the thread late) for the
+  // count to reach `n`.
+  int AwaitReleases(int n) {
+    for (int i = 0; i < 500 && releases < n; ++i) std::this_thread::sleep_for(milliseconds(10));
+    return releases;
+  }
+};
+
+TEST_F(IdleReleaseTest, NothingHeldNothingReleased) {
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(releases, 0);
+}
+
+TEST_F(IdleReleaseTest, ReleasesOnceTheDelayAfterTheLastHoldEnds) {
+  auto hold = idle.Hold();
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(releases, 0) << "released while a job was held";
+  hold.reset();
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(releases, 0) << "released before the delay";
+  EXPECT_EQ(AwaitReleases(1), 1);
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(releases, 1) << "released again with nothing held since";
+}
+
+TEST_F(IdleReleaseTest, AJobWithinTheDelayKeepsTheMemory) {
+  // Back-to-back jobs, each shorter than the delay, with gaps shorter than
+  // it: nothing is released until the last one has ended for the delay.
+  for (int job = 0; job < 6; ++job) {
+    auto hold = idle.Hold();
+    std::this_thread::sleep_for(milliseconds(60));
+    hold.reset();
+    std::this_thread::sleep_for(milliseconds(60));
+  }
+  EXPECT_EQ(releases, 0);
+  EXPECT_EQ(AwaitReleases(1), 1);
+}
+
+TEST_F(IdleReleaseTest, TwoJobsAtOnceReleaseWhenBothHaveEnded) {
+  auto first = idle.Hold();
+  auto second = idle.Hold();
+  first.reset();
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(releases, 0);
+  second.reset();
+  EXPECT_EQ(AwaitReleases(1), 1);
+}
+
+}  // namespace
+}  // namespace tpuemu
