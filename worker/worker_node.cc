@@ -152,11 +152,9 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int ste
     running_job_ = job;
   }
   auto result = host->Run(step);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    running_job_ = 0;
-    if (!result.ok()) jobs_.erase(job);
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  running_job_ = 0;
+  if (!result.ok()) jobs_.erase(job);
   return result;
 }
 
