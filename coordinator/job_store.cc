@@ -1,10 +1,9 @@
 #include "coordinator/job_store.h"
 
-#include <malloc.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/process_memory.h"
 #include "core/job/kinds.h"
 
 namespace tpuemu {
@@ -107,7 +106,7 @@ void JobStore::RetireLocked(const std::string& id) {
   // A dropped record may have held a trace of tens of MB in many small
   // blocks; glibc keeps freed blocks for reuse, so the process would stay at
   // its high-water mark. Give them back (a few ms, once per finished job).
-  if (dropped) malloc_trim(0);
+  if (dropped) ReleaseFreedMemory();
 }
 
 void JobStore::AddTraceStep(const std::string& id, int64_t step, double start_s,

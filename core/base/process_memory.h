@@ -1,6 +1,7 @@
 // This process's resident memory, as Linux counts it (/proc/self/status),
 // and giving freed memory back to the system. A worker reports what each
-// job took (its peak) and returns to its idle size after it.
+// job took (its peak) and returns to its idle size once it has no job
+// (worker/idle_release.h); the coordinator, once it drops finished jobs.
 #pragma once
 
 #include <cstdint>
