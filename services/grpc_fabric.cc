@@ -28,6 +28,17 @@ GrpcFabric::~GrpcFabric() {
   for (auto& [_, s] : streams_) s->context.TryCancel();
 }
 
+void GrpcFabric::Disconnect() {
+  std::map<std::pair<int, int>, std::unique_ptr<PeerStream>> closing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing.swap(streams_);
+  }
+  // Cancelled, as in the destructor; each stream owns its channel, so its
+  // connection closes with it, here and at the peer.
+  for (auto& [_, s] : closing) s->context.TryCancel();
+}
+
 absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = streams_[{src, dst}];

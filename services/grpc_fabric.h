@@ -19,6 +19,7 @@ class GrpcFabric : public HostFabric {
   ~GrpcFabric() override;
   absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips) override;
   absl::Status Deliver(Frame&& frame) override;
+  void Disconnect() override;
 
  private:
   struct PeerStream;

@@ -33,9 +33,19 @@ std::shared_ptr<void> IdleRelease::Hold() {
   {
     std::lock_guard<std::mutex> lock(mu_);  // waits out a release in progress
     ++holds_;
-    pending_ = true;
+    releases_due_ = kReleasesAfterJob;
   }
   return std::shared_ptr<void>(nullptr, [this](void*) { Drop(); });
+}
+
+std::shared_ptr<void> IdleRelease::AlsoRelease(std::function<void()> release) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = next_also_++;
+  also_[id] = std::move(release);
+  return std::shared_ptr<void>(nullptr, [this, id](void*) {
+    std::lock_guard<std::mutex> lock(mu_);
+    also_.erase(id);
+  });
 }
 
 void IdleRelease::Drop() {
@@ -49,7 +59,7 @@ void IdleRelease::Drop() {
 void IdleRelease::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    changed_.wait(lock, [&] { return stop_ || (pending_ && holds_ == 0); });
+    changed_.wait(lock, [&] { return stop_ || (releases_due_ > 0 && holds_ == 0); });
     if (stop_) return;
     // Again from the start when a job comes (and perhaps goes) meanwhile.
     const auto idle_since = idle_since_;
@@ -63,8 +73,12 @@ void IdleRelease::Loop() {
       idle_since_ = std::chrono::steady_clock::now();
       continue;
     }
+    // The extras first: what they free (connections' buffers) goes back
+    // with the rest of the heap.
+    for (const auto& [_, also] : also_) also();
     release_();
-    pending_ = false;
+    --releases_due_;
+    idle_since_ = std::chrono::steady_clock::now();
   }
 }
 

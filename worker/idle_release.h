@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -25,7 +27,10 @@ class IdleRelease {
   static IdleRelease& Process();
 
   // Calls `release` once nothing has been held for `delay` since the last
-  // hold ended (and only if something was held since the last release).
+  // hold ended, and once more a `delay` later (only if something was held
+  // since the last release): connections that peers close at their own idle
+  // release free their buffers here after this process's first release.
+  static constexpr int kReleasesAfterJob = 2;
   IdleRelease(std::function<void()> release, std::chrono::milliseconds delay);
   ~IdleRelease();
 
@@ -33,6 +38,11 @@ class IdleRelease {
   // lives, nothing is released (BLIS's pools may not go while a thread of the
   // process multiplies).
   std::shared_ptr<void> Hold();
+
+  // Also calls `release` at each release for as long as the returned handle
+  // lives (a worker's links to other hosts). Dropping the handle waits out a
+  // release in progress.
+  std::shared_ptr<void> AlsoRelease(std::function<void()> release);
 
  private:
   void Drop();
@@ -43,8 +53,10 @@ class IdleRelease {
   std::mutex mu_;
   bool stop_ = false;
   std::condition_variable changed_;
+  std::map<uint64_t, std::function<void()>> also_;
+  uint64_t next_also_ = 0;
   int holds_ = 0;
-  bool pending_ = false;  // something was held since the last release
+  int releases_due_ = 0;  // kReleasesAfterJob after a hold, down to 0
   std::chrono::steady_clock::time_point idle_since_;
   std::thread thread_;
 };

@@ -69,9 +69,13 @@ absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
   if (host < 0 || host >= topo->num_hosts()) {
     return absl::InvalidArgumentError(absl::StrCat("host ", host, " is not in ", topo->Describe()));
   }
-  auto pod = std::make_shared<Pod>(Pod{*topo, make_fabric_(config, *topo, host), nullptr});
+  auto pod = std::make_shared<Pod>(Pod{*topo, make_fabric_(config, *topo, host), nullptr, nullptr});
   pod->net = std::make_unique<HostNetwork>(*topo, topo->ChipsOfHost(host), config.time_scale, pod->fabric.get());
   if (auto s = pod->fabric->Connect(pod->net->mailbox(), pod->net->local_chips()); !s.ok()) return s;
+  // An idle worker's connections hold their last read buffers (1-2 MiB
+  // each); they are closed with the rest of what it gives back, and opened
+  // again when the next job is prepared.
+  pod->idle_disconnect = IdleRelease::Process().AlsoRelease([fabric = pod->fabric.get()] { fabric->Disconnect(); });
   std::map<uint64_t, PreparedJob> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -107,6 +111,9 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec) {
   superseded.clear();  // their buffers, before this job's
   // The job's memory is what the process holds from here to its check.
   std::shared_ptr<void> hold = IdleRelease::Process().Hold();
+  // Links closed while the worker was idle open again, before anything is
+  // timed.
+  if (auto s = p->fabric->Connect(p->net->mailbox(), p->net->local_chips()); !s.ok()) return s;
   const uint64_t resident_before = ResidentBytes();
   ResetPeakResident();
   RunOptions options;

@@ -46,6 +46,9 @@ class WorkerNode : public WorkerInterface {
     Topology topo;
     std::unique_ptr<HostFabric> fabric;
     std::unique_ptr<HostNetwork> net;
+    // Closes the fabric's links while the process is idle (IdleRelease);
+    // last, so that it goes first.
+    std::shared_ptr<void> idle_disconnect;
   };
   struct PreparedJob {
     std::shared_ptr<HostJob> host;

@@ -19,7 +19,11 @@ class HostFabric : public Fabric {
   // Frames for this host's own chips go to `local`. Opens the links from
   // `local_chips` to chips on other hosts now, so that no job pays for
   // connecting them.
+  // Called again before each job: it opens what Disconnect closed.
   virtual absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips) = 0;
+  // Closes the links to other hosts and frees what they hold (a connection's
+  // read buffers live as long as it does), while no job uses them.
+  virtual void Disconnect() {}
 };
 
 using FabricFactory =

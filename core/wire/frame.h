@@ -36,7 +36,8 @@ using Payload = std::vector<float, DefaultInitAllocator<float>>;
 // once at start-up, before any thread starts.
 void PrepareProcessForDataPath();
 
-// Faults in `bytes` of free heap (at most 192 MiB), so that the buffers a
+// Faults in free heap for `bytes` of receives (three times that, at most
+// 192 MiB, in receive-sized blocks), so that the buffers a
 // transport allocates next (gRPC's receive slices) land on pages already
 // mapped, instead of faulting in page by page while data arrives: the same
 // preparation a job gives its chips' own receive ranges, outside the timed

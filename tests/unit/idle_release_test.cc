@@ -1,5 +1,6 @@
 // A worker gives memory back only once it has had no job for a while, and
-// then once: jobs that follow each other keep the heap warm.
+// then twice (the second time for what its peers free when they close their
+// links to it): jobs that follow each other keep the heap warm.
 #include "worker/idle_release.h"
 
 #include <atomic>
@@ -31,16 +32,41 @@ TEST_F(IdleReleaseTest, NothingHeldNothingReleased) {
   EXPECT_EQ(releases, 0);
 }
 
-TEST_F(IdleReleaseTest, ReleasesOnceTheDelayAfterTheLastHoldEnds) {
+TEST_F(IdleReleaseTest, ReleasesTheDelayAfterTheLastHoldEndsAndOnceMore) {
   auto hold = idle.Hold();
   std::this_thread::sleep_for(milliseconds(400));
   EXPECT_EQ(releases, 0) << "released while a job was held";
   hold.reset();
+  const auto ended = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(milliseconds(50));
   EXPECT_EQ(releases, 0) << "released before the delay";
   EXPECT_EQ(AwaitReleases(1), 1);
-  std::this_thread::sleep_for(milliseconds(400));
-  EXPECT_EQ(releases, 1) << "released again with nothing held since";
+  EXPECT_EQ(AwaitReleases(2), 2);
+  EXPECT_GE(std::chrono::steady_clock::now() - ended, milliseconds(1000)) << "the second release came early";
+  std::this_thread::sleep_for(milliseconds(700));
+  EXPECT_EQ(releases, 2) << "released again with nothing held since";
+}
+
+TEST_F(IdleReleaseTest, AJobBetweenTheTwoReleasesStartsOver) {
+  idle.Hold().reset();
+  EXPECT_EQ(AwaitReleases(1), 1);
+  auto hold = idle.Hold();
+  std::this_thread::sleep_for(milliseconds(700));
+  EXPECT_EQ(releases, 1) << "released while a job was held";
+  hold.reset();
+  EXPECT_EQ(AwaitReleases(3), 3);
+}
+
+TEST_F(IdleReleaseTest, ExtrasRunAtEachReleaseWhileTheirHandleLives) {
+  std::atomic<int> extras{0};
+  auto handle = idle.AlsoRelease([&] { ++extras; });
+  idle.Hold().reset();
+  EXPECT_EQ(AwaitReleases(2), 2);
+  EXPECT_EQ(extras, 2);
+  handle.reset();
+  idle.Hold().reset();
+  EXPECT_EQ(AwaitReleases(4), 4);
+  EXPECT_EQ(extras, 2) << "an extra ran after its handle was dropped";
 }
 
 TEST_F(IdleReleaseTest, AJobWithinTheDelayKeepsTheMemory) {
