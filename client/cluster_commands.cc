@@ -24,7 +24,8 @@ nlohmann::json StatusJson(const v1::ClusterStatus& s, const std::string& address
   for (const auto& w : s.workers()) {
     workers.push_back({{"host", w.host()}, {"slice", w.slice()}, {"address", w.address()},
                        {"chips", std::vector<int>(w.chips().begin(), w.chips().end())}, {"alive", w.alive()}, {"slow", w.slow()},
-                       {"seconds_since_heartbeat", w.seconds_since_heartbeat()}});
+                       {"seconds_since_heartbeat", w.seconds_since_heartbeat()},
+                       {"resident_bytes", w.resident_bytes()}});
   }
   return {{"coordinator", address}, {"topology", s.spec().topology()}, {"slices", s.spec().slices()},
           {"chips_per_host", s.spec().chips_per_host()}, {"time_scale", s.spec().time_scale()},
@@ -43,12 +44,15 @@ void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
             << "state:       " << (s.ready() ? "ready" : "not ready") << ", " << s.workers_size() << "/"
             << s.expected_workers() << " workers registered\n"
             << "heartbeats:  " << s.heartbeat_timeout_s() << " s timeout\n\n";
-  std::printf("%-5s %-6s %-22s %-7s %s\n", "HOST", "SLICE", "ADDRESS", "ALIVE", "CHIPS");
+  // MEMORY: the worker's resident memory at its last heartbeat (a job's
+  // memory is given back once the worker has been idle for 2 s).
+  std::printf("%-5s %-6s %-22s %-7s %-9s %s\n", "HOST", "SLICE", "ADDRESS", "ALIVE", "MEMORY", "CHIPS");
   for (const auto& w : s.workers()) {
     std::string chips;
     for (int c : w.chips()) chips += (chips.empty() ? "" : ",") + std::to_string(c);
-    std::printf("%-5d %-6d %-22s %-7s %s\n", w.host(), w.slice(), w.address().c_str(), !w.alive() ? "NO" : w.slow() ? "slow" : "yes",
-                chips.c_str());
+    const std::string memory = w.resident_bytes() > 0 ? absl::StrCat(w.resident_bytes() >> 20, " MiB") : "-";
+    std::printf("%-5d %-6d %-22s %-7s %-9s %s\n", w.host(), w.slice(), w.address().c_str(),
+                !w.alive() ? "NO" : w.slow() ? "slow" : "yes", memory.c_str(), chips.c_str());
   }
 }
 

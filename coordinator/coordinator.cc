@@ -62,8 +62,8 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(const v1:
   return response;
 }
 
-absl::Status Coordinator::Heartbeat(int global_host, uint64_t incarnation) {
-  return registry_.Heartbeat(global_host, incarnation);
+absl::Status Coordinator::Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) {
+  return registry_.Heartbeat(global_host, incarnation, resident_bytes);
 }
 
 v1::ClusterStatus Coordinator::ClusterStatus() {
@@ -79,6 +79,7 @@ v1::ClusterStatus Coordinator::ClusterStatus() {
     info->set_address(w.address);
     for (int chip : topo_.ChipsOfHost(w.host)) info->add_chips(chip);
     info->set_seconds_since_heartbeat(absl::ToDoubleSeconds(w.since_heartbeat));
+    info->set_resident_bytes(w.resident_bytes);
     info->set_alive(w.alive);
     info->set_slow(w.slow);
   }

@@ -130,7 +130,7 @@ GrantedPlace Registry::TakePlaceLocked(int global, const PlaceRequest& req) {
   return GrantedPlace{global, w.slice, host, w.incarnation, heartbeat_timeout_};
 }
 
-absl::Status Registry::Heartbeat(int global_host, uint64_t incarnation) {
+absl::Status Registry::Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(global_host);
   if (it == workers_.end()) {
@@ -143,6 +143,7 @@ absl::Status Registry::Heartbeat(int global_host, uint64_t incarnation) {
                                                       it->second.address, "; this registration was replaced"));
   }
   it->second.live.Heartbeat(absl::Now());
+  it->second.resident_bytes = resident_bytes;
   return absl::OkStatus();
 }
 
@@ -152,7 +153,7 @@ std::vector<RegisteredWorker> Registry::Workers() const {
   const absl::Time now = absl::Now();
   for (const auto& [host, w] : workers_) {
     out.push_back({host, w.slice, w.address, w.incarnation, w.client, w.live.SinceHeartbeat(now), AliveLocked(w),
-                   w.live.Slow(now, heartbeat_timeout_)});
+                   w.live.Slow(now, heartbeat_timeout_), w.resident_bytes});
   }
   return out;
 }

@@ -36,6 +36,7 @@ struct RegisteredWorker {
   absl::Duration since_heartbeat;
   bool alive = false;
   bool slow = false;  // alive, but its heartbeats are late (liveness.h)
+  uint64_t resident_bytes = 0;  // as its last heartbeat said; 0: not said
 };
 
 class Registry : public Registrar {
@@ -51,7 +52,7 @@ class Registry : public Registrar {
   ~Registry() override;
 
   absl::StatusOr<GrantedPlace> RegisterWorker(const PlaceRequest& request) override;
-  absl::Status Heartbeat(int global_host, uint64_t incarnation) override;
+  absl::Status Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) override;
 
   // Every place's holder, by host.
   std::vector<RegisteredWorker> Workers() const;
@@ -76,6 +77,7 @@ class Registry : public Registrar {
     uint64_t incarnation = 0;  // of the registration that holds the place
     std::string place_source;  // where that worker found its place, for conflicts
     Liveness live;
+    uint64_t resident_bytes = 0;  // as its last heartbeat said
   };
 
   void ConfigureLoop();

@@ -25,7 +25,7 @@ grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext*, const 
 
 grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
                                                v1::HeartbeatResponse*) {
-  return ToGrpcStatus(backend_->Heartbeat(req->global_host(), req->incarnation()));
+  return ToGrpcStatus(backend_->Heartbeat(req->global_host(), req->incarnation(), req->resident_bytes()));
 }
 
 grpc::Status CoordinatorServiceImpl::GetClusterStatus(grpc::ServerContext*, const v1::ClusterStatusRequest*,

@@ -35,7 +35,7 @@ class CoordinatorBackend {
  public:
   virtual ~CoordinatorBackend() = default;
   virtual absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(const v1::RegisterWorkerRequest& request) = 0;
-  virtual absl::Status Heartbeat(int global_host, uint64_t incarnation) = 0;
+  virtual absl::Status Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) = 0;
   virtual v1::ClusterStatus ClusterStatus() = 0;
   virtual absl::StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) = 0;
   virtual absl::StatusOr<v1::Job> GetJob(const std::string& id) = 0;

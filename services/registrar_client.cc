@@ -55,12 +55,13 @@ class GrpcRegistrar : public Registrar {
     return granted;
   }
 
-  absl::Status Heartbeat(int global_host, uint64_t incarnation) override {
+  absl::Status Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(heartbeat_deadline_ms_.load())));
     v1::HeartbeatRequest req;
     req.set_global_host(global_host);
     req.set_incarnation(incarnation);
+    req.set_resident_bytes(resident_bytes);
     v1::HeartbeatResponse resp;
     return FromGrpcStatus(heartbeat_stub_->Heartbeat(&ctx, req, &resp), "");
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/process_memory.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -95,7 +96,7 @@ void CoordinatorSession::StartHeartbeats() {
 
 void CoordinatorSession::HeartbeatLoop() {
   while (SleepUnlessStopped(std::chrono::milliseconds(heartbeat_every_ms_.load()))) {
-    const absl::Status status = registrar_->Heartbeat(global_host_, incarnation_);
+    const absl::Status status = registrar_->Heartbeat(global_host_, incarnation_, ResidentBytes());
     if (absl::IsNotFound(status)) {
       // A coordinator that restarted: take the same place again.
       registered_ = false;

@@ -44,7 +44,8 @@ class Registrar {
   virtual absl::StatusOr<GrantedPlace> RegisterWorker(const PlaceRequest& request) = 0;
   // NotFound: the coordinator does not know the host (it restarted);
   // FailedPrecondition: another registration holds the place now.
-  virtual absl::Status Heartbeat(int global_host, uint64_t incarnation) = 0;
+  // `resident_bytes`: the worker process's resident memory now (0: unknown).
+  virtual absl::Status Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) = 0;
 };
 
 }  // namespace tpuemu

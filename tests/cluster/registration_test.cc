@@ -150,16 +150,26 @@ TEST_F(RegistrationTest, PlacesOutsideThePodAreRefusedNamingTheSourceAndTheTopol
 TEST_F(RegistrationTest, HeartbeatsOfAReplacedRegistrationAreRefused) {
   auto first = Register(*hosts_[0], 0, 0);
   ASSERT_TRUE(first.ok());
-  EXPECT_TRUE(coordinator_->Heartbeat(0, first->incarnation()).ok());
+  EXPECT_TRUE(coordinator_->Heartbeat(0, first->incarnation(), 0).ok());
   hosts_[0]->Stop();
   auto second = Register(*hosts_[1], 0, 0);
   ASSERT_TRUE(second.ok());
-  const absl::Status stale = coordinator_->Heartbeat(0, first->incarnation());
+  const absl::Status stale = coordinator_->Heartbeat(0, first->incarnation(), 0);
   EXPECT_EQ(stale.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(stale.message(), HasSubstr(hosts_[1]->address));
-  EXPECT_TRUE(coordinator_->Heartbeat(0, second->incarnation()).ok());
+  EXPECT_TRUE(coordinator_->Heartbeat(0, second->incarnation(), 0).ok());
   // A coordinator that never saw this host (it restarted) says so: the worker registers again.
-  EXPECT_EQ(coordinator_->Heartbeat(3, 1).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(coordinator_->Heartbeat(3, 1, 0).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(RegistrationTest, EachWorkersResidentMemoryFromItsLastHeartbeatIsInTheClusterStatus) {
+  auto place = Register(*hosts_[0], 0, 0);
+  ASSERT_TRUE(place.ok());
+  EXPECT_EQ(coordinator_->ClusterStatus().workers(0).resident_bytes(), 0u) << "nothing said yet";
+  ASSERT_TRUE(coordinator_->Heartbeat(0, place->incarnation(), 300 << 20).ok());
+  EXPECT_EQ(coordinator_->ClusterStatus().workers(0).resident_bytes(), 300u << 20);
+  ASSERT_TRUE(coordinator_->Heartbeat(0, place->incarnation(), 27 << 20).ok());  // given back once idle
+  EXPECT_EQ(coordinator_->ClusterStatus().workers(0).resident_bytes(), 27u << 20);
 }
 
 // What the worker logs while the test runs.

@@ -100,7 +100,7 @@ void TestPod::HeartbeatLoop(absl::Duration every) {
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_cv_.wait_for(lock, absl::ToChronoNanoseconds(every), [&] { return stop_heartbeats_; })) {
     for (int host = 0; host < num_workers(); ++host) {
-      if (!workers_[host].stoppable->stopped() && !workers_[host].muted) coordinator_->Heartbeat(host, workers_[host].incarnation).IgnoreError();
+      if (!workers_[host].stoppable->stopped() && !workers_[host].muted) coordinator_->Heartbeat(host, workers_[host].incarnation, 0).IgnoreError();
     }
   }
 }

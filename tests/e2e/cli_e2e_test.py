@@ -442,6 +442,26 @@ class WorkerMemoryTest(Pod):
         self.assert_back_to_idle(idle, "an 8 MiB all-gather")
         status = self.cli("status", "job-1")
         self.assertIn("worker memory: peak", status.stdout)
+        self.assert_cluster_status_shows_idle_memory(idle)
+
+    def assert_cluster_status_shows_idle_memory(self, idle):
+        """cluster status shows each worker's resident memory from its heartbeats: back near idle."""
+        limit = max(idle.values()) * 1.1
+        deadline = time.monotonic() + 10
+        while True:
+            r = self.cli("cluster", "status", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            shown = [w["resident_bytes"] for w in json.loads(r.stdout)["workers"]]
+            if all(0 < b <= limit for b in shown) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        self.assertEqual(len(shown), 2)
+        for b in shown:
+            self.assertGreater(b, 1 << 20)
+            self.assertLessEqual(b, limit, f"cluster status shows {b >> 20} MiB; idle workers held at most {int(limit) >> 20}")
+        table = self.cli("cluster", "status").stdout
+        self.assertIn("MEMORY", table)
+        self.assertRegex(table, r"\byes\s+\d+ MiB\s")
 
 
 class WorkerFailureTest(Pod):
