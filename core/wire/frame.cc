@@ -31,9 +31,10 @@ void WarmHeap(size_t bytes) {
   // scattered and cold, and the transport's requests, interleaved with
   // frees, do not land on exactly the chunks a warm-up took: three times the
   // bytes covers most of them. (A paced 32 MiB all-gather on a pod idle for
-  // 5 s, wall over emulated time: 1.03-1.37 with one block of the bytes
-  // warmed, 1.02-1.28 with the bytes in slices, 1.00-1.17 with three times
-  // the bytes; 1.00-1.02 in a worker that never gives its heap back.)
+  // 5 s, wall over emulated time: 1.56-2.24 with one block of the bytes
+  // warmed, 1.03-1.37 with 1 MiB blocks, 1.02-1.28 with the bytes in
+  // slices, 1.00-1.17 with three times the bytes; 1.00-1.02 in a worker
+  // that never gives its heap back.)
   constexpr size_t kBlock = (64 << 10) + 40;  // gRPC 1.51's read slices: 64 KiB and a header
   constexpr size_t kCoverage = 3;
   bytes = std::min<size_t>(bytes * kCoverage, 192 << 20);
