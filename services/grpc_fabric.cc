@@ -20,13 +20,7 @@ struct GrpcFabric::PeerStream {
 GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses)
     : topo_(topo), my_host_(my_host), addresses_(std::move(host_addresses)) {}
 
-GrpcFabric::~GrpcFabric() {
-  // Cancelled, not finished: a finish waits for the peer's handler to answer,
-  // and a peer that is itself reconfiguring (or gone) may not for a long time;
-  // two workers reconfiguring at once each waited for the other. Jobs are
-  // over when a fabric goes, so nothing in flight is lost that matters.
-  for (auto& [_, s] : streams_) s->context.TryCancel();
-}
+GrpcFabric::~GrpcFabric() { Disconnect(); }
 
 void GrpcFabric::Disconnect() {
   std::map<std::pair<int, int>, std::unique_ptr<PeerStream>> closing;
@@ -34,8 +28,12 @@ void GrpcFabric::Disconnect() {
     std::lock_guard<std::mutex> lock(mu_);
     closing.swap(streams_);
   }
-  // Cancelled, as in the destructor; each stream owns its channel, so its
-  // connection closes with it, here and at the peer.
+  // Cancelled, not finished: a finish waits for the peer's handler to answer,
+  // and a peer that is itself reconfiguring (or gone) may not for a long time;
+  // two workers reconfiguring at once each waited for the other. No job uses
+  // the links when they close, so nothing in flight is lost that matters.
+  // Each stream owns its channel: its connection closes with it, here and at
+  // the peer.
   for (auto& [_, s] : closing) s->context.TryCancel();
 }
 
