@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/pod_state.h"
@@ -74,17 +75,23 @@ int Bench(const BenchOptions& o) {
     for (const auto& job : done) results.push_back(CollectiveJson(job));
     std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
   } else {
-    std::printf("%-14s %-5s %3s %9s %-9s %12s %12s %7s %10s %9s %9s %8s %11s\n", "op", "axes", "n", "bytes",
-                "algorithm", "emulated_us", "predicted_us", "ratio", "wall_ms", "algbw", "busbw", "correct",
-                "peak_MiB");
+    std::printf("%-14s %-5s %3s %9s %-9s %12s %12s %7s %9s %7s %10s %9s %9s %8s %11s\n", "op", "axes", "n", "bytes",
+                "algorithm", "emulated_us", "predicted_us", "ratio", "seed_us", "seed_r", "wall_ms", "algbw", "busbw",
+                "correct", "peak_MiB");
     for (const auto& job : done) {
       const auto& r = job.result();
-      std::printf("%-14s %-5s %3d %9s %-9s %12s %12s %7.4f %10.2f %9.3f %9.3f %8s %11s\n", r.op().c_str(),
+      const bool seed = r.seed_formula_s() > 0;
+      std::printf("%-14s %-5s %3d %9s %-9s %12s %12s %7.4f %9s %7s %10.2f %9.3f %9.3f %8s %11s\n", r.op().c_str(),
                   r.axes().c_str(), r.n(), FormatBytes(r.bytes()).c_str(), r.algorithm().c_str(),
-                  Micros(r.emulated_s()).c_str(), Micros(r.predicted_s()).c_str(), r.ratio(), r.wall_s() * 1e3,
-                  r.algbw_gbps(), r.busbw_gbps(), r.correct() ? "yes" : "NO", WorkerMemoryCell(job).c_str());
+                  Micros(r.emulated_s()).c_str(), Micros(r.predicted_s()).c_str(), r.ratio(),
+                  seed ? Micros(r.seed_formula_s()).c_str() : "-",
+                  seed ? absl::StrFormat("%.4f", r.seed_ratio()).c_str() : "-", r.wall_s() * 1e3, r.algbw_gbps(),
+                  r.busbw_gbps(), r.correct() ? "yes" : "NO", WorkerMemoryCell(job).c_str());
     }
-    std::printf("\nemulated/predicted: the emulated clock vs the seed's closed form. algbw/busbw: GB/s on the\n"
+    std::printf("\npredicted: the exact closed form of the algorithm run (its busiest link's bytes over the\n"
+                "link's bandwidth, plus its hops' latency); ratio = emulated / predicted. seed_us: the seed's\n"
+                "rule of thumb for the same case (V / W_bidir per axis, n_axes times faster over several axes;\n"
+                "it drops (N-1)/N), seed_r = emulated / seed_us, '-' where the seeds give no rule. algbw/busbw: GB/s on the\n"
                 "wall clock for the host's f32 array (nccl-tests definitions). peak_MiB: the largest worker's\n"
                 "resident memory at its peak during the job (workers give it back once idle for 2 s). --json\n"
                 "adds per-link bytes and every worker's memory.\n");

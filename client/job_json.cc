@@ -23,6 +23,8 @@ nlohmann::json CollectiveJson(const v1::Job& job) {
           {"emulated_s", r.emulated_s()},
           {"predicted_s", r.predicted_s()},
           {"ratio", r.ratio()},
+          {"seed_formula_s", r.seed_formula_s() > 0 ? nlohmann::json(r.seed_formula_s()) : nlohmann::json()},
+          {"seed_ratio", r.seed_formula_s() > 0 ? nlohmann::json(r.seed_ratio()) : nlohmann::json()},
           {"wall_s", r.wall_s()},
           {"algbw_gbps", r.algbw_gbps()},
           {"busbw_gbps", r.busbw_gbps()},

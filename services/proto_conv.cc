@@ -148,6 +148,8 @@ v1::CollectiveResult ToProto(const CollectiveReport& r) {
   p.set_emulated_s(r.emulated_s);
   p.set_predicted_s(r.predicted_s);
   p.set_ratio(r.ratio);
+  p.set_seed_formula_s(r.seed_formula_s);
+  p.set_seed_ratio(r.seed_ratio);
   p.set_wall_s(r.wall_s);
   p.set_algbw_gbps(r.algbw_gbps);
   p.set_busbw_gbps(r.busbw_gbps);

@@ -18,9 +18,9 @@ struct ChunkOp {
   std::vector<Range> ranges;
   uint64_t elements = 0;
   // Sends only: index of the last receive this send waits for (-1: none):
-  // the data it carries, or the end of its part's earlier phases.
+  // the data it carries, or the end of its part's earlier stages.
   int after_recv = -1;
-  // Sends only: the last receive of the part's earlier phases (-1: none).
+  // Sends only: the last receive of the part's earlier stages (-1: none).
   // The send's emulated ready time is at least that receive's completion.
   int barrier_recv = -1;
 };

@@ -83,7 +83,8 @@ class ChipCollective::Impl {
     prog_ = BuildChipProgram(plan_, chip_, plan_.spec().chunk_bytes / sizeof(float));
     buffer_ = std::move(buffer);
     ready_.Assign(0, plan_.virtual_len(), start_s);
-    compute_free_ = start_s;
+    start_ = start_s;
+    vector_unit_.Book(0, start_s);
     links_ = links;
     for (const ChunkOp& op : prog_.sends) sends_after_[op.after_recv].push_back(&op);
     result_ = SortedResult();
@@ -143,7 +144,7 @@ class ChipCollective::Impl {
   }
 
   double ReadyTime(const ChunkOp& op) const {
-    double t = op.barrier_recv >= 0 ? done_upto_[op.barrier_recv] : 0;
+    double t = op.barrier_recv >= 0 ? done_upto_[op.barrier_recv] : start_ + profile_.collective_startup;
     for (const Range& r : op.ranges) t = std::max(t, ready_.Max(r.offset, r.end()));
     return t;
   }
@@ -164,11 +165,11 @@ class ChipCollective::Impl {
     double done = frame->header.emu_arrival;
     if (op.reduce) {
       // The add runs on the chip's vector units, one op at a time: it starts
-      // when the data, the chip's own partial sums and the unit are all ready.
-      const double start = std::max({done, compute_free_, ReadyTime(op)});
+      // when the data and the chip's own partial sums are ready, at the
+      // unit's first idle moment from then on.
       const double n = static_cast<double>(op.elements);
-      compute_free_ = start + RooflineSeconds(profile_, n, 3 * n * dtype_);
-      done = compute_free_;
+      const double add = RooflineSeconds(profile_, n, 3 * n * dtype_);
+      done = vector_unit_.Book(std::max(done, ReadyTime(op)), add) + add;
       Accumulate(*frame, op.ranges);
     } else {
       Place(*std::move(frame), op.ranges);
@@ -253,7 +254,8 @@ class ChipCollective::Impl {
   IntervalMax<double> ready_;
   const int dtype_;
   const ChipProfile& profile_;
-  double compute_free_ = 0;
+  BusyTimeline vector_unit_;  // the chip's adds on the emulated clock
+  double start_ = 0;          // emulated time the collective was called
   std::vector<double> done_upto_;  // latest completion among receives 0..i
   // Shared with frames that lend ranges of it to their receivers.
   std::shared_ptr<float[]> buffer_;

@@ -1,42 +1,125 @@
 #include "core/collective/oracle.h"
 
 #include <algorithm>
+#include <map>
 
 namespace tpuemu {
+namespace {
+
+// AllToAll's hops: the farthest block goes n/2 hops on a bidirectional ring.
+int AllToAllHops(RingAlgorithm alg, int n) { return alg == RingAlgorithm::kBiRing ? n / 2 : n - 1; }
+
+// The seed's rule on one axis: max(latency, bandwidth), 0 where it has none.
+struct SeedTerms {
+  double latency = 0;
+  double transfer = 0;
+};
+
+SeedTerms SeedRule(CollectiveOp op, RingAlgorithm alg, int n, double v, LinkParams link) {
+  const double w = link.bw_dir, t = link.latency;
+  SeedTerms s;
+  switch (op) {
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter:
+      if (alg == RingAlgorithm::kBiRing) {
+        // "|X|/2 hops", V / W_bidir.
+        s.latency = t * n / 2.0;
+        s.transfer = v / (2 * w);
+      } else {
+        // One direction (or a line, seed 000's v5e example): N-1 hops of V/N.
+        s.latency = t * (n - 1);
+        s.transfer = (n - 1) * v / (n * w);
+      }
+      return s;
+    case CollectiveOp::kAllReduce: {
+      s = SeedRule(CollectiveOp::kAllGather, alg, n, v, link);
+      s.latency *= 2;
+      s.transfer *= 2;
+      return s;
+    }
+    case CollectiveOp::kAllToAll:
+      if (alg != RingAlgorithm::kBiRing) return s;  // the seeds give a rule for bidirectional rings only
+      s = SeedRule(CollectiveOp::kAllGather, alg, n, v, link);
+      s.transfer /= 4;
+      return s;
+  }
+  return s;
+}
+
+struct Split {
+  std::vector<AxisPlan> ici;
+  const AxisPlan* dcn = nullptr;
+};
+
+Split SplitAxes(const CollectivePlan& plan) {
+  Split s;
+  for (const AxisPlan& ap : plan.axes()) {
+    if (ap.axis == Axis::kDcn) s.dcn = &ap; else s.ici.push_back(ap);
+  }
+  return s;
+}
+
+}  // namespace
 
 int OracleHops(CollectiveOp op, RingAlgorithm alg, int n) {
   const int one = alg == RingAlgorithm::kBiRing ? n / 2 : n - 1;
   return op == CollectiveOp::kAllReduce ? 2 * one : one;
 }
 
-double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, LinkParams link) {
-  const double w = link.bw_dir, t = link.latency;
+double OracleTransferSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, LinkParams link) {
+  const double w = link.bw_dir;
   switch (op) {
     case CollectiveOp::kAllReduce:
-      return 2 * OracleSeconds(CollectiveOp::kReduceScatter, alg, n, v, link);
+      return 2 * OracleTransferSeconds(CollectiveOp::kReduceScatter, alg, n, v, link);
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
-      // Each of h store-and-forward hops moves one shard V/n per direction.
-      // Even bi-ring: (n/2) T + V / (2W).
-      return OracleHops(op, alg, n) * (t + v / (n * w));
+      // One shard V/n per hop, store and forward. The bidirectional ring's
+      // busiest link carries (n-1)/2 shards (an even ring splits the shard
+      // for the opposite chip); a unidirectional ring's or a line's n-1.
+      if (alg == RingAlgorithm::kBiRing) return (n - 1) * v / (2.0 * n * w);
+      return (n - 1) * v / (n * w);
     case CollectiveOp::kAllToAll: {
       const double block = v / (static_cast<double>(n) * n);
-      if (alg == RingAlgorithm::kUniRing) return (n - 1) * t + v * (n - 1) / (2.0 * n * w);
+      if (alg == RingAlgorithm::kUniRing) return v * (n - 1) / (2.0 * n * w);
       if (alg == RingAlgorithm::kBiRing) {
         // Blocks go the short way; at distance n/2 (even n) half goes each way.
-        const int h = n / 2;
         double blocks = 0;
         for (int d = 1; d <= (n - 1) / 2; ++d) blocks += d;
-        if (n % 2 == 0) blocks += h / 2.0;
-        return h * t + blocks * block / w;
+        if (n % 2 == 0) blocks += n / 4.0;
+        return blocks * block / w;
       }
       // Line: the busiest link (the middle one) carries (i+1)(n-1-i) blocks.
       double most = 0;
       for (int i = 0; i + 1 < n; ++i) most = std::max(most, static_cast<double>((i + 1) * (n - 1 - i)));
-      return (n - 1) * t + most * block / w;
+      return most * block / w;
     }
   }
   return 0;
+}
+
+double OracleChainSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, double chunk, LinkParams link) {
+  if (op == CollectiveOp::kAllReduce) return 2 * OracleChainSeconds(CollectiveOp::kReduceScatter, alg, n, v, chunk, link);
+  const int hops = op == CollectiveOp::kAllToAll ? AllToAllHops(alg, n) : OracleHops(op, alg, n);
+  if (hops == 0) return 0;
+  // The piece a link carries at each step: a shard (AllToAll: the link's
+  // load spread over its steps); an even bidirectional ring's last hop
+  // carries half a shard.
+  const double piece =
+      op == CollectiveOp::kAllToAll ? OracleTransferSeconds(op, alg, n, v, link) * link.bw_dir / hops : v / n;
+  const bool half_last = op != CollectiveOp::kAllToAll && alg == RingAlgorithm::kBiRing && n % 2 == 0;
+  double chain = 0;
+  for (int h = 0; h < hops; ++h) {
+    const double p = half_last && h == hops - 1 ? piece / 2 : piece;
+    chain += link.latency + std::min(chunk, p) / link.bw_dir;
+  }
+  return chain;
+}
+
+double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, double chunk, LinkParams link) {
+  // An AllReduce is a ReduceScatter, then an AllGather.
+  if (op == CollectiveOp::kAllReduce) return 2 * OracleSeconds(CollectiveOp::kReduceScatter, alg, n, v, chunk, link);
+  return std::max(OracleChainSeconds(op, alg, n, v, chunk, link),
+                  OracleTransferSeconds(op, alg, n, v, link) + link.latency);
 }
 
 double PredictSeconds(const CollectivePlan& plan, const Topology& topo) {
@@ -45,37 +128,79 @@ double PredictSeconds(const CollectivePlan& plan, const Topology& topo) {
   const int n = plan.group_size();
   const int k = plan.num_parts();
   const bool a2a = spec.op == CollectiveOp::kAllToAll;
-  std::vector<AxisPlan> ici;
-  const AxisPlan* dcn = nullptr;
-  for (const AxisPlan& ap : plan.axes()) {
-    if (ap.axis == Axis::kDcn) dcn = &ap; else ici.push_back(ap);
-  }
-  // DCN is first in every part's gather order, so all parts cross it at the
-  // same time with the chip's whole 1/N_ici shard (DESIGN §4's hierarchical
-  // form: ICI reduce-scatter, DCN all-reduce of the shard, ICI all-gather).
+  const Split axes = SplitAxes(plan);
+  // A wire chunk: chunk_bytes of host f32 elements, dtype_bytes each on the emulated wire.
+  const double chunk = static_cast<double>(spec.chunk_bytes / sizeof(float) * spec.dtype_bytes);
+  // DCN is first in every part's gather order (last in its reduce order), so
+  // all parts cross it together with the chip's whole 1/N_ici shard.
   double dcn_time = 0;
-  double per_part_start = v / k / n;  // one part's bytes per chip before any gather
-  if (dcn) {
-    dcn_time = OracleSeconds(spec.op, dcn->algorithm, dcn->size, v / n * dcn->size, topo.Link(Axis::kDcn));
-    if (!a2a) per_part_start *= dcn->size;
+  double dcn_factor = 1;
+  if (axes.dcn != nullptr) {
+    dcn_time = OracleSeconds(spec.op, axes.dcn->algorithm, axes.dcn->size, v / n * axes.dcn->size, chunk,
+                             topo.Link(Axis::kDcn));
+    if (!a2a) dcn_factor = axes.dcn->size;
   }
-  double worst = 0;
-  for (int p = 0; p < k && !ici.empty(); ++p) {
-    double total = 0;
-    double gathered = per_part_start;
-    for (size_t i = 0; i < ici.size(); ++i) {
-      const AxisPlan& ap = ici[(i + p) % ici.size()];
+  const double startup = topo.profile().collective_startup;
+  if (axes.ici.empty()) return startup + dcn_time;
+  // Every part's phase on an axis loads that axis's links; the parts run at
+  // once, so the busiest axis sets the transfer time; each part crosses every
+  // axis, one after the other, so its chains of hops add up.
+  // An AllReduce is a ReduceScatter stage then an AllGather stage, alike.
+  const CollectiveOp op = spec.op == CollectiveOp::kAllReduce ? CollectiveOp::kReduceScatter : spec.op;
+  const double stages = spec.op == CollectiveOp::kAllReduce ? 2 : 1;
+  std::map<Axis, double> transfer;
+  double chain = 0;  // the longest part's chain of hops
+  const double shard = static_cast<double>(plan.virtual_len()) / n;
+  for (int p = 0; p < k; ++p) {
+    const double fraction =
+        a2a ? 1.0 / k : static_cast<double>(plan.part_offsets()[p + 1] - plan.part_offsets()[p]) / shard;
+    double gathered = v / n * fraction * dcn_factor, part_chain = 0;
+    for (size_t i = 0; i < axes.ici.size(); ++i) {
+      const AxisPlan& ap = axes.ici[(i + p) % axes.ici.size()];
       const LinkParams link = topo.Link(ap.axis);
-      if (a2a) {
-        total += OracleSeconds(spec.op, ap.algorithm, ap.size, (v / k / n) * ap.size, link);
-        continue;
-      }
-      gathered *= ap.size;  // the array this phase gathers (or reduce-scatters)
-      total += OracleSeconds(spec.op, ap.algorithm, ap.size, gathered, link);
+      // The array this phase moves: AllToAll's stays one chip's part; a
+      // gather (or reduce-scatter) grows by each axis it crosses.
+      const double array = a2a ? v / k / n * ap.size : (gathered *= ap.size);
+      transfer[ap.axis] += OracleTransferSeconds(op, ap.algorithm, ap.size, array, link);
+      part_chain += OracleChainSeconds(op, ap.algorithm, ap.size, array, chunk, link);
     }
-    worst = std::max(worst, total);
+    chain = std::max(chain, part_chain);
   }
-  return dcn_time + worst;
+  double busiest = 0, hop = 0;
+  for (const auto& [axis, seconds] : transfer) {
+    if (seconds >= busiest) hop = topo.Link(axis).latency;
+    busiest = std::max(busiest, seconds);
+  }
+  return startup + dcn_time + stages * std::max(chain, busiest + hop);
+}
+
+double SeedFormulaSeconds(const CollectivePlan& plan, const Topology& topo) {
+  const CollectiveSpec& spec = plan.spec();
+  const double v = static_cast<double>(spec.bytes);
+  const Split axes = SplitAxes(plan);
+  double dcn_time = 0;
+  int n_ici = 1;
+  for (const AxisPlan& ap : axes.ici) n_ici *= ap.size;
+  if (axes.dcn != nullptr) {
+    // The DCN phase moves the 1/N_ici shard of every slice.
+    const SeedTerms d = SeedRule(spec.op, axes.dcn->algorithm, axes.dcn->size, v / n_ici, topo.Link(Axis::kDcn));
+    if (d.transfer == 0) return 0;
+    dcn_time = std::max(d.latency, d.transfer);
+  }
+  if (axes.ici.empty()) return dcn_time;
+  // The seeds' AllToAll rule (a quarter of an AllGather) is for one ring; a
+  // torus AllToAll loads each axis far less, and they give no rule for it.
+  if (spec.op == CollectiveOp::kAllToAll && axes.ici.size() > 1) return 0;
+  // Several axes: the longest path's latency, and the axes' bandwidths added
+  // (V / (W_bidir x n_axes) when every axis is a bidirectional ring).
+  double latency = 0, rate = 0;
+  for (const AxisPlan& ap : axes.ici) {
+    const SeedTerms s = SeedRule(spec.op, ap.algorithm, ap.size, v, topo.Link(ap.axis));
+    if (s.transfer == 0) return 0;
+    latency += s.latency;
+    rate += 1 / s.transfer;
+  }
+  return dcn_time + std::max(latency, 1 / rate);
 }
 
 }  // namespace tpuemu

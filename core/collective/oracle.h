@@ -1,5 +1,14 @@
-// The seeds' closed-form collective times (DESIGN §4): test oracles that the
-// emulated clock is checked against, never used in its place.
+// Closed-form collective times (DESIGN §4): test oracles that the emulated
+// clock is checked against, never used in its place. Two per case:
+// - exact: the algorithm the emulator runs. Its chunks are pipelined, so once
+//   bandwidth-bound it takes its busiest link's load over the link's
+//   bandwidth plus one hop (the last chunk's flight); otherwise the chain of
+//   its hops, each a hop latency plus one chunk (or the hop's whole piece,
+//   if smaller) on the wire: the larger of the two;
+// - the seed's rule of thumb (seed 000: V / W_bidir per axis, n_axes times
+//   faster over several axes, twice for AllReduce, a quarter for AllToAll),
+//   which drops the (N-1)/N the exact form keeps and takes the larger of the
+//   latency and bandwidth terms instead of their sum.
 #pragma once
 
 #include "core/collective/plan.h"
@@ -7,14 +16,27 @@
 
 namespace tpuemu {
 
-// One axis of n chips, full array v_bytes, links of bandwidth W (one direction)
-// and hop latency T.
-double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, LinkParams link);
+// One axis of n chips, full array v_bytes, links of bandwidth W (one
+// direction) and hop latency T, wire chunks of chunk_bytes (emulated): the
+// busiest link's load over W; the chain of hops, each T plus a chunk or the
+// hop's piece on the wire; and the time, max(chain, load / W + T).
+double OracleTransferSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, LinkParams link);
+double OracleChainSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, double chunk_bytes,
+                          LinkParams link);
+double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, double chunk_bytes, LinkParams link);
 
-// A planned collective: the 1D closed forms composed along each part's axis
-// order (one part per ICI axis, each carrying V / parts), slowest part, plus
-// the DCN phase, which every part crosses at once with the whole shard.
+// A planned collective, exactly: each ICI axis's busiest link carries its
+// phases of every part (sized as the plan sized them) while the parts run at
+// once and each phase forwards what the one before delivers, so the busiest
+// axis sets the time (the larger of it plus one hop, and the longest path's
+// hops); a DCN phase, which waits for the ICI phases before it, adds its own
+// time (hierarchical AllReduce: ICI ReduceScatter, DCN AllReduce of the
+// 1/N_ici shard, ICI AllGather).
 double PredictSeconds(const CollectivePlan& plan, const Topology& topo);
+
+// The seed's rule for the same case, composed the same way. 0 where the
+// seeds give none (AllToAll on a unidirectional ring or a line).
+double SeedFormulaSeconds(const CollectivePlan& plan, const Topology& topo);
 
 // Hops a transfer needs end to end: the latency-bound floor is hops * T.
 int OracleHops(CollectiveOp op, RingAlgorithm alg, int n);

@@ -1,5 +1,7 @@
 #include "core/collective/plan.h"
 
+#include "core/collective/axis_parts.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -41,10 +43,22 @@ void ForEachRank(const std::vector<int>& sizes, const std::vector<int>& fixed, c
   }
 }
 
-std::vector<Range> Merge(std::vector<Range> ranges) {
-  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
+// The part of r a hop carries: all of it, or its first or second half.
+Range HalfOf(Range r, int half) {
+  if (half == 0) return r;
+  const uint64_t first = r.len / 2;
+  return half == 1 ? Range{r.offset, first} : Range{r.offset + first, r.len - first};
+}
+
+// Joins ranges that follow each other, in the order given (sorted first
+// unless `keep_order`).
+std::vector<Range> Merge(std::vector<Range> ranges, bool keep_order) {
+  if (!keep_order) {
+    std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
+  }
   std::vector<Range> out;
   for (const Range& r : ranges) {
+    if (r.len == 0) continue;
     if (!out.empty() && out.back().end() == r.offset) {
       out.back().len += r.len;
     } else {
@@ -135,7 +149,19 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
   std::map<Axis, int> spec_index;
   for (size_t m = 0; m < spec.axes.size(); ++m) spec_index[spec.axes[m]] = static_cast<int>(m);
   const uint64_t shard = v / n;
-  const uint64_t part_len = shard / k;          // AllGather/ReduceScatter piece
+  // AllGather/ReduceScatter: each shard's piece per part, sized so that
+  // every ICI axis's links carry the same load (axis_parts.h).
+  std::vector<AxisPlan> ici_plans;
+  for (const AxisPlan& ap : plan.axes_) {
+    if (ap.axis != Axis::kDcn) ici_plans.push_back(ap);
+  }
+  const std::vector<double> fractions = PartFractions(ici_plans, topo);
+  plan.part_offsets_.assign(k + 1, 0);
+  for (int p = 0; p < k; ++p) {
+    const uint64_t len = p + 1 < k ? static_cast<uint64_t>(fractions[p] * static_cast<double>(shard))
+                                   : shard - plan.part_offsets_[p];
+    plan.part_offsets_[p + 1] = std::min(shard, plan.part_offsets_[p] + len);
+  }
   const uint64_t block = v / (static_cast<uint64_t>(n) * n);  // AllToAll block
   const uint64_t a2a_part = block / k;
   std::vector<int> wanted;  // sorted, for a restricted plan
@@ -171,14 +197,23 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
     }
 
     int local_step = 0;  // part-local steps already used
+    int stage = 0;
     for (int phase_index = 0; phase_index < static_cast<int>(phases.size()); ++phase_index) {
       const Phase& phase = phases[phase_index];
       const Axis a = order[phase.order_index];
+      // ICI phases in a row of one kind are one stage: each forwards data as
+      // soon as the one before delivers it. The DCN phase is a stage of its
+      // own, and an AllReduce's AllGather starts once its ReduceScatter ended.
+      if (phase_index > 0) {
+        const Phase& before = phases[phase_index - 1];
+        if (a == Axis::kDcn || order[before.order_index] == Axis::kDcn || before.kind != phase.kind) ++stage;
+      }
       const int m_a = spec_index[a];
       const AxisPlan& ap = plan.axes_[m_a];
       std::vector<Hop> hops = phase.kind == PhaseKind::kGather        ? AllGatherHops(ap.size, ap.algorithm)
                               : phase.kind == PhaseKind::kReduceScatter ? ReduceScatterHops(ap.size, ap.algorithm)
                                                                         : AllToAllHops(ap.size, ap.algorithm);
+      const bool split = ap.algorithm == RingAlgorithm::kBiRing && ap.size % 2 == 0;
       // Group the hops that share a link and a step into one transfer.
       std::map<std::tuple<int, int, int, int>, std::vector<Hop>> grouped;
       for (const Hop& h : hops) grouped[{h.step, h.from, h.to, h.dir}].push_back(h);
@@ -222,13 +257,23 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
           t.reduce = phase.kind == PhaseKind::kReduceScatter;
           t.part = p;
           t.phase = phase_index;
+          t.stage = stage;
           for (const Hop& h : group) {
             const int nm = static_cast<int>(sizes.size());
             if (phase.kind != PhaseKind::kAllToAll) {
               std::vector<int> fixed(nm);
               for (int m = 0; m < nm; ++m) fixed[m] = before(m) ? -1 : line.Get(spec.axes[m]);
               fixed[m_a] = h.block;
-              ForEachRank(sizes, fixed, [&](int r) { t.ranges.push_back({r * shard + p * part_len, part_len}); });
+              // On an even bidirectional ring, a whole piece going `-` sends
+              // its second half first: the half that the last hop carries
+              // that way (AllGather), or that no hop reduced into before
+              // (ReduceScatter), so the next hop can start sooner.
+              const bool second_first = split && h.half == 0 && dir < 0;
+              ForEachRank(sizes, fixed, [&](int r) {
+                const Range piece{r * shard + plan.part_offsets_[p], plan.part_offsets_[p + 1] - plan.part_offsets_[p]};
+                if (second_first) t.ranges.push_back(HalfOf(piece, 2));
+                t.ranges.push_back(HalfOf(piece, second_first ? 1 : h.half));
+              });
             } else {
               std::vector<int> fixed_r(nm), fixed_q(nm);
               for (int m = 0; m < nm; ++m) {
@@ -237,16 +282,15 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
               }
               fixed_r[m_a] = h.block;
               fixed_q[m_a] = h.dest;
-              const uint64_t len = h.half ? a2a_part / 2 : a2a_part;
-              const uint64_t skip = h.half == 2 ? a2a_part / 2 : 0;
               ForEachRank(sizes, fixed_r, [&](int r) {
                 ForEachRank(sizes, fixed_q, [&](int q) {
-                  t.ranges.push_back({(static_cast<uint64_t>(r) * n + q) * block + p * a2a_part + skip, len});
+                  t.ranges.push_back(HalfOf({(static_cast<uint64_t>(r) * n + q) * block + p * a2a_part, a2a_part}, h.half));
                 });
               });
             }
           }
-          t.ranges = Merge(std::move(t.ranges));
+          t.ranges = Merge(std::move(t.ranges), /*keep_order=*/phase.kind != PhaseKind::kAllToAll);
+          if (t.elements() == 0) continue;  // half of a one-element piece
           plan.transfers_.push_back(std::move(t));
         }
       }

@@ -5,7 +5,9 @@
 // array (AllToAll: the N x N blocks), so a piece of data has the same offset on
 // every chip it visits. Multi-axis collectives split the data into one part per
 // ICI axis; part p visits the axes in an order rotated by p, so all axes' links
-// carry data at once (the seed's n_axes speed-up). A DCN axis comes first in
+// carry data at once (the seed's n_axes speed-up), parts sized to load every
+// axis alike (axis_parts.h), each phase forwarding data as the one before
+// delivers it. A DCN axis comes first in
 // every part's gather order, hence last in its reduce order: an AllReduce over
 // ICI and DCN is hierarchical (ReduceScatter on ICI, AllReduce over DCN on the
 // shard, AllGather on ICI).
@@ -34,7 +36,8 @@ struct PlannedTransfer {
   int dir = +1;
   bool reduce = false;  // receiver adds into its buffer instead of copying
   int part = 0;         // which axis-order part this transfer belongs to
-  int phase = 0;        // phase within the part; a phase starts when the previous one ended
+  int phase = 0;        // phase within the part (one axis); its sends are booked after the phase before's
+  int stage = 0;        // a stage of the part starts when the previous one ended (DCN is one)
   std::vector<Range> ranges;
   uint64_t elements() const;
 };
@@ -64,6 +67,9 @@ class CollectivePlan {
   int num_parts() const { return num_parts_; }
   int num_steps() const { return num_steps_; }
   uint64_t virtual_len() const { return virtual_len_; }
+  // AllGather/ReduceScatter/AllReduce: part p carries elements
+  // [part_offsets()[p], part_offsets()[p+1]) of every shard.
+  const std::vector<uint64_t>& part_offsets() const { return part_offsets_; }
   uint64_t input_len() const;
   uint64_t output_len() const;
   const std::vector<PlannedTransfer>& transfers() const { return transfers_; }
@@ -88,6 +94,7 @@ class CollectivePlan {
   int num_parts_ = 1;
   int num_steps_ = 0;
   uint64_t virtual_len_ = 0;
+  std::vector<uint64_t> part_offsets_;
   std::vector<PlannedTransfer> transfers_;
 };
 

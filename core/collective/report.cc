@@ -34,6 +34,8 @@ CollectiveReport Summarize(const CollectivePlan& plan, const Topology& topo, con
   });
   r.predicted_s = PredictSeconds(plan, topo);
   r.ratio = r.predicted_s > 0 ? r.emulated_s / r.predicted_s : 0;
+  r.seed_formula_s = SeedFormulaSeconds(plan, topo);
+  r.seed_ratio = r.seed_formula_s > 0 ? r.emulated_s / r.seed_formula_s : 0;
   // nccl-tests sizes: the full array for AllGather, ReduceScatter and
   // AllReduce; one rank's buffer (V / n) for AllToAll.
   const double per = spec.op == CollectiveOp::kAllToAll ? r.n : 1;

@@ -39,11 +39,10 @@ absl::StatusOr<RingAlgorithm> ResolveAlgorithm(RingAlgorithm requested, bool wra
 int GatherHops(int n, RingAlgorithm alg, int origin, int dir) {
   switch (alg) {
     case RingAlgorithm::kUniRing: return dir > 0 ? n - 1 : 0;
-    case RingAlgorithm::kBiRing: {
-      // Even n: n/2 hops one way, n/2 - 1 the other (seed 003's 32 + 24 blocks).
-      const int forward = n / 2;
-      return dir > 0 ? forward : n - 1 - forward;
-    }
+    case RingAlgorithm::kBiRing:
+      // (n-1)/2 hops each way; even n adds one hop each way to the opposite
+      // chip, which gets half of the shard from each side (AntipodalHalf).
+      return n / 2;
     case RingAlgorithm::kLine: return dir > 0 ? n - 1 - origin : origin;
     case RingAlgorithm::kAuto: break;
   }
@@ -52,11 +51,16 @@ int GatherHops(int n, RingAlgorithm alg, int origin, int dir) {
 
 std::vector<Hop> AllGatherHops(int n, RingAlgorithm alg) {
   std::vector<Hop> hops;
+  const bool split = alg == RingAlgorithm::kBiRing && n % 2 == 0;
   for (int o = 0; o < n; ++o) {
     for (int dir : {+1, -1}) {
       Hop proto;
       proto.block = o;
       AddPath(n, 1, o, dir, GatherHops(n, alg, o, dir), proto, &hops);
+      // The last hop reaches the opposite chip: it carries the shard's first
+      // half clockwise and its second half the other way, so each direction
+      // carries (n-1)/2 shards instead of n/2 one way and n/2 - 1 the other.
+      if (split) hops.back().half = dir > 0 ? 1 : 2;
     }
   }
   return hops;

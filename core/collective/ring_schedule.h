@@ -9,8 +9,9 @@
 namespace tpuemu {
 
 // One block moving one hop at one step. For AllGather/ReduceScatter `block` is
-// the shard's owner; for AllToAll the block goes from `block` to `dest`, and
-// `half` is 0 (whole) or 1/2 (the first/second half, sent opposite ways).
+// the shard's owner; for AllToAll the block goes from `block` to `dest`.
+// `half` is 0 (whole) or 1/2 (the first/second half): on an even
+// bidirectional ring the block for the opposite chip goes half each way.
 struct Hop {
   int step = 1;  // 1-based
   int from = 0;

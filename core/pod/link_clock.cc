@@ -6,10 +6,10 @@ namespace tpuemu {
 
 EmuLink::Booking EmuLink::Book(double bytes, double ready) {
   Booking b;
-  b.start = std::max(ready, free_);
-  b.end = b.start + bytes / params_.bw_dir;
+  const double duration = bytes / params_.bw_dir;
+  b.start = busy_.Book(ready, duration);
+  b.end = b.start + duration;
   b.arrival = b.end + params_.latency;
-  free_ = b.end;
   bytes_ += bytes;
   return b;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "core/base/busy_timeline.h"
 #include "core/pod/topology.h"
 
 namespace tpuemu {
@@ -11,8 +12,9 @@ namespace tpuemu {
 using WallClock = std::chrono::steady_clock;
 
 // Emulated clock of one directed link, modelled like netem: a transfer of b
-// bytes ready at t starts at max(t, free), holds the link for b / W and is
-// usable by the receiver T_hop after it leaves the link.
+// bytes ready at t holds the link for b / W from the first idle moment at or
+// after t with room for it (BusyTimeline), and is usable by the receiver
+// T_hop after it leaves the link.
 class EmuLink {
  public:
   struct Booking {
@@ -28,7 +30,7 @@ class EmuLink {
 
  private:
   LinkParams params_;
-  double free_ = 0;
+  BusyTimeline busy_;
   double bytes_ = 0;
 };
 

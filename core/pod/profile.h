@@ -28,6 +28,11 @@ struct ChipProfile {
   // DCN: per-host egress bandwidth (bytes/s, each direction) and one-way latency.
   double dcn_bw_per_host_dir = 0;
   double dcn_latency = 0;
+  // What makes measured collectives slower than theory (1 and 0 in the
+  // theory presets): the fraction of ici_bw_dir a collective's transfers
+  // reach, and a fixed cost before every collective's first transfer.
+  double ici_link_efficiency = 1;
+  double collective_startup = 0;  // seconds
 
   bool AxisWraps(int size) const;
 };
@@ -35,7 +40,8 @@ struct ChipProfile {
 // Names of the built-in presets, for help texts and errors.
 std::vector<std::string> PresetNames();
 
-// A built-in preset (v5p, v5e, v6e, v4).
+// A built-in preset (v5p, v5e, v6e, v4, and v5e-measured: v5e fitted to the
+// seed's measured AllGathers).
 absl::StatusOr<ChipProfile> PresetProfile(const std::string& name);
 
 // A profile file (YAML, flat keys) starting from `base:` preset or from nothing;

@@ -147,7 +147,7 @@ LinkParams Topology::Link(Axis a) const {
     // fixed share so that link clocks stay per-chip and deterministic.
     return {profile_.dcn_bw_per_host_dir / chips_per_host_, profile_.dcn_latency};
   }
-  return {profile_.ici_bw_dir, profile_.ici_hop_latency};
+  return {profile_.ici_bw_dir * profile_.ici_link_efficiency, profile_.ici_hop_latency};
 }
 
 int Topology::ChipId(const Coord& c) const {

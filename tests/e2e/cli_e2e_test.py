@@ -111,11 +111,15 @@ class ClusterLifecycleTest(Pod):
         big = results[1]
         self.assertEqual(max(l["bytes"] for l in big["link_bytes"]), 3 * (8 << 20) // 4)
         self.assertAlmostEqual(big["ratio"], 1.0, delta=0.05)
+        # The seed's rule for a line (its v5e example): 3 hops of a quarter of V.
+        self.assertAlmostEqual(big["seed_formula_s"], 3 * (8 << 20) / 4 / 4.5e10, delta=1e-9)
+        self.assertAlmostEqual(big["seed_ratio"], big["emulated_s"] / big["seed_formula_s"], delta=1e-9)
 
         table = self.cli("bench", "collective", "--op", "all-reduce", "--axes", "x,y", "--bytes", "1MiB")
         self.assertEqual(table.returncode, 0, table.stderr)
         self.assertIn("all-reduce", table.stdout)
         self.assertIn("yes", table.stdout)
+        self.assertIn("seed_us", table.stdout)
 
     def test_second_up_over_a_running_pod_is_refused(self):
         self.up("--topology", "v5e:2x2")

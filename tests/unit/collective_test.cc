@@ -25,14 +25,16 @@ Topology OneAxis(int n, bool ring) {
 
 // The smallest multiple of the collective's divisibility unit >= target bytes.
 uint64_t Fit(CollectiveOp op, int n, uint64_t target, int dtype_bytes) {
-  const uint64_t unit = (op == CollectiveOp::kAllToAll ? 2ull * n * n : n) * dtype_bytes;
+  // Even shards, so that halves are equal (a bidirectional ring sends half of
+  // the opposite chip's shard each way).
+  const uint64_t unit = (op == CollectiveOp::kAllToAll ? 2ull * n * n : 2ull * n) * dtype_bytes;
   return (target + unit - 1) / unit * unit;
 }
 
 // Blocks (in units of V / n^2 for AllToAll, V / n otherwise) on link (from, dir).
 double ExpectedBlocks(CollectiveOp op, RingAlgorithm alg, int n, int from, int dir) {
-  const int fwd = alg == RingAlgorithm::kUniRing ? n - 1 : n / 2;  // AllGather hops clockwise
-  const int bwd = alg == RingAlgorithm::kUniRing ? 0 : n - 1 - n / 2;
+  const double fwd = alg == RingAlgorithm::kUniRing ? n - 1 : (n - 1) / 2.0;  // AllGather blocks clockwise
+  const double bwd = alg == RingAlgorithm::kUniRing ? 0 : (n - 1) / 2.0;
   switch (op) {
     case CollectiveOp::kAllGather:
       if (alg == RingAlgorithm::kLine) return dir > 0 ? from + 1 : n - from;

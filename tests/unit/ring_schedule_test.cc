@@ -14,21 +14,31 @@ std::map<std::pair<int, int>, double> Load(const std::vector<Hop>& hops) {
   return load;
 }
 
-TEST(RingScheduleTest, BidirectionalAllGatherMatchesSeed003) {
-  // 8 chips: 4 blocks per link clockwise, 3 counter-clockwise, in 4 steps.
+TEST(RingScheduleTest, BidirectionalAllGatherSplitsTheOppositeBlock) {
+  // Seed 003's 8 chips move 8 x 4 = 32 blocks clockwise and 8 x 3 = 24 the
+  // other way, in 4 steps. Sending half of the block for the opposite chip
+  // each way makes it 28 and 28: 3.5 per link per direction, still 4 steps.
   auto hops = AllGatherHops(8, RingAlgorithm::kBiRing);
   EXPECT_EQ(NumSteps(hops), 4);
-  for (const auto& [link, blocks] : Load(hops)) EXPECT_EQ(blocks, link.second > 0 ? 4 : 3);
+  double clockwise = 0, counter = 0;
+  for (const auto& [link, blocks] : Load(hops)) {
+    EXPECT_EQ(blocks, 3.5);
+    (link.second > 0 ? clockwise : counter) += blocks;
+  }
+  EXPECT_EQ(clockwise, 28);
+  EXPECT_EQ(counter, 28);
+  // Odd rings have no opposite chip: (n-1)/2 whole blocks each way.
+  for (const auto& [link, blocks] : Load(AllGatherHops(7, RingAlgorithm::kBiRing))) EXPECT_EQ(blocks, 3);
 }
 
 TEST(RingScheduleTest, EveryChipReceivesEveryOtherShardOnce) {
   for (auto alg : {RingAlgorithm::kUniRing, RingAlgorithm::kBiRing, RingAlgorithm::kLine}) {
     for (int n = 2; n <= 9; ++n) {
-      std::map<std::pair<int, int>, int> got;  // (chip, block) -> times
-      for (const Hop& h : AllGatherHops(n, alg)) ++got[{h.to, h.block}];
+      std::map<std::pair<int, int>, int> got;  // (chip, block) -> 3 per whole copy
+      for (const Hop& h : AllGatherHops(n, alg)) got[{h.to, h.block}] += h.half ? h.half : 3;  // halves 1 + 2
       EXPECT_EQ(static_cast<int>(got.size()), n * (n - 1)) << AlgorithmName(alg) << " n=" << n;
       for (const auto& [key, times] : got) {
-        EXPECT_EQ(times, 1);
+        EXPECT_EQ(times, 3) << "chip " << key.first << " gets block " << key.second << " once, whole or in halves";
         EXPECT_NE(key.first, key.second);
       }
     }

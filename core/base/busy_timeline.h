@@ -1,0 +1,58 @@
+// When one resource (a link, a chip's vector unit) is busy on the emulated
+// clock. Work of a given duration, ready at a given time, takes the earliest
+// idle stretch that fits, so work that becomes ready early is not held behind
+// work booked before it that was not ready yet: a link sends what it has, in
+// the order it has it, whatever order its chip's program asked in.
+#pragma once
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+
+namespace tpuemu {
+
+class BusyTimeline {
+ public:
+  // Books `duration` from the first idle moment at or after `ready` with room
+  // for it; returns its start.
+  double Book(double ready, double duration) {
+    double start = ready;
+    auto next = busy_.upper_bound(start);
+    if (next != busy_.begin()) {
+      auto before = std::prev(next);
+      if (before->second > start) start = before->second;
+    }
+    while (next != busy_.end() && next->first < start + duration) {
+      start = std::max(start, next->second);
+      ++next;
+    }
+    Insert(start, start + duration);
+    return start;
+  }
+
+  // The end of the last busy stretch (0 if never busy).
+  double end() const { return busy_.empty() ? 0 : busy_.rbegin()->second; }
+
+ private:
+  // Adds [from, to), which overlaps nothing, joining the stretches it touches.
+  void Insert(double from, double to) {
+    if (to <= from) return;
+    auto next = busy_.lower_bound(from);
+    if (next != busy_.end() && next->first == to) {
+      to = next->second;
+      next = busy_.erase(next);
+    }
+    if (next != busy_.begin()) {
+      auto before = std::prev(next);
+      if (before->second == from) {
+        before->second = to;
+        return;
+      }
+    }
+    busy_.emplace_hint(next, from, to);
+  }
+
+  std::map<double, double> busy_;  // start -> end, disjoint, not touching
+};
+
+}  // namespace tpuemu
