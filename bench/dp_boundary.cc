@@ -47,7 +47,7 @@ Point Measure(const Topology& topo, int64_t width, int64_t tokens_per_chip) {
     std::fprintf(stderr, "step failed: %s\n", std::string(chips.status().message()).c_str());
     std::exit(1);
   }
-  const StepReport r = SummarizeStep(job->config, topo, *chips);
+  const StepReport r = SummarizeStep(job->config, job->mesh, topo, *chips);
   const int data = static_cast<int>(MeshAxisKind::kData);
   return {tokens_per_chip, r.compute_parts_s[1], r.comm_s[data], r.emulated_s, r.exposed_comm_s[data], r.compute_s};
 }

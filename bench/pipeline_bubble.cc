@@ -58,19 +58,20 @@ void Row(const std::string& chip, int64_t mlp, int64_t tokens, const Schedule& s
     std::fprintf(stderr, "step failed: %s\n", std::string(chips.status().message()).c_str());
     std::exit(1);
   }
-  const StepReport r = SummarizeStep(job->config, *topo, *chips);
+  const StepReport r = SummarizeStep(job->config, job->mesh, *topo, *chips);
   // A stage's forward and backward of one microbatch through one group.
   const double per_op = r.compute_s / (kMicrobatches * s.repeats);
   const double intensity = 2.0 * mlp * kLayers / (kStages * s.repeats);
-  std::printf("%-9s %3d %3d %7d %6lld %7lld %10.0f %12.2f %9.4f %9.4f %7.3f %12.1f %10.1f\n", s.name, kStages,
+  std::printf("%-9s %3d %3d %7d %6lld %7lld %10.0f %12.2f %9.4f %9.4f %7.3f %9.4f %12.1f %10.1f\n", s.name, kStages,
               kMicrobatches, s.repeats, static_cast<long long>(tokens), static_cast<long long>(mlp), intensity,
               per_op * 1e6, r.bubble_fraction, r.bubble_formula, r.bubble_fraction / r.bubble_formula,
-              r.peak_activation_bytes / 1024.0, r.emulated_s * 1e6);
+              r.bubble_with_transfers, r.peak_activation_bytes / 1024.0, r.emulated_s * 1e6);
 }
 
 void Header() {
-  std::printf("%-9s %3s %3s %7s %6s %7s %10s %12s %9s %9s %7s %12s %10s\n", "schedule", "S", "M", "repeats", "tok/mb",
-              "F", "flops/B", "f+b/mb (us)", "bubble", "formula", "ratio", "act/chip KiB", "step (us)");
+  std::printf("%-9s %3s %3s %7s %6s %7s %10s %12s %9s %9s %7s %9s %12s %10s\n", "schedule", "S", "M", "repeats",
+              "tok/mb", "F", "flops/B", "f+b/mb (us)", "bubble", "formula", "ratio", "w/ hops", "act/chip KiB",
+              "step (us)");
 }
 
 }  // namespace

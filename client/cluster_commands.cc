@@ -179,7 +179,7 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
             "  tpuemu cluster up --local --topology v5p:4x4x4 --slices 2 --time-scale 1000");
   up->add_flag("--local", up_opts->local, "run the processes on this machine (required for now)");
   up->add_option("--topology", up_opts->topology,
-                 "CHIP:SHAPE. CHIP is a preset (v4, v5e, v5p, v6e) or a profile file (see docs/topology.md);\n"
+                 "CHIP:SHAPE. CHIP is a preset (v4, v5e, v5e-measured, v5p, v6e) or a profile file (see docs/topology.md);\n"
                  "SHAPE is the slice torus, e.g. 4x4 or 4x4x4")
       ->required();
   up->add_option("--slices", up_opts->slices, "slices joined by DCN (the `dcn` axis)")->capture_default_str();

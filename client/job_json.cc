@@ -117,6 +117,9 @@ nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& sum
           {"host_lag_s", s.host_lag_s()},
           {"bubble_fraction", s.bubble_fraction()},
           {"bubble_formula", s.bubble_formula()},
+          {"bubble_with_transfers", s.bubble_with_transfers()},
+          {"bubble_microbatch_compute_s", s.bubble_microbatch_compute_s()},
+          {"bubble_hop_s", s.bubble_hop_s()},
           {"peak_activation_bytes", s.peak_activation_bytes()}};
 }
 
@@ -154,6 +157,7 @@ void AddTrainJson(const v1::Job& job, nlohmann::json& out) {
   for (const v1::LayerCost& l : sum.per_layer()) {
     per_layer.push_back({{"what", l.what()}, {"formula", l.formula()}, {"predicted_bytes", l.predicted_bytes()},
                          {"emulated_bytes", l.emulated_bytes()}, {"predicted_s", l.predicted_s()},
+                         {"time_formula", l.time_formula()},
                          {"emulated_s", l.emulated_s()}});
   }
   summary["per_layer"] = per_layer;

@@ -1,5 +1,6 @@
 #include "client/job_views.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,22 @@ void PrintPerLayer(const v1::TrainSummary& summary) {
                 compute ? "" : FormatBytes(static_cast<uint64_t>(l.emulated_bytes())).c_str(),
                 FormatSeconds(l.predicted_s()).c_str(), FormatSeconds(l.emulated_s()).c_str());
   }
+  std::printf("  predicted times:");
+  for (const v1::LayerCost& l : summary.per_layer()) {
+    if (l.what() != "compute") std::printf(" %s: %s;", l.what().c_str(), l.time_formula().c_str());
+  }
+  std::printf("\n");
+}
+
+// Why a pipeline's bubble differs from the seeds' formula, when it does.
+void PrintBubbleNote(const v1::Job& job) {
+  if (job.steps_size() == 0) return;
+  const v1::TrainStep& s = job.steps(job.steps_size() - 1);
+  if (s.bubble_formula() <= 0 || std::abs(s.bubble_fraction() - s.bubble_formula()) < 0.05) return;
+  std::printf("bubble %.1f%% vs formula %.1f%%: the formula counts stage hops as free; here one microbatch's hop "
+              "takes %s against %s of matmuls per stage, and counting the hops gives %.1f%%\n",
+              100 * s.bubble_fraction(), 100 * s.bubble_formula(), FormatSeconds(s.bubble_hop_s()).c_str(),
+              FormatSeconds(s.bubble_microbatch_compute_s()).c_str(), 100 * s.bubble_with_transfers());
 }
 
 void PrintTrainStatus(const v1::Job& job) {
@@ -36,6 +53,7 @@ void PrintTrainStatus(const v1::Job& job) {
                 static_cast<long long>(job.steps_dropped() - 1), job.steps_size());
   }
   for (const v1::TrainStep& s : job.steps()) std::printf("%s\n", StepLine(s).c_str());
+  PrintBubbleNote(job);
   PrintPerLayer(job.train_summary());
 }
 
@@ -43,6 +61,7 @@ void PrintTrainSucceeded(const v1::Job& job) {
   std::printf("%s succeeded: %lld steps on %s; final parameters L2 %.9g\n", job.id().c_str(),
               static_cast<long long>(StepsDone(job)), job.train_summary().mesh().c_str(),
               job.train_summary().param_l2());
+  PrintBubbleNote(job);
   PrintPerLayer(job.train_summary());
 }
 
@@ -106,9 +125,9 @@ std::string StepLine(const v1::TrainStep& s) {
       s.loss(), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()), comm.empty() ? " none" : comm,
       100 * s.mfu(), s.tokens_per_s_emulated(), FormatBytes(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
   if (s.bubble_formula() > 0) {
-    absl::StrAppend(&line, absl::StrFormat("  bubble %.1f%% (formula %.1f%%)  activations/chip %s",
+    absl::StrAppend(&line, absl::StrFormat("  bubble %.1f%% (formula %.1f%%, with hops %.1f%%)  activations/chip %s",
                                            100 * s.bubble_fraction(), 100 * s.bubble_formula(),
-                                           FormatBytes(s.peak_activation_bytes())));
+                                           100 * s.bubble_with_transfers(), FormatBytes(s.peak_activation_bytes())));
   }
   return line;
 }

@@ -250,6 +250,7 @@ v1::LayerCost ToProto(const LayerCost& l) {
   p.set_predicted_bytes(l.predicted_bytes);
   p.set_emulated_bytes(l.emulated_bytes);
   p.set_predicted_s(l.predicted_s);
+  p.set_time_formula(l.time_formula);
   p.set_emulated_s(l.emulated_s);
   return p;
 }
@@ -294,6 +295,9 @@ v1::TrainStep ToProto(const StepReport& r) {
   p.set_host_lag_s(r.host_lag_s);
   p.set_bubble_fraction(r.bubble_fraction);
   p.set_bubble_formula(r.bubble_formula);
+  p.set_bubble_with_transfers(r.bubble_with_transfers);
+  p.set_bubble_microbatch_compute_s(r.bubble_microbatch_compute_s);
+  p.set_bubble_hop_s(r.bubble_hop_s);
   p.set_peak_activation_bytes(r.peak_activation_bytes);
   return p;
 }

@@ -122,34 +122,50 @@ double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, double
                   OracleTransferSeconds(op, alg, n, v, link) + link.latency);
 }
 
-double PredictSeconds(const CollectivePlan& plan, const Topology& topo) {
+namespace {
+
+// One stage of a collective: the busiest link's transfer time, the chain of
+// hops of its slowest part, and the busiest link's hop latency. Alone, a
+// stage takes max(chain, busiest + hop).
+struct Stage {
+  double busiest = 0, chain = 0, hop = 0;
+  bool dcn = false;  // which links it loads: DCN's, or ICI's
+};
+
+Stage OneAxisStage(CollectiveOp op, const AxisPlan& axis, double v, double chunk, LinkParams link) {
+  return {OracleTransferSeconds(op, axis.algorithm, axis.size, v, link),
+          OracleChainSeconds(op, axis.algorithm, axis.size, v, chunk, link), link.latency, axis.axis == Axis::kDcn};
+}
+
+// The stages a planned collective runs, in order. An AllReduce is a
+// ReduceScatter stage then an AllGather stage, alike; a DCN phase is a stage
+// in between (the DCN axis is first in every part's gather order, last in
+// its reduce order, so all parts cross it together with the chip's whole
+// 1/N_ici shard).
+std::vector<Stage> PlanStages(const CollectivePlan& plan, const Topology& topo) {
   const CollectiveSpec& spec = plan.spec();
   const double v = static_cast<double>(spec.bytes);
   const int n = plan.group_size();
   const int k = plan.num_parts();
   const bool a2a = spec.op == CollectiveOp::kAllToAll;
+  const bool all_reduce = spec.op == CollectiveOp::kAllReduce;
+  const CollectiveOp op = all_reduce ? CollectiveOp::kReduceScatter : spec.op;
   const Split axes = SplitAxes(plan);
   // A wire chunk: chunk_bytes of host f32 elements, dtype_bytes each on the emulated wire.
   const double chunk = static_cast<double>(spec.chunk_bytes / sizeof(float) * spec.dtype_bytes);
-  // DCN is first in every part's gather order (last in its reduce order), so
-  // all parts cross it together with the chip's whole 1/N_ici shard.
-  double dcn_time = 0;
+  std::vector<Stage> dcn;
   double dcn_factor = 1;
   if (axes.dcn != nullptr) {
-    dcn_time = OracleSeconds(spec.op, axes.dcn->algorithm, axes.dcn->size, v / n * axes.dcn->size, chunk,
-                             topo.Link(Axis::kDcn));
+    const Stage one = OneAxisStage(op, *axes.dcn, v / n * axes.dcn->size, chunk, topo.Link(Axis::kDcn));
+    dcn.assign(all_reduce ? 2 : 1, one);
     if (!a2a) dcn_factor = axes.dcn->size;
   }
-  const double startup = topo.profile().collective_startup;
-  if (axes.ici.empty()) return startup + dcn_time;
+  if (axes.ici.empty()) return dcn;
   // Every part's phase on an axis loads that axis's links; the parts run at
   // once, so the busiest axis sets the transfer time; each part crosses every
   // axis, one after the other, so its chains of hops add up.
-  // An AllReduce is a ReduceScatter stage then an AllGather stage, alike.
-  const CollectiveOp op = spec.op == CollectiveOp::kAllReduce ? CollectiveOp::kReduceScatter : spec.op;
-  const double stages = spec.op == CollectiveOp::kAllReduce ? 2 : 1;
   std::map<Axis, double> transfer;
-  double chain = 0;  // the longest part's chain of hops
+  Stage ici;
   const double shard = static_cast<double>(plan.virtual_len()) / n;
   for (int p = 0; p < k; ++p) {
     const double fraction =
@@ -164,14 +180,68 @@ double PredictSeconds(const CollectivePlan& plan, const Topology& topo) {
       transfer[ap.axis] += OracleTransferSeconds(op, ap.algorithm, ap.size, array, link);
       part_chain += OracleChainSeconds(op, ap.algorithm, ap.size, array, chunk, link);
     }
-    chain = std::max(chain, part_chain);
+    ici.chain = std::max(ici.chain, part_chain);
   }
-  double busiest = 0, hop = 0;
   for (const auto& [axis, seconds] : transfer) {
-    if (seconds >= busiest) hop = topo.Link(axis).latency;
-    busiest = std::max(busiest, seconds);
+    if (seconds >= ici.busiest) ici.hop = topo.Link(axis).latency;
+    ici.busiest = std::max(ici.busiest, seconds);
   }
-  return startup + dcn_time + stages * std::max(chain, busiest + hop);
+  // Gather order: DCN first; reduce order: DCN last.
+  std::vector<Stage> stages;
+  if (op == CollectiveOp::kReduceScatter) stages.push_back(ici);
+  if (!dcn.empty()) stages.push_back(dcn.front());
+  if (op != CollectiveOp::kReduceScatter) stages.push_back(ici);
+  if (all_reduce) {
+    if (dcn.size() > 1) stages.push_back(dcn.back());
+    stages.push_back(ici);
+  }
+  return stages;
+}
+
+}  // namespace
+
+double PredictSeconds(const CollectivePlan& plan, const Topology& topo) {
+  return PredictRepeatedSeconds(plan, topo, 1);
+}
+
+double PredictRepeatedSeconds(const CollectivePlan& plan, const Topology& topo, double count) {
+  // The first collective takes its stages one after the other; the others
+  // follow it through them as a pipeline, one per the busiest links' share
+  // of a collective (an AllReduce's two ICI stages load the same links).
+  double first = topo.profile().collective_startup, ici = 0, dcn = 0;
+  for (const Stage& s : PlanStages(plan, topo)) {
+    first += std::max(s.chain, s.busiest + s.hop);
+    (s.dcn ? dcn : ici) += s.busiest;
+  }
+  return first + (count - 1) * std::max(ici, dcn);
+}
+
+double PredictAxesSeconds(const Topology& topo, CollectiveOp op, const std::vector<Axis>& axes, double v_bytes,
+                          double count) {
+  CollectiveSpec spec;
+  spec.op = op;
+  spec.axes = axes;
+  spec.dtype_bytes = 2;
+  uint64_t n = 1, parts = 0;
+  for (Axis a : axes) {
+    n *= topo.AxisSize(a);
+    if (a != Axis::kDcn) ++parts;
+  }
+  const uint64_t unit = n * std::max<uint64_t>(parts, 1) * (op == CollectiveOp::kAllToAll ? 2 * n : 1) * 2;
+  spec.bytes = std::max<uint64_t>(1, static_cast<uint64_t>(v_bytes / unit + 0.5)) * unit;
+  auto plan = CollectivePlan::CreateFor(topo, spec, {});
+  return plan.ok() ? PredictRepeatedSeconds(*plan, topo, count) : 0;
+}
+
+std::string PredictAxesLabel(const std::vector<Axis>& axes) {
+  std::vector<Axis> ici;
+  bool dcn = false;
+  for (Axis a : axes) {
+    if (a == Axis::kDcn) dcn = true; else ici.push_back(a);
+  }
+  if (ici.empty()) return "DCN";
+  const std::string label = "ICI " + AxesName(ici);
+  return dcn ? label + ", then DCN (hierarchical)" : label;
 }
 
 double SeedFormulaSeconds(const CollectivePlan& plan, const Topology& topo) {

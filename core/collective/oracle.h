@@ -11,6 +11,9 @@
 //   latency and bandwidth terms instead of their sum.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "core/collective/plan.h"
 #include "core/pod/topology.h"
 
@@ -34,9 +37,25 @@ double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, 
 // 1/N_ici shard, ICI AllGather).
 double PredictSeconds(const CollectivePlan& plan, const Topology& topo);
 
+// `count` such collectives issued one right after the other: they share the
+// links, so their transfers add, while their hops overlap (the first one's
+// chain of hops, then the others streaming behind it).
+double PredictRepeatedSeconds(const CollectivePlan& plan, const Topology& topo, double count);
+
 // The seed's rule for the same case, composed the same way. 0 where the
 // seeds give none (AllToAll on a unidirectional ring or a line).
 double SeedFormulaSeconds(const CollectivePlan& plan, const Topology& topo);
+
+// PredictRepeatedSeconds for `count` collectives `op` of about v_bytes (bf16)
+// each over `axes` of the pod, rounded to what splits evenly; 0 if the axes
+// cannot carry it. For predictions outside a collective job (the training
+// per-layer table).
+double PredictAxesSeconds(const Topology& topo, CollectiveOp op, const std::vector<Axis>& axes, double v_bytes,
+                          double count);
+
+// How PredictAxesSeconds composes `axes`: "ICI x,y" or "ICI y, then DCN
+// (hierarchical)".
+std::string PredictAxesLabel(const std::vector<Axis>& axes);
 
 // Hops a transfer needs end to end: the latency-bound floor is hops * T.
 int OracleHops(CollectiveOp op, RingAlgorithm alg, int n);

@@ -22,7 +22,7 @@ class PlannedTraining : public PlannedJob {
   JobReport Preview() const override { return PreviewTraining(job_.config, job_.mesh, topo_); }
 
   JobReport SummarizeStep(const std::vector<ChipRunResult>& chips) const override {
-    return tpuemu::SummarizeStep(job_.config, topo_, chips);
+    return tpuemu::SummarizeStep(job_.config, job_.mesh, topo_, chips);
   }
 
   JobReport Summarize(const std::vector<ChipRunResult>& last_step,
@@ -32,7 +32,7 @@ class PlannedTraining : public PlannedJob {
     for (const ChipCheck& c : checks) squares += c.param_squares;
     report.param_l2 = std::sqrt(squares);
     report.per_layer =
-        PerLayerCosts(job_.config, job_.mesh, topo_, tpuemu::SummarizeStep(job_.config, topo_, last_step));
+        PerLayerCosts(job_.config, job_.mesh, topo_, tpuemu::SummarizeStep(job_.config, job_.mesh, topo_, last_step));
     return report;
   }
 

@@ -31,4 +31,10 @@ double BubbleFormula(int stages, int microbatches, int repeats) {
   return static_cast<double>(stages - 1) / (static_cast<double>(repeats) * microbatches + stages - 1);
 }
 
+double BubbleWithTransfers(int stages, int microbatches, int repeats, double compute_s, double hop_s) {
+  const double m = static_cast<double>(repeats) * microbatches;
+  const double span = (stages - 1) * (compute_s + 2 * hop_s) + m * std::max(compute_s, hop_s);
+  return span > 0 ? 1 - m * compute_s / span : 0;
+}
+
 }  // namespace tpuemu

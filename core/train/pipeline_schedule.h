@@ -29,4 +29,14 @@ std::vector<PipelineOp> StageSchedule(const std::string& schedule, int stages, i
 // The seeds' bubble: (S-1) / (repeats x M + S-1); gpipe and 1f1b have one repeat.
 double BubbleFormula(int stages, int microbatches, int repeats);
 
+// The same bubble when a stage hop is not free: a microbatch's forward and
+// backward on one stage take `compute_s`, and its activations (and later its
+// gradients) take `hop_s` to reach the next stage. Filling and draining the
+// pipeline crosses S-1 hops each way, and in between a stage starts a
+// microbatch no faster than its inputs arrive:
+//   span = (S-1)(compute + 2 hop) + repeats M max(compute, hop),
+//   bubble = 1 - repeats M compute / span,
+// which is the seeds' formula when hop_s is 0.
+double BubbleWithTransfers(int stages, int microbatches, int repeats, double compute_s, double hop_s);
+
 }  // namespace tpuemu

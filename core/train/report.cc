@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/base/units.h"
+#include "core/collective/oracle.h"
 #include "core/train/pipeline_schedule.h"
 
 namespace tpuemu {
@@ -80,7 +82,8 @@ double StepModelFlops(const TrainConfig& c) {
   return 3.0 * 2 * 2.0 * c.global_batch_tokens * c.emb_dim * c.mlp_dim * c.num_layers;
 }
 
-StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::vector<ChipRunResult>& chips) {
+StepReport SummarizeStep(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo,
+                         const std::vector<ChipRunResult>& chips) {
   StepReport r;
   double loss_sum = 0;
   for (const ChipRunResult& chip : chips) {
@@ -115,6 +118,14 @@ StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::
     }
     if (span > 0) r.bubble_fraction = 1 - busy / (span * static_cast<double>(chips.size()));
     r.bubble_formula = BubbleFormula(c.stages(), c.num_microbatches, c.pipeline_repeats);
+    const double microbatches = static_cast<double>(c.num_microbatches) * c.pipeline_repeats;
+    r.bubble_microbatch_compute_s = (r.compute_parts_s[0] + r.compute_parts_s[1]) / microbatches;
+    const double tokens = static_cast<double>(c.global_batch_tokens) /
+                          (mesh.size(MeshAxisKind::kData) * mesh.size(MeshAxisKind::kFsdp)) / c.num_microbatches;
+    const LinkParams hop = topo.Link(mesh.axes(MeshAxisKind::kPipeline).front());
+    r.bubble_hop_s = tokens * c.emb_dim * c.dtype_bytes / mesh.size(MeshAxisKind::kTensor) / hop.bw_dir + hop.latency;
+    r.bubble_with_transfers = BubbleWithTransfers(c.stages(), c.num_microbatches, c.pipeline_repeats,
+                                                  r.bubble_microbatch_compute_s, r.bubble_hop_s);
   }
   r.loss = loss_sum / static_cast<double>(c.global_batch_tokens * c.emb_dim);
   const double tokens = static_cast<double>(c.global_batch_tokens);
@@ -150,31 +161,51 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
   // A stage sends each microbatch's activations on after each of its layer
   // groups but the last one, and gradients back before each but the first.
   const double sends = stages == 2 ? 2.0 * c.pipeline_repeats - 1 : 2.0 * c.pipeline_repeats;
+  // Each row's bytes are `count` collectives of `v` bytes each; their time
+  // is the collective oracle's on the axis's own links (ICI, DCN, or ICI
+  // then DCN, hierarchical), latency included.
   struct Row {
     MeshAxisKind kind;
     double ways;
     std::string formula;
     double bytes;  // per layer per chip, the seed's table with (N-1)/N
+    CollectiveOp op;
+    double count, v;
   };
   const Row rows[] = {
-      {MeshAxisKind::kData, data, "DP: 8 D F/(T Z) (N-1)/N", 4 * dtype * d * f / (tensor * fsdp) * (data - 1) / data},
-      {MeshAxisKind::kFsdp, fsdp, fsdp_formula, fsdp_units / 2 * dtype * d * f / tensor * (fsdp - 1) / fsdp},
-      {MeshAxisKind::kTensor, tensor, "TP: 8 B D (N-1)/N", 4 * dtype * batch * d * (tensor - 1) / tensor},
-      {MeshAxisKind::kPipeline, stages, "PP: sends x 2 B D/T / layers",
-       sends * dtype * batch * d / tensor / layers},
+      {MeshAxisKind::kData, data, "DP: 8 D F/(T Z) (N-1)/N", 4 * dtype * d * f / (tensor * fsdp) * (data - 1) / data,
+       CollectiveOp::kAllReduce, 2, dtype * d * f / (tensor * fsdp)},
+      {MeshAxisKind::kFsdp, fsdp, fsdp_formula, fsdp_units / 2 * dtype * d * f / tensor * (fsdp - 1) / fsdp,
+       CollectiveOp::kAllGather, fsdp_units / 2, dtype * d * f / tensor},
+      {MeshAxisKind::kTensor, tensor, "TP: 8 B D (N-1)/N", 4 * dtype * batch * d * (tensor - 1) / tensor,
+       CollectiveOp::kAllGather, 4, dtype * batch * d},
+      {MeshAxisKind::kPipeline, stages, "PP: sends x 2 B D/T / layers", sends * dtype * batch * d / tensor / layers,
+       CollectiveOp::kAllGather, 0, 0},
   };
   std::vector<LayerCost> out;
   for (const Row& r : rows) {
     if (r.ways <= 1) continue;
     const int k = static_cast<int>(r.kind);
-    // Pipeline sends go one way on one link each.
-    const double w = r.kind == MeshAxisKind::kPipeline ? bandwidth(r.kind) / 2 : bandwidth(r.kind);
-    out.push_back({MeshAxisName(r.kind), r.formula, r.bytes, step.comm_bytes[k] / layers, r.bytes / w,
-                   step.comm_s[k] / layers});
+    const std::vector<Axis>& axes = mesh.axes(r.kind);
+    LayerCost cost{MeshAxisName(r.kind), r.formula, r.bytes, step.comm_bytes[k] / layers, 0, step.comm_s[k] / layers,
+                   ""};
+    if (r.kind == MeshAxisKind::kPipeline) {
+      // Pipeline sends go one way on one link each.
+      cost.predicted_s = r.bytes / (bandwidth(r.kind) / 2);
+      cost.time_formula = absl::StrCat("bytes over one ", AxesName(axes), " link");
+    } else {
+      // The stage's collectives go out one after the other, as the backward
+      // pass frees each gradient (or needs each weight), so their hops
+      // overlap: a layer's share of them all, as the emulated column is.
+      cost.predicted_s = PredictAxesSeconds(topo, r.op, axes, r.v, r.count * layers) / layers;
+      cost.time_formula = absl::StrCat(r.count == 1 ? "" : absl::StrCat(r.count, " x "), OpName(r.op), " of ",
+                                       FormatBytes(static_cast<uint64_t>(r.v)), " on ", PredictAxesLabel(axes));
+    }
+    out.push_back(std::move(cost));
   }
   const double flops = 12 * batch * d * f / tensor;  // 2 matmuls forward, 4 backward
   out.push_back({"compute", "12 B D F/T flops / C", 0, 0, flops / topo.profile().flops_bf16,
-                 (step.compute_parts_s[0] + step.compute_parts_s[1]) / layers});
+                 (step.compute_parts_s[0] + step.compute_parts_s[1]) / layers, "flops / C"});
   return out;
 }
 

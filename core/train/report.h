@@ -57,6 +57,12 @@ struct StepReport {
   // held for backward passes at once.
   double bubble_fraction = 0;
   double bubble_formula = 0;
+  // The seeds' formula with the stage hops counted (BubbleWithTransfers),
+  // from a microbatch's forward and backward matmuls on the slowest chip
+  // and one hop of its activations over the pipeline axis's link.
+  double bubble_with_transfers = 0;
+  double bubble_microbatch_compute_s = 0;
+  double bubble_hop_s = 0;
   uint64_t peak_activation_bytes = 0;
 };
 
@@ -64,7 +70,8 @@ struct StepReport {
 // twice that.
 double StepModelFlops(const TrainConfig& c);
 
-StepReport SummarizeStep(const TrainConfig& c, const Topology& topo, const std::vector<ChipRunResult>& chips);
+StepReport SummarizeStep(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo,
+                         const std::vector<ChipRunResult>& chips);
 
 // One row of the per-layer comparison with seed 001's table: what the seed's
 // formula predicts for one layer on one chip, and what the emulated step did
@@ -74,8 +81,9 @@ struct LayerCost {
   std::string formula;  // "8 D F/T/Z (N-1)/N bytes"
   double predicted_bytes = 0;
   double emulated_bytes = 0;
-  double predicted_s = 0;  // bytes / W_ici (bidirectional, times the axis' ICI axes); flops / C
+  double predicted_s = 0;  // the collective oracle's time on the axis's own links; flops / C
   double emulated_s = 0;   // the axis' collectives' busy time; the matmuls' time
+  std::string time_formula;  // "AllReduce of 2 MiB on ICI y, then DCN (hierarchical)"
 };
 std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo,
                                      const StepReport& step);

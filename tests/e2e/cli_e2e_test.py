@@ -151,7 +151,7 @@ class BadInputTest(Pod):
     def test_bad_topologies_start_nothing(self):
         for args, needle in [
             (["--topology", "v5e4x4"], "expected CHIP:SHAPE"),
-            (["--topology", "v7:4x4"], "allowed: v4, v5e, v5p, v6e"),
+            (["--topology", "v7:4x4"], "allowed: v4, v5e, v5e-measured, v5p, v6e"),
             (["--topology", "v5e:4x4x4"], "1 to 2 dimensions"),
             (["--topology", "v5e:4x4", "--chips-per-host", "3"], "--chips-per-host '3'"),
             (["--topology", "v5e:4x4", "--time-scale", "-1"], "--time-scale"),

@@ -70,7 +70,7 @@ TEST(TopologyTest, BadInputNamesFieldValueAndWhatIsAllowed) {
     EXPECT_NE(t.status().message().find(needle), std::string::npos) << t.status();
   };
   expect_error({"v5e4x4", 1, 4, "auto"}, "expected CHIP:SHAPE");
-  expect_error({"v9:4x4", 1, 4, "auto"}, "allowed: v4, v5e, v5p, v6e");
+  expect_error({"v9:4x4", 1, 4, "auto"}, "allowed: v4, v5e, v5e-measured, v5p, v6e");
   expect_error({"v5e:4x4x4", 1, 4, "auto"}, "1 to 2 dimensions");
   expect_error({"v5e:4xa", 1, 4, "auto"}, "dimension 'a'");
   expect_error({"v5e:4x4", 1, 3, "auto"}, "`chips_per_host` '3'");

@@ -247,7 +247,7 @@ TEST_P(PipelineTest, LinkBytesFollowTheSchedule) {
   }
   // The per-layer table says the same for the busiest chip.
   const Topology& topo = *run.topo;
-  for (const LayerCost& row : PerLayerCosts(c, mesh, topo, SummarizeStep(c, topo, run.steps.back()))) {
+  for (const LayerCost& row : PerLayerCosts(c, mesh, topo, SummarizeStep(c, mesh, topo, run.steps.back()))) {
     EXPECT_NEAR(row.emulated_bytes, row.predicted_bytes, 1e-9 * row.predicted_bytes) << row.what;
   }
 }
@@ -297,7 +297,7 @@ Measured MeasureBubble(const std::string& shape, const std::string& mesh) {
   const ComparedRun run = TrainAndCompare(SlowChipProfile() + ":" + shape, 1, text, 1);
   Measured out;
   if (!run.ok) return out;
-  const StepReport step = SummarizeStep(run.config, *run.topo, run.steps.back());
+  const StepReport step = SummarizeStep(run.config, *run.mesh, *run.topo, run.steps.back());
   out.bubble = step.bubble_fraction;
   out.formula = step.bubble_formula;
   out.peak_activation_bytes = step.peak_activation_bytes;
@@ -361,6 +361,39 @@ TEST(PipelineBubbleTest, MoreMicrobatchesShrinkTheBubbleNotTheGradientBytes) {
     EXPECT_GT(got.data_bytes, 0u);
     EXPECT_EQ(got.data_bytes, data_bytes) << m << " microbatches";
   }
+}
+
+}  // namespace
+}  // namespace tpuemu
+
+namespace tpuemu {
+namespace {
+
+// The demo's pipeline job on the demo's pod (two v5p 4x4 slices): data
+// parallel over x and DCN, 4 stages along y, microbatches so small that a
+// stage hop takes longer than a microbatch's matmuls.
+TEST(PipelinePredictionTest, TheDemosDataAxisAndBubbleArePredictedOnTheirOwnLinks) {
+  const std::string job =
+      "ici_pipeline_parallelism: 4\nici_data_parallelism: -1\nici_fsdp_parallelism: 1\npipeline_schedule: 1f1b\n"
+      "num_pipeline_microbatches: 8\nemb_dim: 256\nmlp_dim: 1024\nnum_layers: 8\nglobal_batch_tokens: 512\n"
+      "seed: 3\nopt_type: adam\nlearning_rate: 0.0003\n";
+  const ComparedRun run = TrainAndCompare("v5p:4x4", 2, job, 2);
+  ASSERT_TRUE(run.ok);
+  const StepReport step = SummarizeStep(run.config, *run.mesh, *run.topo, run.steps.back());
+  std::printf("bubble %.3f, formula %.3f, with hops %.3f (hop %.3g s, microbatch %.3g s)\n", step.bubble_fraction,
+              step.bubble_formula, step.bubble_with_transfers, step.bubble_hop_s, step.bubble_microbatch_compute_s);
+  EXPECT_GT(step.bubble_fraction - step.bubble_formula, 0.05) << "communication-bound: the formula is far off";
+  EXPECT_NEAR(step.bubble_with_transfers, step.bubble_fraction, 0.1 * step.bubble_fraction);
+  bool saw_data = false;
+  for (const LayerCost& row : PerLayerCosts(run.config, *run.mesh, *run.topo, step)) {
+    std::printf("%-8s predicted %.3g s, emulated %.3g s: %s\n", row.what.c_str(), row.predicted_s, row.emulated_s,
+                row.time_formula.c_str());
+    if (row.what != "data") continue;
+    saw_data = true;
+    EXPECT_NE(row.time_formula.find("then DCN"), std::string::npos) << row.time_formula;
+    EXPECT_NEAR(row.predicted_s / row.emulated_s, 1.0, 0.10);
+  }
+  EXPECT_TRUE(saw_data);
 }
 
 }  // namespace

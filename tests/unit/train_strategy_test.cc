@@ -82,7 +82,7 @@ TEST_P(StrategyTest, BytesPerChipFollowSeed001sTable) {
   const double want_tensor = 8 * b_local * d * (tensor - 1) / tensor * layers;
   // The per-layer table the coordinator prints says the same.
   const Topology& topo = *run_.topo;
-  for (const LayerCost& row : PerLayerCosts(config_, mesh, topo, SummarizeStep(config_, topo, last))) {
+  for (const LayerCost& row : PerLayerCosts(config_, mesh, topo, SummarizeStep(config_, mesh, topo, last))) {
     EXPECT_DOUBLE_EQ(row.emulated_bytes, row.predicted_bytes) << row.what;
     EXPECT_GT(row.emulated_s, 0) << row.what;
   }
@@ -118,7 +118,7 @@ Trained TrainOn(const std::string& shape, const std::string& extra, int steps = 
   for (int s = 0; s < steps; ++s) {
     auto chips = trainer.Run(s);
     EXPECT_TRUE(chips.ok()) << chips.status();
-    const StepReport r = SummarizeStep(job->config, *topo, *chips);
+    const StepReport r = SummarizeStep(job->config, job->mesh, *topo, *chips);
     t.losses.push_back(r.loss);
     t.exposed_fsdp_s = r.exposed_comm_s[static_cast<int>(MeshAxisKind::kFsdp)];
     t.step_s = r.emulated_s;
