@@ -35,6 +35,17 @@ class IntervalMax {
     return best;
   }
 
+  // Calls fn(from, to, value) for each set segment's part inside [lo, hi), in order.
+  template <typename Fn>
+  void ForEach(uint64_t lo, uint64_t hi, Fn&& fn) const {
+    auto it = segs_.upper_bound(lo);
+    if (it != segs_.begin()) --it;
+    for (; it != segs_.end() && it->first < hi; ++it) {
+      if (it->second.end <= lo) continue;
+      fn(std::max(lo, it->first), std::min(hi, it->second.end), it->second.value);
+    }
+  }
+
  private:
   struct Seg {
     uint64_t end;

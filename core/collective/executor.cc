@@ -143,15 +143,39 @@ class ChipCollective::Impl {
     return absl::OkStatus();
   }
 
+  // When all of op's data is ready (a reduction needs all of its own).
   double ReadyTime(const ChunkOp& op) const {
-    double t = op.barrier_recv >= 0 ? done_upto_[op.barrier_recv] : start_ + profile_.collective_startup;
+    double t = Earliest(op);
     for (const Range& r : op.ranges) t = std::max(t, ready_.Max(r.offset, r.end()));
+    return t;
+  }
+
+  double Earliest(const ChunkOp& op) const {
+    return op.barrier_recv >= 0 ? done_upto_[op.barrier_recv] : start_ + profile_.collective_startup;
+  }
+
+  // When a send of op can start and stream out at its link's rate without
+  // overtaking its data: the element at position e of the op goes on the
+  // link at start + e / n of the send's time there, and must be ready by then.
+  // Data that is still arriving is forwarded as it comes (cut-through, as an
+  // ICI router does), one hop latency behind.
+  double StreamReadyTime(const ChunkOp& op) const {
+    double t = Earliest(op);
+    const double n = static_cast<double>(op.elements);
+    const double on_link = n * dtype_ / net_.topology().Link(op.axis).bw_dir;
+    uint64_t before = 0;  // elements of op ahead of this range
+    for (const Range& r : op.ranges) {
+      ready_.ForEach(r.offset, r.end(), [&](uint64_t from, uint64_t, double value) {
+        t = std::max(t, value - on_link * static_cast<double>(before + from - r.offset) / n);
+      });
+      before += r.len;
+    }
     return t;
   }
 
   absl::Status Send(const ChunkOp& op) {
     return SendChunk(net_, *links_, options_, chip_, op.peer, op.axis, op.dir, op.tag | options_.tag_base, buffer_,
-                     op.ranges, dtype_, ReadyTime(op), absl::StrCat("to chip ", op.peer), &transit_)
+                     op.ranges, dtype_, StreamReadyTime(op), absl::StrCat("to chip ", op.peer), &transit_)
         .status();
   }
 
@@ -171,12 +195,32 @@ class ChipCollective::Impl {
       const double add = RooflineSeconds(profile_, n, 3 * n * dtype_);
       done = vector_unit_.Book(std::max(done, ReadyTime(op)), add) + add;
       Accumulate(*frame, op.ranges);
+      for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);
     } else {
+      ArrivedAsStreamed(op, done);
       Place(*std::move(frame), op.ranges);
     }
-    for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);
     done_upto_.push_back(std::max(done, done_upto_.empty() ? 0.0 : done_upto_.back()));
     return absl::OkStatus();
+  }
+
+  // A copied frame's data arrives in order over its time on the link: each
+  // of kCutThroughSlices slices is usable when its last byte has arrived, so
+  // a chip can forward the start of a chunk before its end is in.
+  void ArrivedAsStreamed(const ChunkOp& op, double arrival) {
+    const double n = static_cast<double>(op.elements);
+    const double on_link = n * dtype_ / net_.topology().Link(op.axis).bw_dir;
+    const uint64_t slice = std::max<uint64_t>(1, (op.elements + kCutThroughSlices - 1) / kCutThroughSlices);
+    uint64_t pos = 0;  // elements of op before the current piece
+    for (const Range& r : op.ranges) {
+      for (uint64_t at = r.offset; at < r.end();) {
+        const uint64_t slice_end = (pos / slice + 1) * slice;  // in op positions
+        const uint64_t len = std::min(r.end() - at, slice_end - pos);
+        pos += len;
+        ready_.Assign(at, at + len, arrival - on_link * (n - static_cast<double>(pos)) / n);
+        at += len;
+      }
+    }
   }
 
   // Adds the frame's elements into `ranges` of the buffer. Received bytes

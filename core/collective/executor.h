@@ -21,6 +21,11 @@
 
 namespace tpuemu {
 
+// A received chunk is usable in this many slices, each once its last byte is
+// in: a chip forwards the start of a chunk while its end is still arriving
+// (cut-through), an eighth of a chunk behind.
+inline constexpr uint64_t kCutThroughSlices = 8;
+
 // Emulated clocks of a chip's outgoing links, by (axis, dir).
 using LinkClocks = std::map<std::pair<int, int>, EmuLink>;
 

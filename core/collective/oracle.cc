@@ -1,5 +1,7 @@
 #include "core/collective/oracle.h"
 
+#include "core/collective/executor.h"
+
 #include <algorithm>
 #include <map>
 
@@ -106,13 +108,11 @@ double OracleChainSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, d
   // carries half a shard.
   const double piece =
       op == CollectiveOp::kAllToAll ? OracleTransferSeconds(op, alg, n, v, link) * link.bw_dir / hops : v / n;
-  const bool half_last = op != CollectiveOp::kAllToAll && alg == RingAlgorithm::kBiRing && n % 2 == 0;
-  double chain = 0;
-  for (int h = 0; h < hops; ++h) {
-    const double p = half_last && h == hops - 1 ? piece / 2 : piece;
-    chain += link.latency + std::min(chunk, p) / link.bw_dir;
-  }
-  return chain;
+  // Cut-through: the first chunk goes on the wire once, and each further hop
+  // forwards it a slice behind (executor.h); reductions wait for it whole.
+  const double first = std::min(chunk, piece) / link.bw_dir;
+  const double behind = op == CollectiveOp::kReduceScatter ? first : first / kCutThroughSlices;
+  return hops * link.latency + first + (hops - 1) * behind;
 }
 
 double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, double chunk, LinkParams link) {

@@ -3,8 +3,9 @@
 // - exact: the algorithm the emulator runs. Its chunks are pipelined, so once
 //   bandwidth-bound it takes its busiest link's load over the link's
 //   bandwidth plus one hop (the last chunk's flight); otherwise the chain of
-//   its hops, each a hop latency plus one chunk (or the hop's whole piece,
-//   if smaller) on the wire: the larger of the two;
+//   its hops: a hop latency each, the first chunk (or the hop's whole piece,
+//   if smaller) on the wire once, and a slice of it per further hop
+//   (cut-through; a reduction waits for its chunk whole): the larger;
 // - the seed's rule of thumb (seed 000: V / W_bidir per axis, n_axes times
 //   faster over several axes, twice for AllReduce, a quarter for AllToAll),
 //   which drops the (N-1)/N the exact form keeps and takes the larger of the
@@ -21,8 +22,8 @@ namespace tpuemu {
 
 // One axis of n chips, full array v_bytes, links of bandwidth W (one
 // direction) and hop latency T, wire chunks of chunk_bytes (emulated): the
-// busiest link's load over W; the chain of hops, each T plus a chunk or the
-// hop's piece on the wire; and the time, max(chain, load / W + T).
+// busiest link's load over W; the chain of hops; and the time,
+// max(chain, load / W + T).
 double OracleTransferSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, LinkParams link);
 double OracleChainSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, double chunk_bytes,
                           LinkParams link);

@@ -39,15 +39,16 @@ ChipProfile Make(const char* name, double c, double hbm, double hbm_bw, double i
 // one whose latency alone gives 3 us. With the seeds' 1 us per hop kept, two
 // numbers fit both: the link reaches a fraction e of its bandwidth and every
 // collective pays s before its first byte moves. On this emulator's line
-// (3 hops of one shard each when small; the busiest link's 3 shards plus one
-// hop when large):
+// (small: 3 hop latencies, the 32 KiB shard on the wire once and an eighth
+// of it per further hop, cut-through; large: the busiest link's 3 shards
+// plus one hop):
 //   large: 3 x 8388608 / (4.5e10 e) + 1 us + s = 680 us
-//   small: 3 x (1 us + 32768 / (4.5e10 e)) + s = 8 us
-// give e = 0.826 and s = 2.35 us (docs/collectives.md, "Measured profile").
+//   small: 3 us + 1.25 x 32768 / (4.5e10 e) + s = 8 us
+// give e = 0.828 and s = 3.90 us (docs/collectives.md, "Measured profile").
 ChipProfile V5eMeasured() {
   ChipProfile p = Make("v5e-measured", 1.97e14, 16e9, 8.1e11, 4.5e10, 2, WrapRule::kOnly16);
-  p.ici_link_efficiency = 0.826;
-  p.collective_startup = 2.35e-6;
+  p.ici_link_efficiency = 0.828;
+  p.collective_startup = 3.90e-6;
   return p;
 }
 
