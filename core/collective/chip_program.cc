@@ -45,20 +45,16 @@ ChipProgram BuildChipProgram(const CollectivePlan& plan, int chip, uint64_t chun
   IntervalMax<int> last_writer(-1);
   // Per part: the last receive of each stage. A stage begins on this chip once
   // every receive of the part's earlier stages is done (the DCN phase of a
-  // hierarchical collective waits for the ICI phases before it).
-  // Within a stage a phase's sends are ready as their data arrives, but are
-  // booked on the link only after the part's earlier phases are received:
-  // a link then books first what feeds another axis, and what could have
-  // gone earlier still takes the earliest idle time its data allows
-  // (BusyTimeline), so the chain from axis to axis is never held behind
-  // bulk that was ready at once.
-  std::map<int, std::map<int, int>> last_recv_of_stage, last_recv_of_phase;
-  auto barrier = [](const std::map<int, int>& last, int before) {
-    int index = -1;
-    for (const auto& [key, i] : last) {
-      if (key < before) index = std::max(index, i);
+  // hierarchical collective waits for the ICI phases before it; an
+  // AllReduce's AllGather for its ReduceScatter). Within a stage, a phase's
+  // sends wait only for the data they carry.
+  std::map<int, std::map<int, int>> last_recv_of_stage;
+  auto stage_barrier = [&](int part, int stage) {
+    int barrier = -1;
+    for (const auto& [st, index] : last_recv_of_stage[part]) {
+      if (st < stage) barrier = std::max(barrier, index);
     }
-    return index;
+    return barrier;
   };
   const auto& transfers = plan.transfers();
   // Transfers are sorted by step. Within a step, sends read what earlier steps
@@ -86,7 +82,7 @@ ChipProgram BuildChipProgram(const CollectivePlan& plan, int chip, uint64_t chun
           ChunkOp op{sending ? tr->dst : tr->src, tr->axis, tr->dir, ChunkTag(tr->step, tr->axis, tr->dir, c),
                      tr->reduce, chunks[c], Elements(chunks[c]), -1, -1};
           if (sending) {
-            op.barrier_recv = barrier(last_recv_of_stage[tr->part], tr->stage);
+            op.barrier_recv = stage_barrier(tr->part, tr->stage);
             op.after_recv = op.barrier_recv;
             for (const Range& r : op.ranges) {
               op.after_recv = std::max(op.after_recv, last_writer.Max(r.offset, r.end()));
@@ -96,7 +92,6 @@ ChipProgram BuildChipProgram(const CollectivePlan& plan, int chip, uint64_t chun
             const int index = static_cast<int>(prog.recvs.size());
             for (const Range& r : op.ranges) last_writer.Assign(r.offset, r.end(), index);
             last_recv_of_stage[tr->part][tr->stage] = index;
-            last_recv_of_phase[tr->part][tr->phase] = index;
             prog.recvs.push_back(std::move(op));
           }
         }

@@ -1,9 +1,9 @@
 #include "core/collective/oracle.h"
 
-#include "core/collective/executor.h"
-
 #include <algorithm>
 #include <map>
+
+#include "core/collective/executor.h"
 
 namespace tpuemu {
 namespace {

@@ -256,7 +256,6 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
           t.dir = dir;
           t.reduce = phase.kind == PhaseKind::kReduceScatter;
           t.part = p;
-          t.phase = phase_index;
           t.stage = stage;
           for (const Hop& h : group) {
             const int nm = static_cast<int>(sizes.size());

@@ -36,7 +36,6 @@ struct PlannedTransfer {
   int dir = +1;
   bool reduce = false;  // receiver adds into its buffer instead of copying
   int part = 0;         // which axis-order part this transfer belongs to
-  int phase = 0;        // phase within the part (one axis); its sends are booked after the phase before's
   int stage = 0;        // a stage of the part starts when the previous one ended (DCN is one)
   std::vector<Range> ranges;
   uint64_t elements() const;

@@ -15,7 +15,7 @@ namespace {
 auto Key(const PlannedTransfer& t) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const Range& r : t.ranges) ranges.emplace_back(r.offset, r.len);
-  return std::make_tuple(t.step, t.src, t.dst, static_cast<int>(t.axis), t.dir, t.reduce, t.part, t.phase, t.stage, ranges);
+  return std::make_tuple(t.step, t.src, t.dst, static_cast<int>(t.axis), t.dir, t.reduce, t.part, t.stage, ranges);
 }
 
 auto Key(const ChunkOp& op) {
