@@ -150,6 +150,11 @@ class ChipCollective::Impl {
     return t;
   }
 
+  // How long op's chunk holds its link on the emulated clock.
+  double OnLinkSeconds(const ChunkOp& op) const {
+    return static_cast<double>(op.elements) * dtype_ / net_.topology().Link(op.axis).bw_dir;
+  }
+
   double Earliest(const ChunkOp& op) const {
     return op.barrier_recv >= 0 ? done_upto_[op.barrier_recv] : start_ + profile_.collective_startup;
   }
@@ -162,7 +167,7 @@ class ChipCollective::Impl {
   double StreamReadyTime(const ChunkOp& op) const {
     double t = Earliest(op);
     const double n = static_cast<double>(op.elements);
-    const double on_link = n * dtype_ / net_.topology().Link(op.axis).bw_dir;
+    const double on_link = OnLinkSeconds(op);
     uint64_t before = 0;  // elements of op ahead of this range
     for (const Range& r : op.ranges) {
       ready_.ForEach(r.offset, r.end(), [&](uint64_t from, uint64_t, double value) {
@@ -209,7 +214,7 @@ class ChipCollective::Impl {
   // a chip can forward the start of a chunk before its end is in.
   void ArrivedAsStreamed(const ChunkOp& op, double arrival) {
     const double n = static_cast<double>(op.elements);
-    const double on_link = n * dtype_ / net_.topology().Link(op.axis).bw_dir;
+    const double on_link = OnLinkSeconds(op);
     const uint64_t slice = std::max<uint64_t>(1, (op.elements + kCutThroughSlices - 1) / kCutThroughSlices);
     uint64_t pos = 0;  // elements of op before the current piece
     for (const Range& r : op.ranges) {

@@ -8,9 +8,6 @@
 namespace tpuemu {
 namespace {
 
-// AllToAll's hops: the farthest block goes n/2 hops on a bidirectional ring.
-int AllToAllHops(RingAlgorithm alg, int n) { return alg == RingAlgorithm::kBiRing ? n / 2 : n - 1; }
-
 // The seed's rule on one axis: max(latency, bandwidth), 0 where it has none.
 struct SeedTerms {
   double latency = 0;
@@ -101,7 +98,7 @@ double OracleTransferSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v
 
 double OracleChainSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, double chunk, LinkParams link) {
   if (op == CollectiveOp::kAllReduce) return 2 * OracleChainSeconds(CollectiveOp::kReduceScatter, alg, n, v, chunk, link);
-  const int hops = op == CollectiveOp::kAllToAll ? AllToAllHops(alg, n) : OracleHops(op, alg, n);
+  const int hops = OracleHops(op, alg, n);  // an AllToAll's farthest block goes as far
   if (hops == 0) return 0;
   // The piece a link carries at each step: a shard (AllToAll: the link's
   // load spread over its steps); an even bidirectional ring's last hop
