@@ -98,7 +98,8 @@ int ClusterUp(const ClusterUpOptions& o) {
   } else {
     std::cout << "pod is up: " << status.description() << " (heartbeat timeout " << status.heartbeat_timeout_s()
               << " s)\n"
-              << "coordinator " << state.coordinator << ", logs in " << logs << "\n"
+              << "coordinator " << state.coordinator << ", logs in " << logs << ", jobs kept in " << StateDir()
+              << "/jobs\n"
               << "next: tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n";
   }
   return 0;

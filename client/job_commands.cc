@@ -77,8 +77,7 @@ int Finish(const v1::Job& job, bool json) {
     if (const std::string memory = WorkerMemoryLine(job); !memory.empty()) std::printf("%s\n", memory.c_str());
   }
   if (job.state() == v1::JOB_STATE_SUCCEEDED) return 0;
-  std::cerr << "error: " << job.id() << " "
-            << (job.state() == v1::JOB_STATE_CANCELLED ? "was cancelled" : "failed: " + WithFlagNames(job.error())) << "\n";
+  std::cerr << "error: " << job.id() << " " << WithFlagNames(HowItEnded(job)) << "\n";
   return 1;
 }
 

@@ -124,8 +124,17 @@ nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& sum
 }
 
 std::string JobState(const v1::Job& job) {
-  static const char* kStates[] = {"unspecified", "pending", "running", "succeeded", "failed", "cancelled"};
+  static const char* kStates[] = {"unspecified", "pending",   "running",    "succeeded",
+                                  "failed",      "cancelled", "interrupted"};
   return kStates[job.state()];
+}
+
+std::string HowItEnded(const v1::Job& job) {
+  switch (job.state()) {
+    case v1::JOB_STATE_CANCELLED: return "was cancelled";
+    case v1::JOB_STATE_INTERRUPTED: return "was interrupted: " + job.error();
+    default: return "failed: " + job.error();
+  }
 }
 
 nlohmann::json JobJson(const v1::Job& job) {

@@ -17,6 +17,9 @@ nlohmann::json TrainStepJson(const v1::TrainStep& step, const v1::TrainSummary& 
 void AddTrainJson(const v1::Job& job, nlohmann::json& out);
 // Any job: id, state, error, kind, times and the kind's keys (client/job_views.h).
 nlohmann::json JobJson(const v1::Job& job);
-std::string JobState(const v1::Job& job);  // "pending" | "running" | "succeeded" | "failed" | "cancelled"
+// "pending" | "running" | "succeeded" | "failed" | "cancelled" | "interrupted"
+std::string JobState(const v1::Job& job);
+// A job that did not succeed: "was cancelled", "failed: why", "was interrupted: why".
+std::string HowItEnded(const v1::Job& job);
 
 }  // namespace tpuemu

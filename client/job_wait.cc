@@ -1,6 +1,7 @@
 #include "client/job_wait.h"
 
 #include "absl/strings/str_cat.h"
+#include "client/job_json.h"
 #include "client/progress.h"
 
 namespace tpuemu {
@@ -26,8 +27,7 @@ absl::StatusOr<v1::Job> RunJob(CoordinatorClient& client, const v1::SubmitJobReq
   progress.Done();
   if (!done.ok()) return done.status();
   if (done->state() != v1::JOB_STATE_SUCCEEDED) {
-    return absl::AbortedError(absl::StrCat(
-        done->id(), " ", done->state() == v1::JOB_STATE_CANCELLED ? "was cancelled" : "failed: " + done->error()));
+    return absl::AbortedError(absl::StrCat(done->id(), " ", HowItEnded(*done)));
   }
   return done;
 }

@@ -13,7 +13,39 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(const Coordinat
   auto topo = Topology::Create(options.topology);
   if (!topo.ok()) return topo.status();
   if (auto s = Validate(options); !s.ok()) return s;
-  return std::unique_ptr<Coordinator>(new Coordinator(options, *topo, std::move(factory)));
+  std::unique_ptr<JobDatabase> db;
+  if (!options.data_dir.empty()) {
+    auto opened = JobDatabase::Open(options.data_dir);
+    if (!opened.ok()) return opened.status();
+    db = *std::move(opened);
+  }
+  std::unique_ptr<Coordinator> c(new Coordinator(options, *topo, std::move(factory), std::move(db)));
+  if (auto s = c->RestoreJobs(); !s.ok()) return s;
+  return c;
+}
+
+absl::Status Coordinator::RestoreJobs() {
+  const std::string why = absl::StrCat("the coordinator stopped while it ran (started again at ",
+                                       absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(), absl::UTCTimeZone()),
+                                       "); submit it again");
+  auto pending = store_.Restore(why);
+  if (!pending.ok()) return pending.status();
+  for (const JobRecord& r : *pending) {
+    // Planned again: the pod this coordinator serves may differ from the last one's.
+    auto kind = FindJobKind(r.spec.kind());
+    absl::StatusOr<std::shared_ptr<const PlannedJob>> planned =
+        kind.ok() ? (*kind)->Plan(r.spec, topo_, options_.time_scale) : kind.status();
+    if (!planned.ok()) {
+      store_.Update(r.id, [&](JobRecord& job) {
+        job.state = JobState::kFailed;
+        job.error = absl::StrCat("queued when the coordinator restarted, and no longer fits this pod (",
+                                 topo_.Describe(), "): ", planned.status().message());
+      });
+      continue;
+    }
+    scheduler_.Requeue(r, **kind, *std::move(planned));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Coordinator::Validate(const CoordinatorOptions& options) {
@@ -43,10 +75,11 @@ absl::Status Coordinator::Validate(const CoordinatorOptions& options) {
   return absl::OkStatus();
 }
 
-Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo, Registry::ClientFactory factory)
+Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo, Registry::ClientFactory factory,
+                         std::unique_ptr<JobDatabase> db)
     : options_(options),
       topo_(topo),
-      store_(options.retention),
+      store_(options.retention, std::move(db)),
       registry_(topo, PodConfig{options.topology, options.time_scale, {}}, options.heartbeat_timeout,
                 std::move(factory)),
       scheduler_(store_, registry_, topo.num_hosts()) {}

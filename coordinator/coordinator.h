@@ -21,6 +21,9 @@ struct CoordinatorOptions {
   // answering) before it is lost: registry.h, liveness.h.
   absl::Duration heartbeat_timeout = absl::Seconds(3);
   JobRetention retention;
+  // Where the job store lives (coordinator/job_database.h); empty: in
+  // memory only, gone with the process.
+  std::string data_dir;
 };
 
 class Coordinator : public CoordinatorBackend {
@@ -48,7 +51,11 @@ class Coordinator : public CoordinatorBackend {
   const Topology& topology() const { return topo_; }
 
  private:
-  Coordinator(const CoordinatorOptions& options, const Topology& topo, Registry::ClientFactory factory);
+  Coordinator(const CoordinatorOptions& options, const Topology& topo, Registry::ClientFactory factory,
+              std::unique_ptr<JobDatabase> db);
+  // The store's records read back: jobs that were running are interrupted,
+  // pending ones planned again on this pod and queued.
+  absl::Status RestoreJobs();
 
   const CoordinatorOptions options_;
   const Topology topo_;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/process_memory.h"
 #include "core/job/kinds.h"
+#include "spdlog/spdlog.h"
 
 namespace tpuemu {
 namespace {
@@ -13,13 +14,51 @@ double UnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoc
 
 }  // namespace
 
-JobRecord JobStore::Add(JobSpec spec) {
+absl::StatusOr<std::vector<JobRecord>> JobStore::Restore(const std::string& why) {
+  if (!db_) return std::vector<JobRecord>{};
+  auto contents = db_->Load();
+  if (!contents.ok()) return contents.status();
+  for (const std::string& row : contents->unreadable) spdlog::error("{}: skipped {}", db_->path(), row);
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t number = next_number_++;
+  next_number_ = contents->next_number;
+  finished_dropped_ = contents->finished_dropped;
+  std::vector<JobRecord> pending, finished;
+  for (JobRecord& r : contents->jobs) {
+    if (r.state == JobState::kRunning) {
+      r.state = JobState::kInterrupted;
+      r.error = why;
+      r.finished_unix_s = UnixSeconds();
+      if (auto s = db_->Put(r); !s.ok()) return s;
+    }
+    (IsFinished(r.state) ? finished : pending).push_back(r);
+    std::string id = r.id;  // not r.id itself: moving r empties it before emplace reads it
+    jobs_.emplace(std::move(id), Entry(std::move(r), retention_.trace_spans_per_job));
+  }
+  // Retired in the order they finished, so that the cap drops the oldest.
+  std::stable_sort(finished.begin(), finished.end(),
+                   [](const JobRecord& a, const JobRecord& b) { return a.finished_unix_s < b.finished_unix_s; });
+  for (const JobRecord& r : finished) RetireLocked(r.id);
+  return pending;
+}
+
+absl::StatusOr<JobRecord> JobStore::Add(JobSpec spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t number = next_number_;
   JobRecord record(absl::StrCat("job-", number), number, std::move(spec));
   record.submitted_unix_s = UnixSeconds();
+  if (db_) {
+    if (auto s = db_->Add(record, number + 1); !s.ok()) {
+      return absl::UnavailableError(absl::StrCat("the job was not accepted: the coordinator could not record it in ",
+                                                 db_->path(), " (", s.message(), "); see its log"));
+    }
+  }
+  ++next_number_;
   jobs_.emplace(record.id, Entry(record, retention_.trace_spans_per_job));
   return record;
+}
+
+void JobStore::Persist(const absl::Status& written) const {
+  if (!written.ok()) spdlog::error("{}: {}", db_->path(), std::string(written.message()));
 }
 
 absl::StatusOr<JobRecord> JobStore::Get(const std::string& id) const {
@@ -71,6 +110,7 @@ void JobStore::Update(const std::string& id, const std::function<void(JobRecord&
   const bool was_finished = IsFinished(it->second.record.state);
   change(it->second.record);
   if (!was_finished && IsFinished(it->second.record.state)) it->second.record.finished_unix_s = UnixSeconds();
+  if (db_) Persist(db_->Put(it->second.record));
   ChangedLocked(it->second, was_finished);
 }
 
@@ -82,6 +122,10 @@ void JobStore::AddStep(const std::string& id, JobReport report) {
   r.steps.push_back(std::move(report));
   for (; static_cast<int64_t>(r.steps.size()) > retention_.step_records_per_job; ++r.steps_dropped) {
     r.steps.pop_front();
+  }
+  if (db_) {
+    const int64_t index = r.steps_dropped + static_cast<int64_t>(r.steps.size()) - 1;
+    Persist(db_->PutStep(r.number, index, r.steps.back(), r.steps_dropped));
   }
   ChangedLocked(it->second, IsFinished(r.state));
 }
@@ -98,9 +142,10 @@ void JobStore::RetireLocked(const std::string& id) {
   while (static_cast<int>(finished_.size()) > retention_.finished_jobs) {
     auto oldest = jobs_.find(finished_.front());
     trace_spans_ -= oldest->second.trace.spans();
+    ++finished_dropped_;
+    if (db_) Persist(db_->Drop(oldest->second.record.number, finished_dropped_));
     jobs_.erase(oldest);
     finished_.pop_front();
-    ++finished_dropped_;
     dropped = true;
   }
   // A dropped record may have held a trace of tens of MB in many small

@@ -1,7 +1,9 @@
 // The coordinator's jobs: every record it keeps (core/job/record.h), each
 // with a version that changes with it so that callers can wait for news, and
 // training jobs' traces. Bounded by JobRetention: finished jobs' records,
-// step records and trace spans beyond the caps go, the oldest first.
+// step records and trace spans beyond the caps go, the oldest first. With a
+// JobDatabase every record and step is also on disk, written before the
+// change is visible, and read back by Restore (traces stay in memory only).
 #pragma once
 
 #include <condition_variable>
@@ -17,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coordinator/bounded_trace.h"
+#include "coordinator/job_database.h"
 #include "core/job/record.h"
 
 namespace tpuemu {
@@ -33,10 +36,17 @@ struct JobRetention {
 
 class JobStore {
  public:
-  explicit JobStore(const JobRetention& retention) : retention_(retention) {}
+  // Without a database the records live as long as the process.
+  explicit JobStore(const JobRetention& retention, std::unique_ptr<JobDatabase> db = nullptr)
+      : retention_(retention), db_(std::move(db)) {}
 
-  // A new pending job's record, numbered in submit order.
-  JobRecord Add(JobSpec spec);
+  // Reads the database's records back: jobs that were running become
+  // kInterrupted with `why` as their error. Returns the pending ones, oldest
+  // first, for the scheduler to queue again.
+  absl::StatusOr<std::vector<JobRecord>> Restore(const std::string& why);
+  // A new pending job's record, numbered in submit order; an error if the
+  // database could not record it (then there is no such job).
+  absl::StatusOr<JobRecord> Add(JobSpec spec);
   absl::StatusOr<JobRecord> Get(const std::string& id) const;
 
   struct Listing {
@@ -73,8 +83,12 @@ class JobStore {
   void ChangedLocked(Entry& entry, bool was_finished);
   // A job that just finished joins finished_, whose oldest records go past the cap.
   void RetireLocked(const std::string& id);
+  // A write to the database that failed after the change was made: logged
+  // (the record in memory stays right; the file misses the change).
+  void Persist(const absl::Status& written) const;
 
   const JobRetention retention_;
+  const std::unique_ptr<JobDatabase> db_;  // null: in memory only
   mutable std::mutex mu_;
   std::condition_variable changed_;
   std::map<std::string, Entry> jobs_;

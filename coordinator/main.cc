@@ -80,6 +80,11 @@ int main(int argc, char** argv) {
                             "finished jobs whose records (steps, results, traces) are kept; the oldest go first"),
              "TPUEMU_KEEP_FINISHED_JOBS")
       ->capture_default_str();
+  env_option(app.add_option("--data-dir", options.data_dir,
+                            "where the job store lives (SQLite, created if missing): every job's spec, state,\n"
+                            "steps and results survive a restart, even a SIGKILL; jobs that were running come\n"
+                            "back interrupted, queued ones run. Empty: jobs are kept in memory only"),
+             "TPUEMU_DATA_DIR");
   app.add_option("--port-file", port_file, "write the bound port here once serving");
   app.add_flag("--check-config", check_config,
                "check flags and environment and exit (0 if usable, 2 if not) without serving");
@@ -100,8 +105,9 @@ int main(int argc, char** argv) {
       spdlog::error("{}", WithFlagNames(valid.message()));
       return 2;
     }
-    std::printf("pod: %s, %d workers\nlisten: %s\nheartbeat timeout: %s\n", topo->Describe().c_str(),
-                topo->num_hosts(), listen.c_str(), absl::FormatDuration(options.heartbeat_timeout).c_str());
+    std::printf("pod: %s, %d workers\nlisten: %s\nheartbeat timeout: %s\njob store: %s\n", topo->Describe().c_str(),
+                topo->num_hosts(), listen.c_str(), absl::FormatDuration(options.heartbeat_timeout).c_str(),
+                options.data_dir.empty() ? "in memory only (no --data-dir)" : (options.data_dir + "/jobs.db").c_str());
     return 0;
   }
 
@@ -118,7 +124,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   SetReady(*server, false);
-  spdlog::info("coordinator for {} serving on port {}", (*coordinator)->topology().Describe(), server->port);
+  spdlog::info("coordinator for {} serving on port {}; job store {}", (*coordinator)->topology().Describe(),
+               server->port, options.data_dir.empty() ? "in memory only" : options.data_dir + "/jobs.db");
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
     std::ofstream(tmp) << server->port << "\n";

@@ -38,10 +38,17 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
         " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
         "and `tpuemu cluster up`"));
   }
-  JobRecord record = store_.Add(spec);
-  queue_.push_back(Queued{record.id, record.number, &kind, std::move(spec), std::move(planned)});
+  auto record = store_.Add(spec);
+  if (!record.ok()) return record.status();
+  queue_.push_back(Queued{record->id, record->number, &kind, std::move(spec), std::move(planned)});
   cv_.notify_all();
   return record;
+}
+
+void Scheduler::Requeue(const JobRecord& record, const JobKind& kind, std::shared_ptr<const PlannedJob> planned) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(Queued{record.id, record.number, &kind, record.spec, std::move(planned)});
+  cv_.notify_all();
 }
 
 absl::StatusOr<JobRecord> Scheduler::Cancel(const std::string& id) {

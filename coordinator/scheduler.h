@@ -29,6 +29,9 @@ class Scheduler {
 
   // Queues a job of `kind` planned as `planned` (checked already).
   absl::StatusOr<JobRecord> Submit(JobSpec spec, const JobKind& kind, std::shared_ptr<const PlannedJob> planned);
+  // Queues again a pending job a restarted coordinator read back from its
+  // store (planned again on this pod), behind those already queued.
+  void Requeue(const JobRecord& record, const JobKind& kind, std::shared_ptr<const PlannedJob> planned);
   absl::StatusOr<JobRecord> Cancel(const std::string& id);
   // Stops taking jobs and cancels the queued and running ones (SIGTERM).
   void Drain(const std::string& why);

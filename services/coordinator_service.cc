@@ -15,7 +15,8 @@ grpc::Status Fill(absl::StatusOr<T> result, T* out) {
 }  // namespace
 
 bool IsTerminal(v1::JobState state) {
-  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED;
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED || state == v1::JOB_STATE_CANCELLED ||
+         state == v1::JOB_STATE_INTERRUPTED;
 }
 
 grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,

@@ -27,6 +27,10 @@ void SetSpec(const JobSpec& spec, Message& m) {
   if (const auto* t = spec.get<TrainSpec>()) *m.mutable_train() = ToProto(*t);
 }
 
+// Reports read back from a job store stay the messages they were published
+// as: a v1::Job holding only its report fields, and each step's v1::TrainStep.
+using PublishedSummary = v1::Job;
+
 v1::JobState StateToProto(JobState state) {
   switch (state) {
     case JobState::kPending: return v1::JOB_STATE_PENDING;
@@ -34,8 +38,21 @@ v1::JobState StateToProto(JobState state) {
     case JobState::kSucceeded: return v1::JOB_STATE_SUCCEEDED;
     case JobState::kFailed: return v1::JOB_STATE_FAILED;
     case JobState::kCancelled: return v1::JOB_STATE_CANCELLED;
+    case JobState::kInterrupted: return v1::JOB_STATE_INTERRUPTED;
   }
   return v1::JOB_STATE_UNSPECIFIED;
+}
+
+absl::StatusOr<JobState> StateFromProto(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_PENDING: return JobState::kPending;
+    case v1::JOB_STATE_RUNNING: return JobState::kRunning;
+    case v1::JOB_STATE_SUCCEEDED: return JobState::kSucceeded;
+    case v1::JOB_STATE_FAILED: return JobState::kFailed;
+    case v1::JOB_STATE_CANCELLED: return JobState::kCancelled;
+    case v1::JOB_STATE_INTERRUPTED: return JobState::kInterrupted;
+    default: return absl::InvalidArgumentError(absl::StrCat("job state ", static_cast<int>(state), " is unknown"));
+  }
 }
 
 // The job's field for a kind's report: its summary, or a step's figures
@@ -45,12 +62,42 @@ void AddJobReport(const JobReport& report, v1::Job& job) {
   if (const auto* m = std::any_cast<MatmulReport>(&report)) *job.mutable_matmul_result() = ToProto(*m);
   if (const auto* t = std::any_cast<TrainReport>(&report)) *job.mutable_train_summary() = ToProto(*t);
   if (const auto* s = std::any_cast<StepReport>(&report)) *job.add_steps() = ToProto(*s);
+  if (const auto* p = std::any_cast<PublishedSummary>(&report)) job.MergeFrom(*p);
+  if (const auto* p = std::any_cast<v1::TrainStep>(&report)) *job.add_steps() = *p;
 }
 
 }  // namespace
 
 absl::StatusOr<JobSpec> JobSpecFromProto(const v1::SubmitJobRequest& request) { return SpecOf(request); }
 absl::StatusOr<JobSpec> JobSpecFromProto(const v1::RunJobRequest& request) { return SpecOf(request); }
+
+absl::StatusOr<JobRecord> RecordFromProto(const v1::Job& job, uint64_t number) {
+  auto spec = SpecOf(job);
+  if (!spec.ok()) return spec.status();
+  auto state = StateFromProto(job.state());
+  if (!state.ok()) return state.status();
+  JobRecord record(job.id(), number, *std::move(spec));
+  record.state = *state;
+  record.error = job.error();
+  record.submitted_unix_s = job.submitted_unix_s();
+  record.finished_unix_s = job.finished_unix_s();
+  PublishedSummary summary;
+  if (job.has_result()) *summary.mutable_result() = job.result();
+  if (job.has_matmul_result()) *summary.mutable_matmul_result() = job.matmul_result();
+  if (job.has_train_summary()) *summary.mutable_train_summary() = job.train_summary();
+  if (summary.ByteSizeLong() > 0) record.summary = std::move(summary);
+  record.steps_dropped = job.steps_dropped();
+  for (const v1::HostMemory& m : job.worker_memory()) record.worker_memory.push_back(FromProto(m));
+  return record;
+}
+
+JobReport StepFromProto(v1::TrainStep step) { return step; }
+
+v1::TrainStep StepToProto(const JobReport& step) {
+  v1::Job job;
+  AddJobReport(step, job);
+  return job.steps_size() == 1 ? job.steps(0) : v1::TrainStep();
+}
 
 v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec) {
   v1::RunJobRequest p;

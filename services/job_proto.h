@@ -20,4 +20,14 @@ v1::RunJobRequest ToProto(uint64_t job, const JobSpec& spec);
 // A job's record as users see it.
 v1::Job ToProto(const JobRecord& record);
 
+// A record as a job store read it back from its own ToProto (numbered
+// `number`): the spec decoded again, the reports kept as they were published
+// (so that a restarted coordinator shows them bit for bit), its steps added
+// after with StepFromProto.
+absl::StatusOr<JobRecord> RecordFromProto(const v1::Job& job, uint64_t number);
+JobReport StepFromProto(v1::TrainStep step);
+// A finished step's report as published (an empty message for a kind
+// without step reports).
+v1::TrainStep StepToProto(const JobReport& step);
+
 }  // namespace tpuemu

@@ -14,11 +14,12 @@
 
 namespace tpuemu {
 
-enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled };
+// kInterrupted: it was running when its coordinator stopped without
+// finishing it (killed, or the machine went down); a coordinator started again
+// on the same data directory says so (coordinator/job_database.h).
+enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kInterrupted };
 
-inline bool IsFinished(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed || state == JobState::kCancelled;
-}
+inline bool IsFinished(JobState state) { return state != JobState::kPending && state != JobState::kRunning; }
 
 struct JobRecord {
   JobRecord(std::string id, uint64_t number, JobSpec spec)

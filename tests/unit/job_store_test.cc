@@ -21,8 +21,8 @@ void Finish(JobStore& store, const std::string& id) {
 
 TEST(JobStoreTest, JobsAreNumberedInSubmitOrderAndListedOldestFirst) {
   JobStore store(JobRetention{});
-  const JobRecord first = store.Add(AllGather());
-  const JobRecord second = store.Add(AllGather());
+  const JobRecord first = *store.Add(AllGather());
+  const JobRecord second = *store.Add(AllGather());
   EXPECT_EQ(first.id, "job-1");
   EXPECT_EQ(second.id, "job-2");
   EXPECT_EQ(first.state, JobState::kPending);
@@ -39,7 +39,7 @@ TEST(JobStoreTest, KeepsTheLatestFinishedJobsAndSaysWhyAnOlderOneIsGone) {
   retention.finished_jobs = 2;
   JobStore store(retention);
   for (int i = 0; i < 3; ++i) store.Add(AllGather());
-  const JobRecord running = store.Add(AllGather());
+  const JobRecord running = *store.Add(AllGather());
   store.Update(running.id, [](JobRecord& r) { r.state = JobState::kRunning; });
   for (const char* id : {"job-1", "job-2", "job-3"}) Finish(store, id);
 
@@ -58,7 +58,7 @@ TEST(JobStoreTest, KeepsTheLatestStepRecords) {
   JobRetention retention;
   retention.step_records_per_job = 3;
   JobStore store(retention);
-  const std::string id = store.Add(AllGather()).id;
+  const std::string id = store.Add(AllGather())->id;
   for (int step = 0; step < 5; ++step) store.AddStep(id, JobReport(step));
   const JobRecord r = *store.Get(id);
   ASSERT_EQ(r.steps.size(), 3u);
@@ -68,7 +68,7 @@ TEST(JobStoreTest, KeepsTheLatestStepRecords) {
 
 TEST(JobStoreTest, AWaitReturnsOnceTheRecordChanges) {
   JobStore store(JobRetention{});
-  const std::string id = store.Add(AllGather()).id;
+  const std::string id = store.Add(AllGather())->id;
   auto now = store.Wait(id, /*after_version=*/-1, absl::Seconds(5));
   ASSERT_TRUE(now.ok());
   const int64_t version = now->second;
@@ -87,7 +87,7 @@ TEST(JobStoreTest, AWaitReturnsOnceTheRecordChanges) {
 
 TEST(JobStoreTest, OnlyTracedKindsHaveTraces) {
   JobStore store(JobRetention{});
-  const std::string id = store.Add(AllGather()).id;
+  const std::string id = store.Add(AllGather())->id;
   auto trace = store.ReadTrace(id);
   EXPECT_EQ(trace.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(trace.status().message(), HasSubstr("is a collective job"));

@@ -1,0 +1,216 @@
+// The job store on disk: what a coordinator started again on the same
+// --data-dir reads back (records bit for bit, running jobs interrupted,
+// pending ones to queue again, numbers never reused, steps kept as they
+// were), and the errors that name the directory.
+#include "coordinator/job_database.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "coordinator/job_store.h"
+#include "core/collective/report.h"
+#include "core/collective/spec.h"
+#include "core/train/report.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "gtest/gtest.h"
+#include "services/job_proto.h"
+
+namespace tpuemu {
+namespace {
+
+using ::testing::HasSubstr;
+
+class JobDatabaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/tpuemu-jobdb-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<JobStore> OpenStore(JobRetention retention = {}) {
+    auto db = JobDatabase::Open(dir_);
+    EXPECT_TRUE(db.ok()) << db.status();
+    return std::make_unique<JobStore>(retention, db.ok() ? *std::move(db) : nullptr);
+  }
+
+  static JobSpec AllGather(uint64_t bytes) {
+    CollectiveSpec spec;
+    spec.axes = {Axis::kX};
+    spec.bytes = bytes;
+    return JobSpec(spec);
+  }
+
+  // Every record as users see it, bytes and all (maps in key order).
+  static std::vector<std::string> Published(const JobStore& store) {
+    std::vector<std::string> out;
+    for (const JobRecord& r : store.List().jobs) {
+      std::string bytes;
+      google::protobuf::io::StringOutputStream stream(&bytes);
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      ToProto(r).SerializeToCodedStream(&coded);
+      coded.Trim();
+      out.push_back(bytes);
+    }
+    return out;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(JobDatabaseTest, ARestartedStoreShowsEveryRecordBitForBit) {
+  std::vector<std::string> before;
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->Restore("unused").ok());
+    const std::string done = store->Add(AllGather(1 << 20))->id;
+    const std::string failed = store->Add(AllGather(2 << 20))->id;
+    const std::string trained = store->Add(AllGather(3 << 20))->id;
+    store->Update(done, [](JobRecord& r) {
+      CollectiveReport report;
+      report.op = "all-gather";
+      report.emulated_s = 1.0 / 3;  // not exact in decimal: must come back as the same double
+      report.predicted_s = 0.1 + 0.2;
+      r.summary = report;
+      r.worker_memory = {{0, 1000, 5000}, {1, 2000, 7000}};
+      r.state = JobState::kSucceeded;
+    });
+    store->Update(failed, [](JobRecord& r) {
+      r.state = JobState::kFailed;
+      r.error = "worker host 1 was lost";
+    });
+    for (int step = 0; step < 3; ++step) {
+      StepReport s;
+      s.step = step;
+      s.loss = 1.0 / (step + 7);
+      store->AddStep(trained, s);
+    }
+    store->Update(trained, [](JobRecord& r) { r.state = JobState::kSucceeded; });
+    before = Published(*store);
+  }
+  auto store = OpenStore();
+  auto pending = store->Restore("unused");
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  EXPECT_TRUE(pending->empty());
+  EXPECT_EQ(Published(*store), before);
+  const JobRecord trained = *store->Get("job-3");
+  EXPECT_EQ(trained.steps.size(), 3u);
+  EXPECT_EQ(trained.spec.get<CollectiveSpec>()->bytes, 3u << 20);
+}
+
+TEST_F(JobDatabaseTest, RunningJobsComeBackInterruptedAndPendingOnesToQueueAgain) {
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->Restore("unused").ok());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Add(AllGather(1 << 20)).ok());
+    store->Update("job-1", [](JobRecord& r) { r.state = JobState::kRunning; });
+  }  // as if killed: nothing more is written
+  auto store = OpenStore();
+  auto pending = store->Restore("the coordinator stopped while it ran");
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 2u);
+  EXPECT_EQ((*pending)[0].id, "job-2");
+  EXPECT_EQ((*pending)[1].id, "job-3");
+  const JobRecord interrupted = *store->Get("job-1");
+  EXPECT_EQ(interrupted.state, JobState::kInterrupted);
+  EXPECT_EQ(interrupted.error, "the coordinator stopped while it ran");
+  EXPECT_GT(interrupted.finished_unix_s, 0);
+  EXPECT_EQ(store->Add(AllGather(1 << 20))->id, "job-4");
+}
+
+TEST_F(JobDatabaseTest, NumbersAreNeverReusedEvenWhenTheNewestRecordsWereDropped) {
+  JobRetention retention;
+  retention.finished_jobs = 1;
+  {
+    auto store = OpenStore(retention);
+    ASSERT_TRUE(store->Restore("unused").ok());
+    for (int i = 1; i <= 3; ++i) {
+      const std::string id = store->Add(AllGather(1 << 20))->id;
+      store->Update(id, [](JobRecord& r) { r.state = JobState::kCancelled; });
+    }
+  }
+  auto store = OpenStore(retention);
+  ASSERT_TRUE(store->Restore("unused").ok());
+  const JobStore::Listing listing = store->List();
+  ASSERT_EQ(listing.jobs.size(), 1u);
+  EXPECT_EQ(listing.jobs[0].id, "job-3");
+  EXPECT_EQ(listing.finished_dropped, 2u);
+  EXPECT_THAT(store->Get("job-1").status().message(), HasSubstr("keeps the last 1 finished jobs"));
+  EXPECT_EQ(store->Add(AllGather(1 << 20))->id, "job-4");
+}
+
+TEST_F(JobDatabaseTest, KeepsTheLatestStepsOnDiskAsInMemory) {
+  JobRetention retention;
+  retention.step_records_per_job = 2;
+  {
+    auto store = OpenStore(retention);
+    ASSERT_TRUE(store->Restore("unused").ok());
+    const std::string id = store->Add(AllGather(1 << 20))->id;
+    for (int step = 0; step < 5; ++step) {
+      StepReport s;
+      s.step = step;
+      store->AddStep(id, s);
+    }
+  }
+  auto store = OpenStore(retention);
+  ASSERT_TRUE(store->Restore("unused").ok());
+  const v1::Job job = ToProto(*store->Get("job-1"));
+  EXPECT_EQ(job.steps_dropped(), 3);
+  ASSERT_EQ(job.steps_size(), 2);
+  EXPECT_EQ(job.steps(0).step(), 3);
+  EXPECT_EQ(job.steps(1).step(), 4);
+}
+
+TEST_F(JobDatabaseTest, OneCoordinatorPerDirectory) {
+  auto first = JobDatabase::Open(dir_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = JobDatabase::Open(dir_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.status().message(), HasSubstr("is in use by another coordinator"));
+  EXPECT_THAT(second.status().message(), HasSubstr(dir_));
+  first->reset();
+  EXPECT_TRUE(JobDatabase::Open(dir_).ok());  // the lock went with the first
+}
+
+TEST_F(JobDatabaseTest, RefusesAFileFromANewerVersionAndADirectoryItCannotCreate) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/jobs.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto newer = JobDatabase::Open(dir_);
+  ASSERT_FALSE(newer.ok());
+  EXPECT_THAT(newer.status().message(), HasSubstr("written by a newer tpuemu (schema 99"));
+
+  const std::string file = dir_ + "/a-file";
+  std::fclose(std::fopen(file.c_str(), "w"));
+  auto bad = JobDatabase::Open(file + "/data");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("--data-dir " + file + "/data: cannot create it"));
+}
+
+TEST_F(JobDatabaseTest, TheFilePassesSqlitesIntegrityCheck) {
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->Restore("unused").ok());
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(store->Add(AllGather(1 << 20)).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/jobs.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* check = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &check, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(check), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(check, 0)), "ok");
+  sqlite3_finalize(check);
+  sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace tpuemu
