@@ -31,7 +31,16 @@ struct JobOptions {
   bool wait = false;
   bool json = false;
   std::string coordinator;
+  std::vector<std::string> states, kinds;  // `jobs` shows only these (empty: all)
 };
+
+// Whether `jobs --state/--kind` keeps the job.
+bool Shown(const JobOptions& o, const v1::Job& job) {
+  auto in = [](const std::vector<std::string>& set, const std::string& v) {
+    return set.empty() || std::find(set.begin(), set.end(), v) != set.end();
+  };
+  return in(o.states, JobState(job)) && in(o.kinds, ViewOf(job).kind);
+}
 
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& coordinator) {
   auto address = ResolveCoordinator(coordinator);
@@ -112,7 +121,9 @@ int List(const JobOptions& o) {
   if (!list.ok()) return Fail(list.status());
   if (o.json) {
     nlohmann::json all = nlohmann::json::array();
-    for (const v1::Job& j : list->jobs()) all.push_back(JobJson(j));
+    for (const v1::Job& j : list->jobs()) {
+      if (Shown(o, j)) all.push_back(JobJson(j));
+    }
     std::cout << nlohmann::json{{"jobs", all},
                                 {"finished_jobs_dropped", list->finished_jobs_dropped()},
                                 {"finished_jobs_kept", list->finished_jobs_kept()}}
@@ -120,10 +131,12 @@ int List(const JobOptions& o) {
               << "\n";
     return 0;
   }
-  std::printf("%-10s %-10s %-10s %6s  %s\n", "id", "kind", "state", "steps", "what");
+  std::printf("%-10s %-10s %-11s %5s %6s  %s\n", "id", "kind", "state", "queue", "steps", "what");
   for (const v1::Job& j : list->jobs()) {
+    if (!Shown(o, j)) continue;
     const JobView& view = ViewOf(j);
-    std::printf("%-10s %-10s %-10s %6lld  %s\n", j.id().c_str(), view.kind, JobState(j).c_str(),
+    const std::string queue = j.queue_position() > 0 ? absl::StrCat("#", j.queue_position()) : "-";
+    std::printf("%-10s %-10s %-11s %5s %6lld  %s\n", j.id().c_str(), view.kind, JobState(j).c_str(), queue.c_str(),
                 static_cast<long long>(StepsDone(j)), view.what(j).c_str());
   }
   if (list->finished_jobs_dropped() > 0) {
@@ -145,6 +158,9 @@ int Status(const JobOptions& o) {
   const JobView& view = ViewOf(*job);
   std::printf("%s (%s): %s%s\n", job->id().c_str(), view.kind, JobState(*job).c_str(),
               job->error().empty() ? "" : (": " + WithFlagNames(job->error())).c_str());
+  if (job->queue_position() > 0) {
+    std::printf("queued #%d: waiting for %s\n", job->queue_position(), job->waiting_for().c_str());
+  }
   view.print_status(*job);
   if (const std::string memory = WorkerMemoryLine(*job); !memory.empty()) std::printf("%s\n", memory.c_str());
   return 0;
@@ -227,8 +243,19 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   coordinator(submit);
   submit->callback([o, exit_code] { *exit_code = Submit(*o); });
 
-  auto* jobs = app.add_subcommand("jobs", "list the pod's jobs");
+  auto* jobs = app.add_subcommand("jobs", "list the pod's jobs, oldest first, with their place in the queue");
   jobs->add_flag("--json", o->json, "print {\"jobs\": [...]}");
+  jobs->add_option("--state", o->states, "show only jobs in these states (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"pending", "running", "succeeded", "failed", "cancelled", "interrupted"}));
+  jobs->add_option("--kind", o->kinds, "show only jobs of these kinds (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"train", "collective", "matmul"}));
+  jobs->footer(
+      "The coordinator keeps every job's record in its job store (--data-dir; a local pod's is\n"
+      "$TPUEMU_HOME/jobs): a coordinator started again lists them as before. Examples:\n"
+      "  tpuemu jobs --state pending,running      what is queued and what runs\n"
+      "  tpuemu jobs --state failed --json        why jobs failed, for scripts");
   coordinator(jobs);
   jobs->callback([o, exit_code] { *exit_code = List(*o); });
 

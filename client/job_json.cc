@@ -145,6 +145,10 @@ nlohmann::json JobJson(const v1::Job& job) {
                         {"submitted_unix_s", job.submitted_unix_s()}};
   if (!job.error().empty()) out["error"] = WithFlagNames(job.error());
   if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();
+  if (job.queue_position() > 0) {
+    out["queue_position"] = job.queue_position();
+    out["waiting_for"] = job.waiting_for();
+  }
   view.add_json(job, out);
   if (!job.worker_memory().empty()) out["worker_memory"] = WorkerMemoryJson(job);
   return out;

@@ -134,19 +134,29 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
   if (!planned.ok()) return planned.status();
   auto record = scheduler_.Submit(*std::move(spec), **kind, *std::move(planned));
   if (!record.ok()) return record.status();
-  return ToProto(*record);
+  return Published(*record);
+}
+
+v1::Job Coordinator::Published(const JobRecord& record) const {
+  v1::Job job = ToProto(record);
+  if (record.state == JobState::kPending) {
+    auto [position, why] = scheduler_.QueuePlace(record.id);
+    job.set_queue_position(position);
+    job.set_waiting_for(why);
+  }
+  return job;
 }
 
 absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& id) {
   auto record = store_.Get(id);
   if (!record.ok()) return record.status();
-  return ToProto(*record);
+  return Published(*record);
 }
 
 v1::ListJobsResponse Coordinator::ListJobs() {
   JobStore::Listing listing = store_.List();
   v1::ListJobsResponse out;
-  for (const JobRecord& r : listing.jobs) *out.add_jobs() = ToProto(r);
+  for (const JobRecord& r : listing.jobs) *out.add_jobs() = Published(r);
   out.set_finished_jobs_dropped(listing.finished_dropped);
   out.set_finished_jobs_kept(listing.finished_kept);
   return out;
@@ -156,13 +166,13 @@ absl::StatusOr<std::pair<v1::Job, int64_t>> Coordinator::WaitJob(const std::stri
                                                                  absl::Duration timeout) {
   auto waited = store_.Wait(id, after_version, timeout);
   if (!waited.ok()) return waited.status();
-  return std::make_pair(ToProto(waited->first), waited->second);
+  return std::make_pair(Published(waited->first), waited->second);
 }
 
 absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& id) {
   auto record = scheduler_.Cancel(id);
   if (!record.ok()) return record.status();
-  return ToProto(*record);
+  return Published(*record);
 }
 
 void Coordinator::Drain(const std::string& why) { scheduler_.Drain(why); }

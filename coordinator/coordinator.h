@@ -56,6 +56,8 @@ class Coordinator : public CoordinatorBackend {
   // The store's records read back: jobs that were running are interrupted,
   // pending ones planned again on this pod and queued.
   absl::Status RestoreJobs();
+  // A record as users see it, with its place in the queue.
+  v1::Job Published(const JobRecord& record) const;
 
   const CoordinatorOptions options_;
   const Topology topo_;

@@ -99,6 +99,26 @@ int Scheduler::jobs_running() const {
   return running_ ? 1 : 0;
 }
 
+std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == id; });
+  if (it == queue_.end()) return {0, ""};
+  const int position = static_cast<int>(it - queue_.begin()) + 1;
+  std::string why;
+  if (running_) {
+    why = absl::StrCat(running_->id, ", running on the whole pod");
+  } else if (!registry_.Ready()) {
+    int alive = 0;
+    for (const RegisteredWorker& w : registry_.Workers()) alive += w.alive;
+    why = absl::StrCat("the pod to be ready (", alive, " of ", hosts_, " workers registered and alive)");
+  } else {
+    why = "its start (the scheduler is taking it now)";
+  }
+  if (position > 1) why = absl::StrCat(why, ", then ", position - 1, " queued ahead of it (", queue_.front().id,
+                                       position > 2 ? " first)" : ")");
+  return {position, why};
+}
+
 void Scheduler::WatchWorkersLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {

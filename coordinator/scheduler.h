@@ -36,6 +36,9 @@ class Scheduler {
   // Stops taking jobs and cancels the queued and running ones (SIGTERM).
   void Drain(const std::string& why);
   int jobs_running() const;
+  // A queued job's place (1: the next to start) and what it waits for;
+  // {0, ""} for a job that is not queued.
+  std::pair<int, std::string> QueuePlace(const std::string& id) const;
 
  private:
   struct Queued {
