@@ -169,7 +169,8 @@ absl::StatusOr<std::unique_ptr<JobDatabase>> JobDatabase::Open(const std::string
                                                       ", this one reads up to ", kSchemaVersion,
                                                       "); run that version, or give another --data-dir"));
   }
-  for (const char* pragma : {"PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL"}) {
+  // temp_store: no temporary files, which a read-only root (Kubernetes) would refuse.
+  for (const char* pragma : {"PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA temp_store = MEMORY"}) {
     if (auto s = Exec(db, pragma, pragma); !s.ok()) return absl::FailedPreconditionError(s.message());
   }
   if (auto s = Exec(db, kSchema, "creating the tables"); !s.ok()) return absl::FailedPreconditionError(s.message());

@@ -117,11 +117,12 @@ class Compose(Case):
         return run("bash", "scripts/compose.sh", *args, cwd=ROOT, env=e, check=check, timeout=600)
 
     def down(self):
-        self.compose("down", check=False)
+        self.compose("down", "-v", check=False)
         left = engine("ps", "-a", "--filter", f"label=io.podman.compose.project={self.project}", "--format",
                       "{{.Names}}").stdout.split() if ENGINE == "podman" else []
         nets = [n for n in engine("network", "ls", "--format", "{{.Name}}").stdout.split() if self.project in n]
-        self.assertEqual(left + nets, [], "compose down left containers or networks behind")
+        volumes = [v for v in engine("volume", "ls", "--format", "{{.Name}}").stdout.split() if self.project in v]
+        self.assertEqual(left + nets + volumes, [], "compose down left containers, networks or volumes behind")
 
     def containers(self, service):
         return engine("ps", "--filter", f"name={self.project}_{service}_", "--format", "{{.Names}}").stdout.split()
@@ -164,9 +165,18 @@ class ComposeTest(Compose):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(json.loads(r.stdout)["results"][0]["correct"])
 
-        jobs = self.compose("run", "--rm", "cli", "tpuemu", "jobs", "--json").stdout
-        listed = json.loads(jobs[jobs.index("{"):jobs.rindex("}") + 1])["jobs"]
-        self.assertEqual([j["state"] for j in listed], ["succeeded", "succeeded"])
+        def listed():
+            jobs = self.compose("run", "--rm", "cli", "tpuemu", "jobs", "--json").stdout
+            return json.loads(jobs[jobs.index("{"):jobs.rindex("}") + 1])["jobs"]
+        before = listed()
+        self.assertEqual([j["state"] for j in before], ["succeeded", "succeeded"])
+
+        # The coordinator killed and started again: its job store is on a volume.
+        coordinator = self.containers("coordinator")[0]
+        engine("kill", "--signal", "KILL", coordinator)
+        engine("start", coordinator)
+        wait_until("the pod to be ready after the coordinator's restart", self.ready, timeout=60)
+        self.assertEqual(listed(), before)
 
 
 class ComposePacedTest(Compose):
@@ -320,6 +330,15 @@ class KubernetesTest(Kubernetes):
         status = json.loads(self.cli("cluster", "status", "--json").stdout)
         self.assertIn("tpuemu-worker-s1-0:8471", [w["address"] for w in status["workers"]])
         self.assert_equals_reference(self.train("/examples/jobs/dp.yaml"), reference(DP_JOB))
+
+        # The coordinator killed and started again: its job store is on the claim.
+        before = json.loads(self.cli("jobs", "--json").stdout)["jobs"]
+        self.assertEqual([j["state"] for j in before], ["succeeded", "failed", "succeeded"])
+        engine("kill", "--signal", "KILL", "tpuemu-coordinator-coordinator")
+        engine("start", "tpuemu-coordinator-coordinator")
+        wait_until("the pod to be ready after the coordinator's restart",
+                   lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0, timeout=60)
+        self.assertEqual(json.loads(self.cli("jobs", "--json").stdout)["jobs"], before)
 
     def test_jobset_multislice_trains_like_one_device(self):
         self.play("jobset")
