@@ -92,6 +92,17 @@ absl::StatusOr<v1::Job> CoordinatorClient::Cancel(const std::string& id) {
   return resp;
 }
 
+absl::StatusOr<v1::Job> CoordinatorClient::Resume(const std::string& id) {
+  grpc::ClientContext ctx;
+  Deadline(&ctx, 5);
+  v1::ResumeJobRequest req;
+  req.set_id(id);
+  v1::Job resp;
+  grpc::Status s = stub_->ResumeJob(&ctx, req, &resp);
+  if (!s.ok()) return Explain(s, address_);
+  return resp;
+}
+
 absl::Status CoordinatorClient::Trace(const std::string& id,
                                       const std::function<absl::Status(const v1::JobTrace&)>& on_piece) {
   grpc::ClientContext ctx;

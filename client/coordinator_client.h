@@ -23,6 +23,7 @@ class CoordinatorClient {
   // Every job the coordinator keeps, read in pieces, with what it dropped.
   absl::StatusOr<v1::ListJobsResponse> List();
   absl::StatusOr<v1::Job> Cancel(const std::string& id);
+  absl::StatusOr<v1::Job> Resume(const std::string& id);
   // Reads a training job's trace piece by piece (the first carries the id and
   // extent); `on_piece` sees each in order, so that no reader holds it whole.
   absl::Status Trace(const std::string& id, const std::function<absl::Status(const v1::JobTrace&)>& on_piece);

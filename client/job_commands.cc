@@ -185,6 +185,25 @@ int Cancel(const JobOptions& o) {
   return 0;
 }
 
+int Resume(const JobOptions& o) {
+  auto client = Connect(o.coordinator);
+  if (!client.ok()) return Fail(client.status());
+  auto job = (*client)->Resume(o.id);
+  if (!job.ok()) return Fail(job.status());
+  if (!o.wait) {
+    if (o.json) {
+      std::cout << JobJson(*job).dump(2) << "\n";
+    } else {
+      std::printf("%s queued again: %s; follow it with `tpuemu watch %s`\n", job->id().c_str(),
+                  job->restart_reason().c_str(), job->id().c_str());
+    }
+    return 0;
+  }
+  auto done = Follow(**client, o.id, o.json);
+  if (!done.ok()) return Fail(done.status());
+  return Finish(*done, o.json);
+}
+
 int Trace(const JobOptions& o) {
   if (o.output.empty()) return Fail(absl::InvalidArgumentError("-o: give the file to write, e.g. -o trace.json"));
   auto client = Connect(o.coordinator);
@@ -278,6 +297,21 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   trace->add_option("-o,--output", o->output, "the JSON file to write")->required();
   coordinator(trace);
   trace->callback([o, exit_code] { *exit_code = Trace(*o); });
+
+  auto* resume = app.add_subcommand(
+      "resume", "run a failed, cancelled or interrupted job again from its latest checkpoint (or the start)");
+  resume->add_option("job", o->id, "job id")->required();
+  resume->add_flag("--wait", o->wait, "follow the job to its end, a line per step");
+  resume->add_flag("--json", o->json, "print the job as JSON (with --wait: the finished job, as `status --json`)");
+  resume->footer(
+      "A training job with checkpoint_every: N keeps every chip's parameters and optimizer state every N\n"
+      "steps (each worker in its --checkpoint-dir). Resumed, it runs again under the same id, from the\n"
+      "latest checkpoint every worker wrote, on the same mesh, and ends with the parameters and loss an\n"
+      "uninterrupted run has, bit for bit. max_restarts: K does this by itself after a lost worker.\n"
+      "Example:\n"
+      "  tpuemu resume job-4 --wait");
+  coordinator(resume);
+  resume->callback([o, exit_code] { *exit_code = Resume(*o); });
 
   auto* cancel = app.add_subcommand("cancel", "cancel a job: it stops within a step; the pod stays usable");
   cancel->add_option("job", o->id, "job id")->required();

@@ -145,6 +145,11 @@ nlohmann::json JobJson(const v1::Job& job) {
                         {"submitted_unix_s", job.submitted_unix_s()}};
   if (!job.error().empty()) out["error"] = WithFlagNames(job.error());
   if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();
+  if (job.checkpoint_step() > 0) out["checkpoint_step"] = job.checkpoint_step();
+  if (job.restarts() > 0) {
+    out["restarts"] = job.restarts();
+    out["restart_reason"] = job.restart_reason();
+  }
   if (job.queue_position() > 0) {
     out["queue_position"] = job.queue_position();
     out["waiting_for"] = job.waiting_for();

@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/job/kinds.h"
+#include "core/train/job.h"
+#include "spdlog/spdlog.h"
 #include "services/cluster_conv.h"
 #include "services/job_proto.h"
 #include "services/proto_conv.h"
@@ -28,9 +30,9 @@ absl::Status Coordinator::RestoreJobs() {
   const std::string why = absl::StrCat("the coordinator stopped while it ran (started again at ",
                                        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(), absl::UTCTimeZone()),
                                        "); submit it again");
-  auto pending = store_.Restore(why);
-  if (!pending.ok()) return pending.status();
-  for (const JobRecord& r : *pending) {
+  auto restored = store_.Restore(why);
+  if (!restored.ok()) return restored.status();
+  for (const JobRecord& r : restored->pending) {
     // Planned again: the pod this coordinator serves may differ from the last one's.
     auto kind = FindJobKind(r.spec.kind());
     absl::StatusOr<std::shared_ptr<const PlannedJob>> planned =
@@ -44,6 +46,14 @@ absl::Status Coordinator::RestoreJobs() {
       continue;
     }
     scheduler_.Requeue(r, **kind, *std::move(planned));
+  }
+  // Jobs that may restart by themselves go on from their latest checkpoint.
+  for (const JobRecord& r : restored->interrupted) {
+    const TrainSpec* train = r.spec.get<TrainSpec>();
+    if (!train || r.restarts >= train->config.max_restarts) continue;
+    auto resumed = scheduler_.Resume(r.id, absl::StrCat("restart ", r.restarts + 1, " of ", train->config.max_restarts,
+                                                        " (max_restarts): the coordinator restarted"));
+    if (!resumed.ok()) spdlog::warn("{} could not resume: {}", r.id, std::string(resumed.status().message()));
   }
   return absl::OkStatus();
 }
@@ -82,7 +92,21 @@ Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo
       store_(options.retention, std::move(db)),
       registry_(topo, PodConfig{options.topology, options.time_scale, {}}, options.heartbeat_timeout,
                 std::move(factory)),
-      scheduler_(store_, registry_, topo.num_hosts()) {}
+      scheduler_(store_, registry_, topo.num_hosts(), [this](const JobSpec& spec) { return Plan(spec); }) {}
+
+absl::StatusOr<std::shared_ptr<const PlannedJob>> Coordinator::Plan(const JobSpec& spec) const {
+  auto kind = FindJobKind(spec.kind());
+  if (!kind.ok()) return kind.status();
+  auto planned = (*kind)->Plan(spec, topo_, options_.time_scale);
+  if (!planned.ok()) return planned.status();
+  return std::shared_ptr<const PlannedJob>(*std::move(planned));
+}
+
+absl::StatusOr<v1::Job> Coordinator::ResumeJob(const std::string& id) {
+  auto record = scheduler_.Resume(id, "resumed by the user");
+  if (!record.ok()) return record.status();
+  return Published(*record);
+}
 
 // Waiters wake now; the scheduler then stops (its running job's calls cancelled).
 Coordinator::~Coordinator() { store_.Close(); }

@@ -43,6 +43,7 @@ class Coordinator : public CoordinatorBackend {
   absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJob(const std::string& id, int64_t after_version,
                                                       absl::Duration timeout) override;
   absl::StatusOr<v1::Job> CancelJob(const std::string& id) override;
+  absl::StatusOr<v1::Job> ResumeJob(const std::string& id) override;
   absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id) override;
 
   // Stops taking jobs and cancels the queued and running ones (SIGTERM).
@@ -56,6 +57,8 @@ class Coordinator : public CoordinatorBackend {
   // The store's records read back: jobs that were running are interrupted,
   // pending ones planned again on this pod and queued.
   absl::Status RestoreJobs();
+  // A spec planned on this pod.
+  absl::StatusOr<std::shared_ptr<const PlannedJob>> Plan(const JobSpec& spec) const;
   // A record as users see it, with its place in the queue.
   v1::Job Published(const JobRecord& record) const;
 

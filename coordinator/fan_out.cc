@@ -35,7 +35,7 @@ absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCa
     if (auto s = worker.PrepareJob(incarnation, job.job, *job.spec, calls); !s.ok()) fail(host, s);
   });
   if (ended()) return end_status();
-  for (int step = 0; step < job.steps; ++step) {
+  for (int step = job.first_step; step < job.steps; ++step) {
     std::vector<ChipRunResult> chips;
     on_every_worker([&](int host, uint64_t incarnation, WorkerInterface& worker) {
       auto r = worker.RunJob(incarnation, job.job, step, calls);

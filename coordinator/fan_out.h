@@ -18,6 +18,7 @@ namespace tpuemu {
 struct FanOutCalls {
   uint64_t job = 0;  // the job's number, which workers know it by
   const JobSpec* spec = nullptr;
+  int first_step = 0;  // a resumed job's: the steps before it were done
   int steps = 1;
   // Cancelled when the job is ended: the calls in flight return promptly.
   Cancellation* calls = nullptr;

@@ -251,6 +251,13 @@ absl::Status JobDatabase::PutStep(uint64_t number, int64_t index, const JobRepor
   });
 }
 
+absl::Status JobDatabase::DropStepsFrom(uint64_t number, int64_t from) {
+  return Statement(db_, "DELETE FROM steps WHERE number = ? AND step >= ?")
+      .Bind(1, static_cast<int64_t>(number))
+      .Bind(2, from)
+      .Run(absl::StrCat("dropping job-", number, "'s steps from ", from));
+}
+
 absl::Status JobDatabase::Drop(uint64_t number, uint64_t finished_dropped) {
   return InTransaction(db_, [&] {
     const auto n = static_cast<int64_t>(number);

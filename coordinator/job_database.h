@@ -41,6 +41,8 @@ class JobDatabase {
   // Step `index` of job `number` (counted from its first step), and the
   // ones before `keep_from` dropped.
   absl::Status PutStep(uint64_t number, int64_t index, const JobReport& step, int64_t keep_from);
+  // Job `number`'s step reports from step `from` on (it resumes there).
+  absl::Status DropStepsFrom(uint64_t number, int64_t from);
   // A finished job's record dropped by retention.
   absl::Status Drop(uint64_t number, uint64_t finished_dropped);
 

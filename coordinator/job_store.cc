@@ -14,23 +14,25 @@ double UnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoc
 
 }  // namespace
 
-absl::StatusOr<std::vector<JobRecord>> JobStore::Restore(const std::string& why) {
-  if (!db_) return std::vector<JobRecord>{};
+absl::StatusOr<JobStore::Restored> JobStore::Restore(const std::string& why) {
+  Restored out;
+  if (!db_) return out;
   auto contents = db_->Load();
   if (!contents.ok()) return contents.status();
   for (const std::string& row : contents->unreadable) spdlog::error("{}: skipped {}", db_->path(), row);
   std::lock_guard<std::mutex> lock(mu_);
   next_number_ = contents->next_number;
   finished_dropped_ = contents->finished_dropped;
-  std::vector<JobRecord> pending, finished;
+  std::vector<JobRecord> finished;
   for (JobRecord& r : contents->jobs) {
     if (r.state == JobState::kRunning) {
       r.state = JobState::kInterrupted;
       r.error = why;
       r.finished_unix_s = UnixSeconds();
       if (auto s = db_->Put(r); !s.ok()) return s;
+      out.interrupted.push_back(r);
     }
-    (IsFinished(r.state) ? finished : pending).push_back(r);
+    (IsFinished(r.state) ? finished : out.pending).push_back(r);
     std::string id = r.id;  // not r.id itself: moving r empties it before emplace reads it
     jobs_.emplace(std::move(id), Entry(std::move(r), retention_.trace_spans_per_job));
   }
@@ -38,7 +40,7 @@ absl::StatusOr<std::vector<JobRecord>> JobStore::Restore(const std::string& why)
   std::stable_sort(finished.begin(), finished.end(),
                    [](const JobRecord& a, const JobRecord& b) { return a.finished_unix_s < b.finished_unix_s; });
   for (const JobRecord& r : finished) RetireLocked(r.id);
-  return pending;
+  return out;
 }
 
 absl::StatusOr<JobRecord> JobStore::Add(JobSpec spec) {
@@ -111,6 +113,27 @@ void JobStore::Update(const std::string& id, const std::function<void(JobRecord&
   change(it->second.record);
   if (!was_finished && IsFinished(it->second.record.state)) it->second.record.finished_unix_s = UnixSeconds();
   if (db_) Persist(db_->Put(it->second.record));
+  ChangedLocked(it->second, was_finished);
+}
+
+void JobStore::Rewind(const std::string& id, int done, const std::function<void(JobRecord&)>& change) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  JobRecord& r = it->second.record;
+  while (!r.steps.empty() && r.steps_dropped + static_cast<int64_t>(r.steps.size()) > done) r.steps.pop_back();
+  if (r.steps.empty()) r.steps_dropped = std::min<int64_t>(r.steps_dropped, done);
+  const bool was_finished = IsFinished(r.state);
+  change(r);
+  if (was_finished && !IsFinished(r.state)) {
+    // Running again: no longer one of the finished records retention may drop.
+    finished_.erase(std::remove(finished_.begin(), finished_.end(), id), finished_.end());
+    r.finished_unix_s = 0;
+  }
+  if (db_) {
+    Persist(db_->DropStepsFrom(r.number, done));
+    Persist(db_->Put(r));
+  }
   ChangedLocked(it->second, was_finished);
 }
 

@@ -42,8 +42,11 @@ class JobStore {
 
   // Reads the database's records back: jobs that were running become
   // kInterrupted with `why` as their error. Returns the pending ones, oldest
-  // first, for the scheduler to queue again.
-  absl::StatusOr<std::vector<JobRecord>> Restore(const std::string& why);
+  // first, for the scheduler to queue again, and the ones just interrupted.
+  struct Restored {
+    std::vector<JobRecord> pending, interrupted;
+  };
+  absl::StatusOr<Restored> Restore(const std::string& why);
   // A new pending job's record, numbered in submit order; an error if the
   // database could not record it (then there is no such job).
   absl::StatusOr<JobRecord> Add(JobSpec spec);
@@ -63,6 +66,9 @@ class JobStore {
   // Changes a job's record and wakes its waiters; a job that finishes with
   // the change joins the finished ones. A job whose record went is skipped.
   void Update(const std::string& id, const std::function<void(JobRecord&)>& change);
+  // A job resumed after `done` steps: its step reports from there on go (its
+  // next run makes them again), then `change` applies as Update's.
+  void Rewind(const std::string& id, int done, const std::function<void(JobRecord&)>& change);
   // Appends a finished step's report, keeping the latest step_records_per_job.
   void AddStep(const std::string& id, JobReport report);
   // Adds a traced step's spans, the step starting at `start_s` on the job's clock.

@@ -4,12 +4,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/fan_out.h"
+#include "core/host/run_number.h"
+#include "core/job/kinds.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
 
-Scheduler::Scheduler(JobStore& store, Registry& registry, int hosts)
-    : store_(store), registry_(registry), hosts_(hosts) {
+Scheduler::Scheduler(JobStore& store, Registry& registry, int hosts, Planner plan)
+    : store_(store), registry_(registry), hosts_(hosts), plan_(std::move(plan)) {
   watch_thread_ = std::thread([this] { WatchWorkersLoop(); });
   job_thread_ = std::thread([this] { JobLoop(); });
 }
@@ -40,15 +42,55 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
   }
   auto record = store_.Add(spec);
   if (!record.ok()) return record.status();
-  queue_.push_back(Queued{record->id, record->number, &kind, std::move(spec), std::move(planned)});
+  queue_.push_back(Queued{record->id, record->number, 0, &kind, std::move(spec), std::move(planned)});
   cv_.notify_all();
   return record;
 }
 
 void Scheduler::Requeue(const JobRecord& record, const JobKind& kind, std::shared_ptr<const PlannedJob> planned) {
   std::lock_guard<std::mutex> lock(mu_);
-  queue_.push_back(Queued{record.id, record.number, &kind, record.spec, std::move(planned)});
+  queue_.push_back(Queued{record.id, record.number, record.restarts, &kind, record.spec, std::move(planned)});
   cv_.notify_all();
+}
+
+absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
+  auto record = store_.Get(id);
+  if (!record.ok()) return record.status();
+  if (!IsFinished(record->state) || record->state == JobState::kSucceeded) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        id, " is ", record->state == JobState::kSucceeded ? "finished: it succeeded" : "still pending or running",
+        "; only a failed, cancelled or interrupted job resumes"));
+  }
+  if (auto s = ResumeLocked(*record, why); !s.ok()) return s;
+  return store_.Get(id);
+}
+
+absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why) {
+  if (r.restarts + 1 >= kMaxAttempts) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(r.id, " was resumed ", r.restarts, " times already, the most a job may be; submit it again"));
+  }
+  auto kind = FindJobKind(r.spec.kind());
+  if (!kind.ok()) return kind.status();
+  auto spec = (*kind)->Resumed(r.spec, r.checkpoint_step);
+  if (!spec.ok()) return spec.status();
+  auto planned = plan_(*spec);
+  if (!planned.ok()) return planned.status();
+  const int done = r.checkpoint_step;
+  store_.Rewind(r.id, done, [&](JobRecord& job) {
+    job.spec = *spec;
+    job.state = JobState::kPending;
+    job.restart_reason = absl::StrCat(why, "; from ", done > 0 ? absl::StrCat("the checkpoint after step ", done)
+                                                                : std::string("the start (no checkpoint yet)"),
+                                      r.error.empty() ? "" : absl::StrCat("; it had ended: ", r.error));
+    job.error.clear();
+    ++job.restarts;
+  });
+  queue_.push_back(Queued{r.id, r.number, r.restarts + 1, *kind, *std::move(spec), *std::move(planned)});
+  cv_.notify_all();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<JobRecord> Scheduler::Cancel(const std::string& id) {
@@ -81,7 +123,7 @@ void Scheduler::EndRunningLocked(const std::string& why, bool failed) {
   }
   running_->calls->Cancel();
   for (const RegisteredWorker& w : registry_.Workers()) {
-    aborts_.Send(w.host, w.incarnation, w.worker, running_->number, why);
+    aborts_.Send(w.host, w.incarnation, w.worker, running_->run, why);
   }
 }
 
@@ -125,7 +167,10 @@ void Scheduler::WatchWorkersLoop() {
     cv_.wait_for(lock, std::chrono::milliseconds(200));
     if (stop_) return;
     if (!running_) continue;
-    if (auto lost = registry_.FirstLost()) EndRunningLocked(*lost, /*failed=*/true);
+    if (auto lost = registry_.FirstLost()) {
+      running_->worker_lost = true;
+      EndRunningLocked(*lost, /*failed=*/true);
+    }
   }
 }
 
@@ -140,7 +185,8 @@ void Scheduler::JobLoop() {
     if (stop_) return;
     const Queued job = std::move(queue_.front());
     queue_.pop_front();
-    running_ = std::make_unique<Running>(Running{job.id, job.number, false, "", std::make_shared<Cancellation>()});
+    running_ = std::make_unique<Running>(
+        Running{job.id, RunNumber(job.number, job.attempt), false, false, "", std::make_shared<Cancellation>()});
     store_.Update(job.id, [](JobRecord& r) { r.state = JobState::kRunning; });
     const std::shared_ptr<Cancellation> calls = running_->calls;
     lock.unlock();
@@ -159,6 +205,17 @@ void Scheduler::JobLoop() {
         if (r.error.empty()) r.error = std::string(summary.status().message());
       }
     });
+    // A lost worker: once it is back (the queue waits for the pod to be
+    // ready), the job goes on from its latest checkpoint, if it may.
+    auto failed = store_.Get(job.id);
+    if (ended->worker_lost && failed.ok() && failed->state == JobState::kFailed &&
+        failed->restarts < job.planned->max_restarts()) {
+      if (auto s = ResumeLocked(*failed, absl::StrCat("restart ", failed->restarts + 1, " of ",
+                                                      job.planned->max_restarts(), " (max_restarts)"));
+          !s.ok()) {
+        spdlog::warn("{} could not resume: {}", job.id, std::string(s.message()));
+      }
+    }
   }
 }
 
@@ -171,8 +228,9 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, Cancellation& calls)
   std::vector<ChipRunResult> last;
   double traced_until_s = 0;  // where the next step's spans start
   FanOutCalls fan;
-  fan.job = job.number;
+  fan.job = RunNumber(job.number, job.attempt);
   fan.spec = &job.spec;
+  fan.first_step = job.planned->first_step();
   fan.steps = job.planned->steps();
   fan.calls = &calls;
   fan.on_step = [&](int step, std::vector<ChipRunResult>&& chips) {
@@ -198,6 +256,8 @@ absl::Status Scheduler::PublishStep(const Queued& job, int step, const std::vect
     traced_until_s += step_s;
   }
   if (report.has_value()) store_.AddStep(job.id, std::move(report));
+  // Every worker ran the step, so every host wrote its chips' checkpoint.
+  if (job.planned->CheckpointAfter(step)) store_.Update(job.id, [&](JobRecord& r) { r.checkpoint_step = step + 1; });
   std::lock_guard<std::mutex> lock(mu_);
   if (running_->end_requested) return absl::CancelledError("cancelled by the user");
   return absl::OkStatus();
@@ -214,6 +274,7 @@ absl::Status Scheduler::WorkerFailed(const Queued& job, int host, const absl::St
     // Count it as gone now rather than after its heartbeats lapse.
     const std::string because = absl::StrCat("the connection to it was reset or closed (", failure.message(), ")");
     registry_.MarkLost(host, because);
+    running_->worker_lost = true;
     error = absl::UnavailableError(absl::StrCat(registry_.WorkerName(host), " was lost: ", because));
   } else {
     error = absl::Status(failure.code(), absl::StrCat(registry_.WorkerName(host), " failed: ", failure.message()));

@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,8 +23,10 @@ namespace tpuemu {
 
 class Scheduler {
  public:
+  // Plans a spec on the pod (a resumed job's, again).
+  using Planner = std::function<absl::StatusOr<std::shared_ptr<const PlannedJob>>(const JobSpec&)>;
   // `hosts`: how many places the pod has, for errors.
-  Scheduler(JobStore& store, Registry& registry, int hosts);
+  Scheduler(JobStore& store, Registry& registry, int hosts, Planner plan);
   // Stops taking jobs; the running job's calls are cancelled.
   ~Scheduler();
 
@@ -33,6 +36,9 @@ class Scheduler {
   // store (planned again on this pod), behind those already queued.
   void Requeue(const JobRecord& record, const JobKind& kind, std::shared_ptr<const PlannedJob> planned);
   absl::StatusOr<JobRecord> Cancel(const std::string& id);
+  // Queues a finished job again from its latest complete checkpoint (from
+  // the start if it has none), `why` kept as its restart_reason: `tpuemu resume`.
+  absl::StatusOr<JobRecord> Resume(const std::string& id, const std::string& why);
   // Stops taking jobs and cancels the queued and running ones (SIGTERM).
   void Drain(const std::string& why);
   int jobs_running() const;
@@ -44,14 +50,16 @@ class Scheduler {
   struct Queued {
     std::string id;
     uint64_t number = 0;
+    int attempt = 0;  // 0, then one more each time it is resumed
     const JobKind* kind = nullptr;
     JobSpec spec;
     std::shared_ptr<const PlannedJob> planned;
   };
   struct Running {
     std::string id;
-    uint64_t number = 0;
+    uint64_t run = 0;  // the number workers know this attempt by (core/host/run_number.h)
     bool end_requested = false;
+    bool worker_lost = false;  // it ended because a worker was lost: max_restarts may resume it
     std::string cancel_why;  // a cancelled job: the reason it ends with
     std::shared_ptr<Cancellation> calls;  // its calls to workers
   };
@@ -61,6 +69,8 @@ class Scheduler {
   // hang (a stopped process) rather than fail.
   void WatchWorkersLoop();
   void CancelLocked(const std::string& id, const std::string& why);
+  // Queues job `r` again from its latest checkpoint, `why` recorded as the reason.
+  absl::Status ResumeLocked(const JobRecord& r, const std::string& why);
   // Ends the running job now, as a failure (`why` is its error) or a cancel:
   // its calls in flight are cancelled (a stopped worker's would never
   // return) and every worker is told to abort it.
@@ -77,6 +87,7 @@ class Scheduler {
   JobStore& store_;
   Registry& registry_;
   const int hosts_;
+  const Planner plan_;
   mutable std::mutex mu_;  // taken before store_'s and registry_'s own
   std::condition_variable cv_;
   std::deque<Queued> queue_;

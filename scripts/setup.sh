@@ -21,9 +21,10 @@ TEST=(
   # Real containers for the deployment tests (docker-compose.yml, deploy/):
   # podman with runc, netavark and aardvark-dns (containers find each other
   # by name), catatonit (the pause process of `podman kube play` pods),
-  # podman-compose, and debootstrap for a base image where
-  # no registry is reachable.
-  podman podman-compose runc netavark aardvark-dns catatonit debootstrap
+  # podman-compose, debootstrap for a base image where
+  # no registry is reachable, and iptables, which netavark runs to set up
+  # container networks (not a dependency of Debian's package).
+  podman podman-compose runc netavark aardvark-dns catatonit debootstrap iptables
 )
 
 case "${1:-all}" in

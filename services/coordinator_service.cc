@@ -97,4 +97,8 @@ grpc::Status CoordinatorServiceImpl::CancelJob(grpc::ServerContext*, const v1::C
   return Fill(backend_->CancelJob(req->id()), resp);
 }
 
+grpc::Status CoordinatorServiceImpl::ResumeJob(grpc::ServerContext*, const v1::ResumeJobRequest* req, v1::Job* resp) {
+  return Fill(backend_->ResumeJob(req->id()), resp);
+}
+
 }  // namespace tpuemu

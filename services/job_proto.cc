@@ -88,6 +88,9 @@ absl::StatusOr<JobRecord> RecordFromProto(const v1::Job& job, uint64_t number) {
   if (summary.ByteSizeLong() > 0) record.summary = std::move(summary);
   record.steps_dropped = job.steps_dropped();
   for (const v1::HostMemory& m : job.worker_memory()) record.worker_memory.push_back(FromProto(m));
+  record.checkpoint_step = job.checkpoint_step();
+  record.restarts = job.restarts();
+  record.restart_reason = job.restart_reason();
   return record;
 }
 
@@ -118,6 +121,9 @@ v1::Job ToProto(const JobRecord& record) {
   for (const JobReport& step : record.steps) AddJobReport(step, job);
   job.set_steps_dropped(record.steps_dropped);
   for (const HostMemoryUse& m : record.worker_memory) *job.add_worker_memory() = ToProto(m);
+  job.set_checkpoint_step(record.checkpoint_step);
+  job.set_restarts(record.restarts);
+  job.set_restart_reason(record.restart_reason);
   return job;
 }
 

@@ -44,6 +44,8 @@ v1::TrainConfig ToProto(const TrainConfig& c) {
   m.set_pipeline_repeats(c.pipeline_repeats);
   m.set_pipeline_schedule(c.pipeline_schedule);
   m.set_pipeline_fsdp_ag_once(c.pipeline_fsdp_ag_once);
+  m.set_checkpoint_every(c.checkpoint_every);
+  m.set_max_restarts(c.max_restarts);
   return m;
 }
 
@@ -75,6 +77,8 @@ TrainConfig FromProto(const v1::TrainConfig& m) {
   c.pipeline_repeats = m.pipeline_repeats();
   c.pipeline_schedule = m.pipeline_schedule();
   c.pipeline_fsdp_ag_once = m.pipeline_fsdp_ag_once();
+  c.checkpoint_every = m.checkpoint_every();
+  c.max_restarts = m.max_restarts();
   return c;
 }
 
@@ -82,9 +86,10 @@ v1::TrainSpec ToProto(const TrainSpec& spec) {
   v1::TrainSpec m;
   *m.mutable_config() = ToProto(spec.config);
   m.set_source(spec.source);
+  m.set_resume_step(spec.resume_step);
   return m;
 }
 
-TrainSpec FromProto(const v1::TrainSpec& m) { return {FromProto(m.config()), m.source()}; }
+TrainSpec FromProto(const v1::TrainSpec& m) { return {FromProto(m.config()), m.source(), m.resume_step()}; }
 
 }  // namespace tpuemu

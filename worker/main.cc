@@ -44,6 +44,13 @@ at once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (fresh tensor buffers fault i
 time, not 4 KiB); TPUEMU_HUGE_PAGES=0 keeps it from doing so.
 See docs/deploy.md.)";
 
+// $TPUEMU_HOME/checkpoints (the image sets TPUEMU_HOME), else ~/.tpuemu/checkpoints.
+std::string DefaultCheckpointDir() {
+  if (const char* home = std::getenv("TPUEMU_HOME"); home && *home) return std::string(home) + "/checkpoints";
+  const char* user_home = std::getenv("HOME");
+  return std::string(user_home && *user_home ? user_home : "/tmp") + "/.tpuemu/checkpoints";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,6 +75,12 @@ int main(int argc, char** argv) {
                             "host name peers use to reach this worker (default: the --listen host, or this\n"
                             "machine's fully qualified name when listening on 0.0.0.0)"),
              "TPUEMU_ADVERTISE");
+  std::string checkpoint_dir = DefaultCheckpointDir();
+  env_option(app.add_option("--checkpoint-dir", checkpoint_dir,
+                            "where this host's chips keep training checkpoints (checkpoint_every); a\n"
+                            "resumed job reads them back, so keep it across restarts"),
+             "TPUEMU_CHECKPOINT_DIR")
+      ->capture_default_str();
   app.add_flag("--check-config", check_config,
                "check flags and environment, print the place and addresses they give, and exit\n"
                "(0 if usable, 2 if not) without contacting anyone");
@@ -90,8 +103,8 @@ int main(int argc, char** argv) {
   }
   const std::string advertised_host = AdvertiseHost(advertise, listen, CanonicalHostname);
   if (check_config) {
-    std::printf("place: %s\ncoordinator: %s\nlisten: %s\nadvertise: %s\n", place->source.c_str(),
-                coordinator_address->c_str(), listen.c_str(), advertised_host.c_str());
+    std::printf("place: %s\ncoordinator: %s\nlisten: %s\nadvertise: %s\ncheckpoints: %s\n", place->source.c_str(),
+                coordinator_address->c_str(), listen.c_str(), advertised_host.c_str(), checkpoint_dir.c_str());
     return 0;
   }
 
@@ -99,6 +112,7 @@ int main(int argc, char** argv) {
   PrepareProcessForDataPath();
   spdlog::info("{}", HugePagesReport());
   WorkerNode node(-1, GrpcFabricFactory());
+  node.set_checkpoint_dir(checkpoint_dir);
   WorkerServiceImpl worker_service(&node);
   PeerServiceImpl peer_service([&node](Frame&& f) { node.DeliverPeerFrame(std::move(f)); });
   auto server = StartServer(listen, {&worker_service, &peer_service});

@@ -118,11 +118,12 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec) {
   ResetPeakResident();
   RunOptions options;
   options.job = job;
+  options.checkpoint_dir = checkpoint_dir_;
   auto planned = PlanJob(spec, p->topo, p->net->time_scale());
   if (!planned.ok()) return planned.status();
   auto host = (*planned)->MakeHostJob(*p->net, options);
   if (!host.ok()) return host.status();
-  (*host)->Prepare();
+  if (auto s = (*host)->Prepare(); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   jobs_[job] = PreparedJob{std::shared_ptr<HostJob>(*std::move(host)), options.abort, resident_before, std::move(hold)};
   return absl::OkStatus();

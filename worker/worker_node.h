@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "core/cluster/host_fabric.h"
 #include "core/cluster/worker_interface.h"
@@ -25,6 +26,8 @@ class WorkerNode : public WorkerInterface {
   // Until set_registration: calls wait (2 s at most) for the registration's
   // answer, which the coordinator's first calls may overtake.
   void AwaitRegistration();
+  // Where this host's chips keep training checkpoints (before any job).
+  void set_checkpoint_dir(std::string dir) { checkpoint_dir_ = std::move(dir); }
 
   // The calls do the work themselves: a job's calls end when the job is
   // aborted, not when `cancel` is; timeouts do not apply.
@@ -73,6 +76,7 @@ class WorkerNode : public WorkerInterface {
   std::condition_variable registered_;
   int host_;
   const FabricFactory make_fabric_;
+  std::string checkpoint_dir_;
   uint64_t incarnation_ = 0;  // 0 until the first registration is answered
   bool awaiting_registration_ = false;
   std::shared_ptr<Pod> pod_;

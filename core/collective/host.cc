@@ -21,7 +21,7 @@ uint64_t ReceivedBytes(const CollectivePlan& plan, const HostNetwork& net) {
 HostCollective::HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options)
     : HostJob(net, options.job, ReceivedBytes(plan, net)), plan_(std::move(plan)), net_(net), options_(options) {}
 
-void HostCollective::Prepare() {
+absl::Status HostCollective::Prepare() {
   for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipCollective>(plan_, chip, net_, options_));
   OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(); });
   // What this host's chips receive from other hosts arrives in buffers the
@@ -38,10 +38,13 @@ void HostCollective::Prepare() {
   }
   WarmHeap(buffered_bytes);
   prepared_ = true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run(int) {
-  if (!prepared_) Prepare();
+  if (!prepared_) {
+    if (auto s = Prepare(); !s.ok()) return s;
+  }
   return RunChips(
       net_, options_, chips_.size(), [&](size_t i) { return chips_[i]->Move(); },
       [&](size_t i) { return chips_[i]->Report(); });

@@ -14,7 +14,7 @@ namespace tpuemu {
 class HostCollective : public HostJob {
  public:
   HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options);
-  void Prepare() override;
+  absl::Status Prepare() override;
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step = 0) override;  // mismatches still 0
   std::vector<ChipCheck> Check() override;
 

@@ -42,7 +42,8 @@ class HostJob {
   virtual ~HostJob();
   HostJob(const HostJob&) = delete;
   HostJob& operator=(const HostJob&) = delete;
-  virtual void Prepare() = 0;
+  // Fails when the share cannot start (training: a checkpoint to resume from is missing).
+  virtual absl::Status Prepare() = 0;
   // Collectives and matmuls run once (step 0); training jobs a step per call.
   virtual absl::StatusOr<std::vector<ChipRunResult>> Run(int step) = 0;
   virtual std::vector<ChipCheck> Check() = 0;

@@ -33,6 +33,13 @@ class PlannedJob {
   // How many times every host runs its share, all hosts at once (training:
   // its steps; the others run once).
   virtual int steps() const { return 1; }
+  // The first step to run: a resumed job's earlier steps were done before.
+  virtual int first_step() const { return 0; }
+  // Whether the hosts keep a checkpoint after `step` (training's
+  // checkpoint_every): once every host ran it, the job can resume from there.
+  virtual bool CheckpointAfter(int step) const { return false; }
+  // How many times the job resumes by itself after a lost worker.
+  virtual int max_restarts() const { return 0; }
   // One host's share, to prepare, run steps() times, then check.
   virtual absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const = 0;
   // What the job's record shows before its first step (training: its mesh
@@ -57,6 +64,11 @@ class JobKind {
   // `time_scale`.
   virtual absl::StatusOr<std::unique_ptr<PlannedJob>> Plan(const JobSpec& spec, const Topology& topo,
                                                            double time_scale) const = 0;
+  // `spec` to run again from the checkpoint after `done` steps (0: from the
+  // start); a kind without checkpoints says why it cannot.
+  virtual absl::StatusOr<JobSpec> Resumed(const JobSpec& spec, int done) const {
+    return absl::FailedPreconditionError("a " + name() + " job cannot be resumed; submit it again");
+  }
 };
 
 }  // namespace tpuemu

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -28,6 +29,8 @@ struct RunOptions {
   // A backstop only: a job whose peer is lost is aborted by the coordinator
   // (or by this host's failing chip) long before this.
   absl::Duration recv_timeout = absl::Seconds(120);
+  // Where the host's chips keep checkpoints (training's checkpoint_every).
+  std::string checkpoint_dir;
 };
 
 }  // namespace tpuemu

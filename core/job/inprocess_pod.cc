@@ -23,10 +23,10 @@ absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec) {
   options.job = next_job_++;
   auto host = (*planned)->MakeHostJob(*net_, options);
   if (!host.ok()) return host.status();
-  (*host)->Prepare();
+  if (auto s = (*host)->Prepare(); !s.ok()) return s;
   JobRun out;
   std::vector<ChipRunResult> chips;
-  for (int step = 0; step < (*planned)->steps(); ++step) {
+  for (int step = (*planned)->first_step(); step < (*planned)->steps(); ++step) {
     auto ran = (*host)->Run(step);
     if (!ran.ok()) return ran.status();
     if (JobReport report = (*planned)->SummarizeStep(*ran); report.has_value()) out.steps.push_back(std::move(report));

@@ -40,6 +40,12 @@ struct JobRecord {
   int64_t steps_dropped = 0;
   // Each worker's memory over the job, by host, once every worker checked it.
   std::vector<HostMemoryUse> worker_memory;
+  // Checkpoints and resumes (training's checkpoint_every, max_restarts): the
+  // steps done at the latest checkpoint every host wrote (0: none), how many
+  // times the job was resumed, and why it was the last time.
+  int checkpoint_step = 0;
+  int restarts = 0;
+  std::string restart_reason;
 };
 
 }  // namespace tpuemu

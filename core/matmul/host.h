@@ -12,7 +12,7 @@ namespace tpuemu {
 class HostMatmul : public HostJob {
  public:
   HostMatmul(std::shared_ptr<const MatmulProgram> program, HostNetwork& net, const RunOptions& options);
-  void Prepare() override;
+  absl::Status Prepare() override;
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step = 0) override;
   std::vector<ChipCheck> Check() override;
 

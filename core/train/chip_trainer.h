@@ -63,6 +63,10 @@ class ChipTrainer {
   // Sum of squares of the chip's weight shards (checks the final
   // parameters); 0 on data-parallel replicas other than the first.
   double ParamSquares() const;
+  // The chip's weight shards and optimizer state, for a checkpoint, and back
+  // (after Prepare).
+  std::string SaveState() const { return weights_.Save(); }
+  absl::Status RestoreState(const std::string& state) { return weights_.Restore(state); }
 
   // Whether the chip's stage holds layer l.
   bool owns(int l) const { return weights_.owns(l); }

@@ -1,6 +1,9 @@
 #include "core/train/chip_weights.h"
 
 #include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
 
 #include "core/train/model.h"
 
@@ -63,6 +66,42 @@ ElementwiseCost ChipWeights::Update(int l, bool in, const LocalTensor& g, int t)
   }
   w = std::move(out);
   return cost;
+}
+
+template <class Fn>
+void ChipWeights::ForEachArray(Fn fn) const {
+  for (size_t l = 0; l < owned_.size(); ++l) {
+    if (!owned_[l]) continue;
+    fn(win_[l].data.get(), win_[l].elements());
+    fn(wout_[l].data.get(), wout_[l].elements());
+    for (const auto* moments : {&m_in_[l], &v_in_[l], &m_out_[l], &v_out_[l]}) {
+      fn(moments->data(), static_cast<int64_t>(moments->size()));
+    }
+  }
+}
+
+std::string ChipWeights::Save() const {
+  std::string out;
+  ForEachArray([&](const float* p, int64_t n) {
+    out.append(reinterpret_cast<const char*>(p), n * sizeof(float));
+  });
+  return out;
+}
+
+absl::Status ChipWeights::Restore(const std::string& state) {
+  size_t expected = 0;
+  ForEachArray([&](const float*, int64_t n) { expected += n * sizeof(float); });
+  if (state.size() != expected) {
+    return absl::DataLossError(absl::StrCat("the checkpoint holds ", state.size(), " bytes where this chip's shards "
+                                            "and moments take ", expected, ": it is another job's, or another mesh's"));
+  }
+  size_t at = 0;
+  ForEachArray([&](const float* p, int64_t n) {
+    // Shards are fresh allocations from Init, not lent to any frame yet.
+    std::memcpy(const_cast<float*>(p), state.data() + at, n * sizeof(float));
+    at += n * sizeof(float);
+  });
+  return absl::OkStatus();
 }
 
 double ChipWeights::SquareSum() const {

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "absl/status/status.h"
 
 #include "core/tensor/local_tensor.h"
 #include "core/train/config.h"
@@ -35,8 +38,17 @@ class ChipWeights {
   ElementwiseCost Update(int l, bool in, const LocalTensor& g, int t);
   // Sum of squares of the owned shards.
   double SquareSum() const;
+  // The shards and moments, as a checkpoint keeps them (after Init), and
+  // back: Restore takes what Save gave for the same config and shard.
+  std::string Save() const;
+  absl::Status Restore(const std::string& state);
 
  private:
+  // Each owned layer's arrays (shards, then moments), in the one order Save
+  // and Restore use: fn(first element, elements).
+  template <class Fn>
+  void ForEachArray(Fn fn) const;
+
   TrainConfig c_;
   std::vector<bool> owned_;                                     // by layer
   std::vector<LocalTensor> win_, wout_;                         // empty where not owned

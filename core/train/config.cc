@@ -148,7 +148,9 @@ std::map<std::string, FieldRef> Fields(TrainConfig& c) {
           {"wire_dtype", Dtype{&c.wire_dtype_bytes}},
           {"time_scale", &c.time_scale},
           {"fsdp_prefetch", &c.fsdp_prefetch},
-          {"hbm_bytes", &c.hbm_bytes}};
+          {"hbm_bytes", &c.hbm_bytes},
+          {"checkpoint_every", &c.checkpoint_every},
+          {"max_restarts", &c.max_restarts}};
 }
 
 constexpr std::pair<const char*, int> kDtypes[] = {{"bf16", 2}, {"f32", 4}};
@@ -165,6 +167,11 @@ std::string DtypeName(int bytes) {
 absl::Status CheckInt(const std::string& source, const std::string& key, int64_t n) {
   if (key == "emb_dim" || key == "mlp_dim" || key == "global_batch_tokens") {
     if (n <= 0 || n > (int64_t{1} << 24)) return KeyError(source, key, absl::StrCat(n, ": must be between 1 and 16777216"));
+    return absl::OkStatus();
+  }
+  if (key == "checkpoint_every" || key == "max_restarts") {
+    const int64_t most = key == "max_restarts" ? 200 : 1000000;
+    if (n < 0 || n > most) return KeyError(source, key, absl::StrCat(n, ": must be between 0 and ", most));
     return absl::OkStatus();
   }
   const bool parallelism = key.find("parallelism") != std::string::npos || key == "num_pipeline_microbatches";
@@ -295,6 +302,10 @@ const std::vector<TrainKey>& TrainKeys() {
       {"time_scale", "number", "(the pod's)", "wall-clock pacing the job expects; must equal the pod's `time_scale`"},
       {"fsdp_prefetch", "bool", "false", "gather the next layer's FSDP weights during this layer's compute"},
       {"hbm_bytes", "number", "(the chip's)", "HBM per chip the memory check uses"},
+      {"checkpoint_every", "int", "0",
+       "write every chip's parameters and optimizer state every N steps (0: never); `tpuemu resume` continues from "
+       "the latest"},
+      {"max_restarts", "int", "0", "resume from the latest checkpoint by itself, up to K times, after a worker is lost"},
   };
   return keys;
 }

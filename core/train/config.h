@@ -63,6 +63,11 @@ struct TrainConfig {
   int pipeline_repeats = 1;
   std::string pipeline_schedule = "gpipe";  // gpipe | 1f1b | circular
   bool pipeline_fsdp_ag_once = false;
+  // Checkpoints and restarts (issue 16): every chip's state written every
+  // `checkpoint_every` steps (0: never); after a worker is lost the job
+  // resumes from the latest complete one, at most `max_restarts` times.
+  int checkpoint_every = 0;
+  int max_restarts = 0;
 
   int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
   bool operator==(const TrainConfig&) const = default;

@@ -5,17 +5,21 @@
 #include "core/tensor/blis_kernel.h"
 #include "core/pod/host_memory.h"
 #include "core/host/job.h"
+#include "core/host/run_number.h"
+#include "core/train/checkpoint.h"
 
 namespace tpuemu {
 
 HostTrainer::HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job,
-                         std::shared_ptr<JobAbort> abort)
-    : HostJob(net, job, kPodHostBytes), config_(config), mesh_(mesh), net_(net) {
+                         std::shared_ptr<JobAbort> abort, TrainCheckpoints checkpoints)
+    : HostJob(net, job, kPodHostBytes), config_(config), mesh_(mesh), net_(net), checkpoints_(std::move(checkpoints)) {
   options_.job = job;
   options_.abort = std::move(abort);
 }
 
 std::vector<ChipCheck> HostTrainer::Check() {
+  // Every step ran: nothing will resume from the job's checkpoints.
+  if (config_.checkpoint_every > 0) RemoveCheckpoints(checkpoints_.dir, JobOfRun(options_.job));
   std::vector<ChipCheck> checks(chips_.size());
   OnThreads(chips_.size(), [&](size_t i) {
     checks[i].chip = net_.local_chips()[i];
@@ -24,8 +28,8 @@ std::vector<ChipCheck> HostTrainer::Check() {
   return checks;
 }
 
-void HostTrainer::Prepare() {
-  if (!chips_.empty()) return;
+absl::Status HostTrainer::Prepare() {
+  if (!chips_.empty()) return absl::OkStatus();
   EnsureBlisKernel();  // here, not in the first timed multiply (it forks and self-tests)
   for (int chip : net_.local_chips()) {
     chips_.push_back(std::make_unique<ChipTrainer>(config_, mesh_, chip, net_, options_.job, options_.abort));
@@ -36,17 +40,45 @@ void HostTrainer::Prepare() {
     teacher = std::make_shared<const ModelWeights>(InitWeights(config_, WeightStream::kTeacher));
   }
   OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(teacher); });
+  if (checkpoints_.resume_step == 0) return absl::OkStatus();
+  std::vector<absl::Status> restored(chips_.size());
+  OnThreads(chips_.size(), [&](size_t i) {
+    auto state = ReadCheckpoint(checkpoints_.dir, JobOfRun(options_.job), checkpoints_.resume_step,
+                                net_.local_chips()[i]);
+    restored[i] = state.ok() ? chips_[i]->RestoreState(*state) : state.status();
+  });
+  for (const absl::Status& s : restored) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HostTrainer::SaveCheckpoint(int done) {
+  std::vector<absl::Status> saved(chips_.size());
+  OnThreads(chips_.size(), [&](size_t i) {
+    saved[i] = WriteCheckpoint(checkpoints_.dir, JobOfRun(options_.job), done, net_.local_chips()[i], chips_[i]->SaveState(),
+                               /*keep_from=*/done - config_.checkpoint_every);
+  });
+  for (const absl::Status& s : saved) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> HostTrainer::Run(int step) {
   std::vector<absl::StatusOr<ChipRunResult>> results(chips_.size(), absl::UnknownError("not run"));
-  return RunChips(
+  auto ran = RunChips(
       net_, options_, chips_.size(),
       [&](size_t i) {
         results[i] = chips_[i]->Step(step);
         return results[i].status();
       },
       [&](size_t i) { return results[i]; });
+  // After the step, outside what it times: host I/O, not the chips' work.
+  if (ran.ok() && CheckpointDue(config_, step)) {
+    if (auto s = SaveCheckpoint(step + 1); !s.ok()) return s;
+  }
+  return ran;
 }
 
 }  // namespace tpuemu

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/train/chip_trainer.h"
@@ -11,20 +12,31 @@
 
 namespace tpuemu {
 
+// Where the host's chips keep their checkpoints (core/train/checkpoint.h),
+// and the step a resumed job starts from (its checkpoint is read at Prepare).
+struct TrainCheckpoints {
+  std::string dir;
+  int resume_step = 0;
+};
+
 class HostTrainer : public HostJob {
  public:
   HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job,
-              std::shared_ptr<JobAbort> abort = std::make_shared<JobAbort>());
-  void Prepare() override;
+              std::shared_ptr<JobAbort> abort = std::make_shared<JobAbort>(), TrainCheckpoints checkpoints = {});
+  absl::Status Prepare() override;
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step) override;
   std::vector<ChipCheck> Check() override;  // the chips' parameter squares
   const std::vector<std::unique_ptr<ChipTrainer>>& chips() const { return chips_; }
 
  private:
+  // Every local chip's state after `done` steps.
+  absl::Status SaveCheckpoint(int done);
+
   const TrainConfig config_;
   const TrainMesh mesh_;
   HostNetwork& net_;
   RunOptions options_;  // the job and its abort
+  const TrainCheckpoints checkpoints_;
   std::vector<std::unique_ptr<ChipTrainer>> chips_;
 };
 

@@ -38,7 +38,11 @@ absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& top
       !s.ok()) {
     return s;
   }
-  return TrainJob{std::move(config), *mesh};
+  if (spec.resume_step < 0 || spec.resume_step >= config.steps) {
+    return absl::InvalidArgumentError(absl::StrCat(config.name, ": resume_step ", spec.resume_step,
+                                                   ": must be from 0 to steps - 1 (", config.steps - 1, ")"));
+  }
+  return TrainJob{std::move(config), *mesh, spec.resume_step};
 }
 
 }  // namespace tpuemu

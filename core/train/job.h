@@ -16,6 +16,9 @@ struct TrainSpec {
   static constexpr char kKind[] = "train";
   TrainConfig config;  // unresolved: PlanTrainJob resolves it for the pod
   std::string source;  // the job file's name, for errors
+  // Steps already done, whose checkpoint the chips start from (0: the start);
+  // set by the coordinator when it resumes the job, never by a file.
+  int resume_step = 0;
 };
 
 // A job file's text as the spec it travels as (ParseTrainConfig), `source`
@@ -25,6 +28,7 @@ absl::StatusOr<TrainSpec> ParseTrainSpec(const std::string& yaml_text, const std
 struct TrainJob {
   TrainConfig config;
   TrainMesh mesh;
+  int resume_step = 0;  // TrainSpec's
 };
 
 // Checks the config, fills in the mesh, lays it on the pod and checks memory

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+#include "core/train/checkpoint.h"
 #include "core/train/host.h"
 #include "core/train/job.h"
 #include "core/train/report.h"
@@ -14,9 +16,18 @@ class PlannedTraining : public PlannedJob {
   PlannedTraining(TrainJob job, const Topology& topo) : job_(std::move(job)), topo_(topo) {}
 
   int steps() const override { return job_.config.steps; }
+  int first_step() const override { return job_.resume_step; }
+  bool CheckpointAfter(int step) const override { return CheckpointDue(job_.config, step); }
+  int max_restarts() const override { return job_.config.max_restarts; }
 
   absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const override {
-    return std::make_unique<HostTrainer>(job_.config, job_.mesh, net, options.job, options.abort);
+    if (job_.config.checkpoint_every > 0 && options.checkpoint_dir.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          job_.config.name, ": checkpoint_every ", job_.config.checkpoint_every,
+          ", but this worker has no checkpoint directory; start it with --checkpoint-dir"));
+    }
+    return std::make_unique<HostTrainer>(job_.config, job_.mesh, net, options.job, options.abort,
+                                         TrainCheckpoints{options.checkpoint_dir, job_.resume_step});
   }
 
   JobReport Preview() const override { return PreviewTraining(job_.config, job_.mesh, topo_); }
@@ -51,6 +62,12 @@ class TrainKind : public JobKind {
     auto job = PlanTrainJob(*spec.get<TrainSpec>(), topo, time_scale);
     if (!job.ok()) return job.status();
     return std::make_unique<PlannedTraining>(*std::move(job), topo);
+  }
+
+  absl::StatusOr<JobSpec> Resumed(const JobSpec& spec, int done) const override {
+    TrainSpec resumed = *spec.get<TrainSpec>();
+    resumed.resume_step = done;
+    return JobSpec(std::move(resumed));
   }
 };
 

@@ -97,7 +97,8 @@ TEST_F(JobDatabaseTest, ARestartedStoreShowsEveryRecordBitForBit) {
   auto store = OpenStore();
   auto pending = store->Restore("unused");
   ASSERT_TRUE(pending.ok()) << pending.status();
-  EXPECT_TRUE(pending->empty());
+  EXPECT_TRUE(pending->pending.empty());
+  EXPECT_TRUE(pending->interrupted.empty());
   EXPECT_EQ(Published(*store), before);
   const JobRecord trained = *store->Get("job-3");
   EXPECT_EQ(trained.steps.size(), 3u);
@@ -114,9 +115,11 @@ TEST_F(JobDatabaseTest, RunningJobsComeBackInterruptedAndPendingOnesToQueueAgain
   auto store = OpenStore();
   auto pending = store->Restore("the coordinator stopped while it ran");
   ASSERT_TRUE(pending.ok()) << pending.status();
-  ASSERT_EQ(pending->size(), 2u);
-  EXPECT_EQ((*pending)[0].id, "job-2");
-  EXPECT_EQ((*pending)[1].id, "job-3");
+  ASSERT_EQ(pending->pending.size(), 2u);
+  EXPECT_EQ(pending->pending[0].id, "job-2");
+  EXPECT_EQ(pending->pending[1].id, "job-3");
+  ASSERT_EQ(pending->interrupted.size(), 1u);
+  EXPECT_EQ(pending->interrupted[0].id, "job-1");
   const JobRecord interrupted = *store->Get("job-1");
   EXPECT_EQ(interrupted.state, JobState::kInterrupted);
   EXPECT_EQ(interrupted.error, "the coordinator stopped while it ran");

@@ -25,7 +25,7 @@ struct CountSpec {
 class CountHost : public HostJob {
  public:
   CountHost(HostNetwork& net, const RunOptions& options) : HostJob(net, options.job, 0), net_(net) {}
-  void Prepare() override {}
+  absl::Status Prepare() override { return absl::OkStatus(); }
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step) override {
     std::vector<ChipRunResult> chips;
     for (int chip : net_.local_chips()) {

@@ -113,7 +113,7 @@ Trained TrainOn(const std::string& shape, const std::string& extra, int steps = 
   if (!job.ok()) return {};
   InProcessPod pod(*topo, 0);
   HostTrainer trainer(job->config, job->mesh, pod.network(), 1);
-  trainer.Prepare();
+  EXPECT_TRUE(trainer.Prepare().ok());
   Trained t;
   for (int s = 0; s < steps; ++s) {
     auto chips = trainer.Run(s);

@@ -1,0 +1,19 @@
+// The number a job's run travels under between the coordinator and its
+// workers: the job's number and which attempt this is (a resumed job runs
+// again). Each attempt is a job of its own to the workers' mailboxes, so that
+// nothing of an aborted attempt (a late frame, a remembered abort) reaches the
+// next; checkpoints belong to the job, whichever attempt wrote them. Runs are
+// ordered as jobs are: a later job's first run comes after every run of an
+// earlier one.
+#pragma once
+
+#include <cstdint>
+
+namespace tpuemu {
+
+inline constexpr int kMaxAttempts = 256;
+
+inline uint64_t RunNumber(uint64_t job, int attempt) { return job * kMaxAttempts + attempt; }
+inline uint64_t JobOfRun(uint64_t run) { return run / kMaxAttempts; }
+
+}  // namespace tpuemu
