@@ -100,7 +100,8 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
   for (int slice = 0; slice < t.slices; ++slice) {
     for (int host = 0; host < topo->hosts_per_slice(); ++host) {
       auto w = SpawnDetached({FindBinary("tpuemu-worker"), "--coordinator", state.coordinator, "--slice",
-                              std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0"},
+                              std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0",
+                              "--checkpoint-dir", o.dir + "/checkpoints"},
                              absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));
       if (!w.ok()) return fail(w.status());
       state.workers.push_back({slice, host, *w});

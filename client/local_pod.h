@@ -21,7 +21,7 @@ struct LocalPodOptions {
   double time_scale = 0;
   // The coordinator's --heartbeat-timeout; empty: LocalHeartbeatTimeout.
   std::string heartbeat_timeout;
-  std::string dir;  // port file, logs/ and the job store (jobs/) go here
+  std::string dir;  // port file, logs/, the job store (jobs/) and checkpoints/ go here
   double timeout_s = 60;
 };
 

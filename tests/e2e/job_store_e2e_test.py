@@ -5,7 +5,9 @@ started again on the same data directory shows the finished jobs bit for bit,
 marks the running one interrupted and runs the queued ones; a burst of
 submissions from four concurrent clients, valid and invalid mixed, with the
 coordinator killed during it, loses and duplicates nothing, and the SQLite
-file passes its integrity check."""
+file passes its integrity check; a job with checkpoint_every and
+max_restarts: 1 whose worker, or whose coordinator, is killed mid-run
+resumes from its checkpoint and ends bit for bit as an uninterrupted run."""
 
 import json
 import os
@@ -171,6 +173,51 @@ class JobStoreTest(Pod):
         self.assertLessEqual(len(extra), 4, extra)
         self.assertEqual(len(jobs), len(set(jobs)))
         self.assertEqual(self.integrity(), "ok")
+
+
+    def test_checkpointed_job_resumes_after_a_killed_worker_and_a_killed_coordinator(self):
+        self.up(*TOPOLOGY)
+        text = job_text("ckpt", 40).replace("emb_dim: 256", "emb_dim: 512") + "checkpoint_every: 5\nmax_restarts: 1\n"
+        path = os.path.join(self.home, "ckpt.yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        whole = self.cli("submit", path, "--wait", "--json", timeout=300)
+        self.assertEqual(whole.returncode, 0, whole.stderr)
+        whole = json.loads(whole.stdout)
+
+        def after_steps(job_id, n):
+            deadline = time.time() + 120
+            while len(json.loads(self.status_json(job_id))["steps"]) < n:
+                self.assertLess(time.time(), deadline, f"{job_id} did not reach step {n}")
+                time.sleep(0.1)
+
+        def assert_same_as_whole(job_id, reason):
+            job = json.loads(self.status_json(job_id))
+            self.assertEqual(job["state"], "succeeded", job.get("error"))
+            self.assertEqual(job["restarts"], 1)
+            self.assertIn(reason, job["restart_reason"])
+            self.assertIn("from the checkpoint after step", job["restart_reason"])
+            self.assertEqual([s["loss"] for s in job["steps"]], [s["loss"] for s in whole["steps"]])
+            self.assertEqual(job["summary"]["param_l2"], whole["summary"]["param_l2"])
+
+        # A worker killed: the job fails, waits for the worker, and goes on.
+        killed_worker = self.submit(path)
+        after_steps(killed_worker, 12)
+        os.kill(self.pids()[2], signal.SIGKILL)
+        r = self.cli("cluster", "restart-worker", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait_finished([killed_worker], timeout=300)
+        assert_same_as_whole(killed_worker, "was lost")
+
+        # The coordinator killed: started again, it resumes the job rather than interrupting it.
+        killed_coordinator = self.submit(path)
+        after_steps(killed_coordinator, 12)
+        self.kill_coordinator()
+        self.restart_coordinator()
+        self.wait_finished([killed_coordinator], timeout=300)
+        assert_same_as_whole(killed_coordinator, "the coordinator restarted")
+        # Finished jobs leave no checkpoint behind.
+        self.assertEqual(os.listdir(os.path.join(self.home, "checkpoints")), [])
 
 
 if __name__ == "__main__":
