@@ -154,7 +154,7 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
     for (const RegisteredWorker& w : registry_.Workers()) alive += w.alive;
     why = absl::StrCat("the pod to be ready (", alive, " of ", hosts_, " workers registered and alive)");
   } else {
-    why = "its start (the scheduler is taking it now)";
+    why = "nothing: it is starting";
   }
   if (position > 1) why = absl::StrCat(why, ", then ", position - 1, " queued ahead of it (", queue_.front().id,
                                        position > 2 ? " first)" : ")");

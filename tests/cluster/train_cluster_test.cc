@@ -3,6 +3,8 @@
 // the one-device reference; cancel stops a job within a step and leaves the
 // pod usable.
 #include <cmath>
+#include <filesystem>
+#include <tuple>
 #include <functional>
 #include <set>
 #include <thread>
@@ -190,6 +192,48 @@ TEST(TrainClusterTest, CancelStopsWithinAStepAndThePodRunsTheNextJob) {
   ExpectEqualsReference(pod.Run(next), next);
 }
 
+TEST(TrainClusterTest, ACancelledJobResumesFromItsCheckpointBitForBit) {
+  TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
+  char pattern[] = "/tmp/tpuemu-cluster-ckpt-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  for (int host = 0; host < 2; ++host) pod.node(host).set_checkpoint_dir(dir);
+  const TrainSpec spec = Job("ici_fsdp_parallelism: -1\ncheckpoint_every: 5\n", 300);
+  const v1::Job whole = pod.Run(spec);
+  ASSERT_EQ(whole.state(), v1::JOB_STATE_SUCCEEDED) << whole.error();
+
+  auto job = pod.Submit(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  int64_t version = -1;
+  v1::Job seen;
+  while (seen.checkpoint_step() < 10) {
+    auto next = pod.coordinator().WaitJob(job->id(), version, absl::Seconds(5));
+    ASSERT_TRUE(next.ok());
+    std::tie(seen, version) = *next;
+    ASSERT_NE(seen.state(), v1::JOB_STATE_SUCCEEDED) << "the job ended before it could be cancelled";
+  }
+  ASSERT_TRUE(pod.coordinator().CancelJob(job->id()).ok());
+  const v1::Job cancelled = pod.Wait(job->id());
+  ASSERT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED);
+  // Succeeded jobs cannot be resumed; unknown ones are not found.
+  EXPECT_EQ(pod.coordinator().ResumeJob(whole.id()).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(pod.coordinator().ResumeJob("job-99").status().code(), absl::StatusCode::kNotFound);
+
+  auto resumed = pod.coordinator().ResumeJob(job->id());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->restarts(), 1);
+  EXPECT_THAT(resumed->restart_reason(),
+              ::testing::HasSubstr(absl::StrCat("from the checkpoint after step ", cancelled.checkpoint_step())));
+  const v1::Job done = pod.Wait(job->id());
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
+  ASSERT_EQ(done.steps_size(), whole.steps_size());
+  for (int i = 0; i < done.steps_size(); ++i) {
+    EXPECT_EQ(done.steps(i).step(), i);
+    EXPECT_EQ(done.steps(i).loss(), whole.steps(i).loss()) << "step " << i;  // bit for bit
+  }
+  EXPECT_EQ(done.train_summary().param_l2(), whole.train_summary().param_l2());
+  std::filesystem::remove_all(dir);
+}
 
 TEST(TrainClusterTest, TraceHasEveryChipAndLinkOnTheEmulatedClock) {
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
