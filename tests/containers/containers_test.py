@@ -218,13 +218,14 @@ class Kubernetes(Case):
         self.network = f"tpuemu-k8s-{os.getpid()}-{self._testMethodName[5:30].replace('_', '-')}"
         engine("network", "create", self.network)
         self.pods = []
+        # Named before anything can fail, so that the cleanup removes whatever was made.
+        self.cli_container = f"tpuemu-k8s-cli-{os.getpid()}"
         self.addCleanup(self.teardown)
         for f in sorted(os.listdir(os.path.join(self.dir, "pods"))):
             engine("kube", "play", "--network", self.network, os.path.join(self.dir, "pods", f))
             self.pods.append(f[3:-5])
         self.assertEqual(sorted(self.pods), sorted(names))
         # The client runs in the cluster's network, as `kubectl exec` or an in-cluster job would.
-        self.cli_container = f"tpuemu-k8s-cli-{os.getpid()}"
         engine("run", "-d", "--rm", "--init", "--name", self.cli_container, "--network", self.network,
                "-v", f"{ROOT}/examples:/examples:ro", "-v", f"{self.dir}:/jobs:ro",
                "-e", "TPUEMU_COORDINATOR=tpuemu-coordinator:50051", IMAGE, "sleep", "3600")
