@@ -45,6 +45,8 @@ const std::map<std::string, std::string> kNotDefault = {
     {"time_scale", "2.5"},
     {"fsdp_prefetch", "true"},
     {"hbm_bytes", "1.5e9"},
+    {"checkpoint_every", "5"},
+    {"max_restarts", "2"},
 };
 
 TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {
@@ -70,6 +72,10 @@ TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {
     EXPECT_EQ(back.config, with->config) << key.name;
     EXPECT_EQ(back.source, "keys.yaml");
   }
+  // And what the coordinator adds when it resumes a job.
+  TrainSpec resumed = *without;
+  resumed.resume_step = 7;
+  EXPECT_EQ(FromProto(ToProto(resumed)).resume_step, 7);
 }
 
 }  // namespace

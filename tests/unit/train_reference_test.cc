@@ -71,6 +71,10 @@ TEST(TrainConfigTest, TypedConfigsAreCheckedAsJobFilesAre) {
   const Case cases[] = {
       {[](TrainConfig& c) { c.emb_dim = 0; }, "emb_dim: 0\n", "job.yaml: emb_dim: 0: must be between 1 and 16777216"},
       {[](TrainConfig& c) { c.steps = -2; }, "emb_dim: 8\nsteps: -2\n", "job.yaml: steps: -2: must be a positive integer"},
+      {[](TrainConfig& c) { c.checkpoint_every = -1; }, "emb_dim: 8\ncheckpoint_every: -1\n",
+       "job.yaml: checkpoint_every: -1: must be between 0 and 1000000"},
+      {[](TrainConfig& c) { c.max_restarts = 201; }, "emb_dim: 8\nmax_restarts: 201\n",
+       "job.yaml: max_restarts: 201: must be between 0 and 200"},
       {[](TrainConfig& c) { c.ici.tensor = 0; }, "emb_dim: 8\nici_tensor_parallelism: 0\n",
        "job.yaml: ici_tensor_parallelism: 0: must be -1 or a positive count"},
       {[](TrainConfig& c) { c.pipeline_schedule = "foo"; }, "emb_dim: 8\npipeline_schedule: foo\n",
