@@ -100,6 +100,27 @@ TEST(StoppedWorkerTest, TheJobFailsWithinFiveSecondsOfTheLossAndTheQueuedJobRuns
   EXPECT_EQ(next.state(), v1::JOB_STATE_SUCCEEDED) << next.error();
 }
 
+TEST(StoppedWorkerTest, ACollectiveFailsWithinFiveSecondsOfTheLossNamingTheWorker) {
+  // Paced so that the all-gather's transfers last tens of seconds of wall time.
+  TestPod pod(kPod, 1e6, {.heartbeat_timeout = kHeartbeatTimeout, .retention = {}});
+  CollectiveSpec spec;
+  spec.axes = {Axis::kX, Axis::kY};
+  spec.bytes = 8 << 20;
+  auto job = pod.Submit(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  for (absl::Time deadline = absl::Now() + absl::Seconds(60); pod.node(2).Status().running_job == 0;) {
+    ASSERT_LT(absl::Now(), deadline) << "the workers never started the collective";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  pod.Stop(2);
+  const double stopped_s = UnixSeconds();
+  const v1::Job failed = WaitUntilEnded(pod.coordinator(), job->id(), absl::Now() + absl::Seconds(30));
+  ASSERT_EQ(failed.state(), v1::JOB_STATE_FAILED) << failed.error();
+  EXPECT_THAT(failed.error(), HasSubstr("worker host 2"));
+  EXPECT_LT(failed.finished_unix_s() - stopped_s, absl::ToDoubleSeconds(kHeartbeatTimeout) + kEndBoundS);
+  pod.Resume(2);
+}
+
 TEST(StoppedWorkerTest, CancelEndsARunningJobWithinFiveSecondsWhileAWorkerIsStopped) {
   TestPod pod(kPod, 0);  // no heartbeats timed: the stopped worker is never declared lost
   auto job = pod.Submit(Training(100000));
