@@ -42,6 +42,11 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
   }
   auto record = store_.Add(spec);
   if (!record.ok()) return record.status();
+  // What it will hold (training: its mesh and memory per chip), shown while it waits.
+  if (JobReport preview = planned->Preview(); preview.has_value()) {
+    store_.Update(record->id, [&](JobRecord& r) { r.summary = preview; });
+    record->summary = std::move(preview);
+  }
   queue_.push_back(Queued{record->id, record->number, 0, &kind, std::move(spec), std::move(planned)});
   cv_.notify_all();
   return record;
