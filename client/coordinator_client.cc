@@ -24,6 +24,27 @@ absl::Status Explain(const grpc::Status& s, const std::string& address) {
   return FromGrpcStatus(s);
 }
 
+// One request, one reply, within `timeout_s`.
+template <class Request, class Response>
+absl::StatusOr<Response> Unary(v1::CoordinatorService::Stub& stub,
+                               grpc::Status (v1::CoordinatorService::Stub::*rpc)(grpc::ClientContext*, const Request&,
+                                                                                 Response*),
+                               const Request& request, double timeout_s, const std::string& address) {
+  grpc::ClientContext ctx;
+  Deadline(&ctx, timeout_s);
+  Response response;
+  grpc::Status s = (stub.*rpc)(&ctx, request, &response);
+  if (!s.ok()) return Explain(s, address);
+  return response;
+}
+
+template <class Request>
+Request WithId(const std::string& id) {
+  Request request;
+  request.set_id(id);
+  return request;
+}
+
 std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReplyBytes);
@@ -36,32 +57,16 @@ CoordinatorClient::CoordinatorClient(const std::string& address)
     : address_(address), stub_(v1::CoordinatorService::NewStub(Channel(address))) {}
 
 absl::StatusOr<v1::ClusterStatus> CoordinatorClient::Status(double timeout_s) {
-  grpc::ClientContext ctx;
-  Deadline(&ctx, timeout_s);
-  v1::ClusterStatus resp;
-  grpc::Status s = stub_->GetClusterStatus(&ctx, v1::ClusterStatusRequest(), &resp);
-  if (!s.ok()) return Explain(s, address_);
-  return resp;
+  return Unary(*stub_, &v1::CoordinatorService::Stub::GetClusterStatus, v1::ClusterStatusRequest(), timeout_s,
+               address_);
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Submit(const v1::SubmitJobRequest& request) {
-  grpc::ClientContext ctx;
-  Deadline(&ctx, 10);
-  v1::Job resp;
-  grpc::Status s = stub_->SubmitJob(&ctx, request, &resp);
-  if (!s.ok()) return Explain(s, address_);
-  return resp;
+  return Unary(*stub_, &v1::CoordinatorService::Stub::SubmitJob, request, 10, address_);
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Get(const std::string& id) {
-  grpc::ClientContext ctx;
-  Deadline(&ctx, 5);
-  v1::GetJobRequest req;
-  req.set_id(id);
-  v1::Job resp;
-  grpc::Status s = stub_->GetJob(&ctx, req, &resp);
-  if (!s.ok()) return Explain(s, address_);
-  return resp;
+  return Unary(*stub_, &v1::CoordinatorService::Stub::GetJob, WithId<v1::GetJobRequest>(id), 5, address_);
 }
 
 absl::StatusOr<v1::ListJobsResponse> CoordinatorClient::List() {
@@ -82,25 +87,11 @@ absl::StatusOr<v1::ListJobsResponse> CoordinatorClient::List() {
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Cancel(const std::string& id) {
-  grpc::ClientContext ctx;
-  Deadline(&ctx, 5);
-  v1::CancelJobRequest req;
-  req.set_id(id);
-  v1::Job resp;
-  grpc::Status s = stub_->CancelJob(&ctx, req, &resp);
-  if (!s.ok()) return Explain(s, address_);
-  return resp;
+  return Unary(*stub_, &v1::CoordinatorService::Stub::CancelJob, WithId<v1::CancelJobRequest>(id), 5, address_);
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Resume(const std::string& id) {
-  grpc::ClientContext ctx;
-  Deadline(&ctx, 5);
-  v1::ResumeJobRequest req;
-  req.set_id(id);
-  v1::Job resp;
-  grpc::Status s = stub_->ResumeJob(&ctx, req, &resp);
-  if (!s.ok()) return Explain(s, address_);
-  return resp;
+  return Unary(*stub_, &v1::CoordinatorService::Stub::ResumeJob, WithId<v1::ResumeJobRequest>(id), 5, address_);
 }
 
 absl::Status CoordinatorClient::Trace(const std::string& id,
