@@ -29,14 +29,12 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(const Coordinat
 absl::Status Coordinator::RestoreJobs() {
   const std::string why = absl::StrCat("the coordinator stopped while it ran (started again at ",
                                        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(), absl::UTCTimeZone()),
-                                       "); submit it again");
+                                       "); `tpuemu resume` runs it again, from its latest checkpoint if it has one");
   auto restored = store_.Restore(why);
   if (!restored.ok()) return restored.status();
   for (const JobRecord& r : restored->pending) {
     // Planned again: the pod this coordinator serves may differ from the last one's.
-    auto kind = FindJobKind(r.spec.kind());
-    absl::StatusOr<std::shared_ptr<const PlannedJob>> planned =
-        kind.ok() ? (*kind)->Plan(r.spec, topo_, options_.time_scale) : kind.status();
+    auto planned = Plan(r.spec);
     if (!planned.ok()) {
       store_.Update(r.id, [&](JobRecord& job) {
         job.state = JobState::kFailed;
@@ -45,7 +43,7 @@ absl::Status Coordinator::RestoreJobs() {
       });
       continue;
     }
-    scheduler_.Requeue(r, **kind, *std::move(planned));
+    scheduler_.Requeue(r, *std::move(planned));
   }
   // Jobs that may restart by themselves go on from their latest checkpoint.
   for (const JobRecord& r : restored->interrupted) {

@@ -52,9 +52,10 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
   return record;
 }
 
-void Scheduler::Requeue(const JobRecord& record, const JobKind& kind, std::shared_ptr<const PlannedJob> planned) {
+void Scheduler::Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned) {
   std::lock_guard<std::mutex> lock(mu_);
-  queue_.push_back(Queued{record.id, record.number, record.restarts, &kind, record.spec, std::move(planned)});
+  const JobKind* kind = *FindJobKind(record.spec.kind());  // it was planned: its kind exists
+  queue_.push_back(Queued{record.id, record.number, record.restarts, kind, record.spec, std::move(planned)});
   cv_.notify_all();
 }
 

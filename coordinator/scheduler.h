@@ -34,7 +34,7 @@ class Scheduler {
   absl::StatusOr<JobRecord> Submit(JobSpec spec, const JobKind& kind, std::shared_ptr<const PlannedJob> planned);
   // Queues again a pending job a restarted coordinator read back from its
   // store (planned again on this pod), behind those already queued.
-  void Requeue(const JobRecord& record, const JobKind& kind, std::shared_ptr<const PlannedJob> planned);
+  void Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned);
   absl::StatusOr<JobRecord> Cancel(const std::string& id);
   // Queues a finished job again from its latest complete checkpoint (from
   // the start if it has none), `why` kept as its restart_reason: `tpuemu resume`.

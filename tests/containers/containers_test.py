@@ -83,6 +83,21 @@ def setUpModule():
     print(f"\n{r.stdout.strip()} ({time.time() - t0:.0f} s)", file=sys.stderr)
 
 
+def kill9_and_start(container):
+    """SIGKILL, then start again once the engine has it exited (starting it
+    sooner fails: "container state improper"), unless its restart policy
+    already started it again."""
+    def state():
+        r = engine("inspect", "--format", "{{.State.Status}} {{.State.Pid}}", container, check=False)
+        return r.stdout.split() or ["unknown", "0"]
+    pid = state()[1]
+    engine("kill", "--signal", "KILL", container)
+    wait_until(f"{container} to exit", lambda: state()[0] in ("exited", "stopped") or
+               (state()[0] == "running" and state()[1] != pid), timeout=30, every=0.1)
+    if state()[0] != "running":
+        engine("start", container)
+
+
 class Case(unittest.TestCase):
     def assert_equals_reference(self, job, ref):
         self.assertEqual(job["state"], "succeeded", job.get("error"))
@@ -172,9 +187,7 @@ class ComposeTest(Compose):
         self.assertEqual([j["state"] for j in before], ["succeeded", "succeeded"])
 
         # The coordinator killed and started again: its job store is on a volume.
-        coordinator = self.containers("coordinator")[0]
-        engine("kill", "--signal", "KILL", coordinator)
-        engine("start", coordinator)
+        kill9_and_start(self.containers("coordinator")[0])
         wait_until("the pod to be ready after the coordinator's restart", self.ready, timeout=60)
         self.assertEqual(listed(), before)
 
@@ -335,8 +348,7 @@ class KubernetesTest(Kubernetes):
         # The coordinator killed and started again: its job store is on the claim.
         before = json.loads(self.cli("jobs", "--json").stdout)["jobs"]
         self.assertEqual([j["state"] for j in before], ["succeeded", "failed", "succeeded"])
-        engine("kill", "--signal", "KILL", "tpuemu-coordinator-coordinator")
-        engine("start", "tpuemu-coordinator-coordinator")
+        kill9_and_start("tpuemu-coordinator-coordinator")
         wait_until("the pod to be ready after the coordinator's restart",
                    lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0, timeout=60)
         self.assertEqual(json.loads(self.cli("jobs", "--json").stdout)["jobs"], before)
