@@ -32,6 +32,15 @@ absl::Status Coordinator::RestoreJobs() {
                                        "); `tpuemu resume` runs it again, from its latest checkpoint if it has one");
   auto restored = store_.Restore(why);
   if (!restored.ok()) return restored.status();
+  // Jobs that may restart by themselves go on from their latest checkpoint,
+  // ahead of the queue: they were running.
+  for (const JobRecord& r : restored->interrupted) {
+    const TrainSpec* train = r.spec.get<TrainSpec>();
+    if (!train || r.restarts >= train->config.max_restarts) continue;
+    auto resumed = scheduler_.Resume(r.id, absl::StrCat("restart ", r.restarts + 1, " of ", train->config.max_restarts,
+                                                        " (max_restarts): the coordinator restarted"));
+    if (!resumed.ok()) spdlog::warn("{} could not resume: {}", r.id, std::string(resumed.status().message()));
+  }
   for (const JobRecord& r : restored->pending) {
     // Planned again: the pod this coordinator serves may differ from the last one's.
     auto planned = Plan(r.spec);
@@ -44,14 +53,6 @@ absl::Status Coordinator::RestoreJobs() {
       continue;
     }
     scheduler_.Requeue(r, *std::move(planned));
-  }
-  // Jobs that may restart by themselves go on from their latest checkpoint.
-  for (const JobRecord& r : restored->interrupted) {
-    const TrainSpec* train = r.spec.get<TrainSpec>();
-    if (!train || r.restarts >= train->config.max_restarts) continue;
-    auto resumed = scheduler_.Resume(r.id, absl::StrCat("restart ", r.restarts + 1, " of ", train->config.max_restarts,
-                                                        " (max_restarts): the coordinator restarted"));
-    if (!resumed.ok()) spdlog::warn("{} could not resume: {}", r.id, std::string(resumed.status().message()));
   }
   return absl::OkStatus();
 }

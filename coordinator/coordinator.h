@@ -46,7 +46,7 @@ class Coordinator : public CoordinatorBackend {
   absl::StatusOr<v1::Job> ResumeJob(const std::string& id) override;
   absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id) override;
 
-  // Stops taking jobs and cancels the queued and running ones (SIGTERM).
+  // Stops taking jobs (SIGTERM): scheduler.h says what becomes of the queue.
   void Drain(const std::string& why);
 
   const Topology& topology() const { return topo_; }

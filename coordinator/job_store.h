@@ -76,6 +76,8 @@ class JobStore {
   absl::StatusOr<BoundedTrace::Snapshot> ReadTrace(const std::string& id) const;
   // Wakes every waiter for good (shutting down).
   void Close();
+  // Whether the records outlive the process (a JobDatabase).
+  bool durable() const { return db_ != nullptr; }
 
  private:
   struct Entry {

@@ -20,7 +20,10 @@ Every flag can also come from its environment variable (shown as ENV above), as
 docker-compose.yml and deploy/kubernetes set them; flags win.
 Health (grpc.health.v1, `tpuemu health HOST:PORT`): "liveness" while serving; the overall
 status once every worker of the pod has registered and been configured.
-SIGTERM stops taking jobs, cancels the queued and running ones, and exits within 8 s.
+SIGTERM stops taking jobs and exits within 8 s. With --data-dir the queue stays in the job
+store and the running job is stopped, to be interrupted or resumed (max_restarts) by the next
+coordinator on the directory, as after a crash; without it the queued and running jobs are
+cancelled.
 See docs/deploy.md.)";
 
 // Whether `flag` is on the command line (else its value came from its
@@ -133,7 +136,10 @@ int main(int argc, char** argv) {
   }
   WaitForShutdownSignal(std::chrono::milliseconds(200),
                         [&] { SetReady(*server, (*coordinator)->ClusterStatus().ready()); });
-  spdlog::info("shutting down: cancelling jobs, draining for up to 5 s");
+  spdlog::info(options.data_dir.empty()
+                   ? "shutting down: cancelling jobs, draining for up to 5 s"
+                   : "shutting down: the queue stays in the job store; the running job is stopped and is interrupted, "
+                     "or resumed (max_restarts), when a coordinator starts again on it; draining for up to 5 s");
   ExitAfter(std::chrono::seconds(8), 0);
   SetReady(*server, false);
   (*coordinator)->Drain("the coordinator is shutting down (SIGTERM)");

@@ -136,6 +136,14 @@ void Scheduler::EndRunningLocked(const std::string& why, bool failed) {
 void Scheduler::Drain(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   draining_ = why;
+  if (store_.durable()) {
+    keep_queue_ = true;
+    if (running_) {
+      running_->keep_record = true;
+      EndRunningLocked(why, /*failed=*/false);
+    }
+    return;
+  }
   std::vector<std::string> ids;
   for (const Queued& q : queue_) ids.push_back(q.id);
   if (running_) ids.push_back(running_->id);
@@ -187,18 +195,21 @@ void Scheduler::JobLoop() {
     // is lost the queue waits for it to come back (or be replaced) rather
     // than fail job after job. Liveness lapses without a notify: look again
     // every tick.
-    while (!stop_ && (queue_.empty() || !registry_.Ready())) cv_.wait_for(lock, std::chrono::milliseconds(200));
+    while (!stop_ && (queue_.empty() || !registry_.Ready() || keep_queue_)) {
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+    }
     if (stop_) return;
     const Queued job = std::move(queue_.front());
     queue_.pop_front();
     running_ = std::make_unique<Running>(
-        Running{job.id, RunNumber(job.number, job.attempt), false, false, "", std::make_shared<Cancellation>()});
+        Running{.id = job.id, .run = RunNumber(job.number, job.attempt), .calls = std::make_shared<Cancellation>()});
     store_.Update(job.id, [](JobRecord& r) { r.state = JobState::kRunning; });
     const std::shared_ptr<Cancellation> calls = running_->calls;
     lock.unlock();
     absl::StatusOr<JobReport> summary = Run(job, *calls);
     lock.lock();
     const std::unique_ptr<Running> ended = std::move(running_);
+    if (ended->keep_record) continue;
     store_.Update(job.id, [&](JobRecord& r) {
       if (summary.ok()) {
         r.state = JobState::kSucceeded;

@@ -39,7 +39,10 @@ class Scheduler {
   // Queues a finished job again from its latest complete checkpoint (from
   // the start if it has none), `why` kept as its restart_reason: `tpuemu resume`.
   absl::StatusOr<JobRecord> Resume(const std::string& id, const std::string& why);
-  // Stops taking jobs and cancels the queued and running ones (SIGTERM).
+  // Stops taking jobs (SIGTERM). With a durable store the queue stays as it
+  // is and the running job is stopped with its record left running, so that
+  // the next coordinator on the store interrupts or resumes it as after a
+  // crash; without one, the queued and running jobs are cancelled.
   void Drain(const std::string& why);
   int jobs_running() const;
   // A queued job's place (1: the next to start) and what it waits for;
@@ -60,6 +63,7 @@ class Scheduler {
     uint64_t run = 0;  // the number workers know this attempt by (core/host/run_number.h)
     bool end_requested = false;
     bool worker_lost = false;  // it ended because a worker was lost: max_restarts may resume it
+    bool keep_record = false;  // stopped by a durable drain: its record stays as it was
     std::string cancel_why;  // a cancelled job: the reason it ends with
     std::shared_ptr<Cancellation> calls;  // its calls to workers
   };
@@ -94,6 +98,7 @@ class Scheduler {
   std::unique_ptr<Running> running_;
   bool stop_ = false;
   std::string draining_;  // why new jobs are refused, once shutting down
+  bool keep_queue_ = false;  // a durable drain: nothing more starts, the queue stays recorded
   // After registry_, which it reads: destroyed (its threads joined) before it.
   AbortDelivery aborts_{[this](int host, uint64_t incarnation) { return registry_.Holds(host, incarnation); }};
   std::thread watch_thread_;

@@ -107,6 +107,37 @@ class JobStoreTest(Pod):
         self.assertEqual(self.submit(small), "job-10")
         self.assertEqual(self.integrity(), "ok")
 
+    def test_sigterm_keeps_the_queue_and_the_running_job_for_the_next_coordinator(self):
+        self.up(*TOPOLOGY)
+        text = job_text("resumable", 100000) + "checkpoint_every: 5\nmax_restarts: 1\n"
+        path = os.path.join(self.home, "resumable.yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        resumable = self.submit(path)
+        queued = [self.submit(self.write_job("small", 3)) for _ in range(2)]
+        deadline = time.time() + 60
+        while json.loads(self.status_json(resumable)).get("checkpoint_step", 0) < 5:
+            self.assertLess(time.time(), deadline, "no checkpoint in 60 s")
+            time.sleep(0.1)
+        # A coordinator that still runs is stopped with SIGTERM, then started again.
+        self.restart_coordinator()
+        jobs = self.jobs()
+        for i in queued:
+            self.assertEqual(jobs[i]["state"], "pending", jobs[i])  # not cancelled by the shutdown
+        job = json.loads(self.status_json(resumable))
+        self.assertEqual(job["restarts"], 1, job)
+        self.assertIn("the coordinator restarted", job["restart_reason"])
+        self.assertIn(job["state"], ("pending", "running"))
+        # It goes first, from its checkpoint; then the queue.
+        deadline = time.time() + 60
+        while len(json.loads(self.status_json(resumable))["steps"]) < job["checkpoint_step"] + 3:
+            self.assertLess(time.time(), deadline, "the resumed job ran no step in 60 s")
+            time.sleep(0.1)
+        self.assertEqual(self.cli("cancel", resumable).returncode, 0)
+        jobs = self.wait_finished(queued)
+        for i in queued:
+            self.assertEqual(jobs[i]["state"], "succeeded", jobs[i])
+
     def test_burst_from_four_clients_with_a_kill_loses_and_duplicates_nothing(self):
         # Every record kept, so that a missing one is a lost one (the default keeps 100 finished).
         self.env["TPUEMU_KEEP_FINISHED_JOBS"] = "1000"

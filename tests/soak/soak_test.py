@@ -132,7 +132,7 @@ class SoakTest(unittest.TestCase):
         self.valid_job(reference)
 
         # 3. The coordinator killed; started again with the same arguments it comes back on its port
-        # and the workers register again (job records are lost: durable records are issue 16).
+        # and the workers register again (its job store gives it the records back).
         os.kill(self.processes()[0], signal.SIGKILL)
         r = self.cli("cluster", "restart-coordinator", timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
