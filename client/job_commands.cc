@@ -161,6 +161,13 @@ int Status(const JobOptions& o) {
   if (job->queue_position() > 0) {
     std::printf("queued #%d: waiting for %s\n", job->queue_position(), job->waiting_for().c_str());
   }
+  if (job->checkpoint_step() > 0) {
+    std::printf("checkpoint: after step %d (checkpoint_every: %d)\n", job->checkpoint_step(),
+                job->train().config().checkpoint_every());
+  }
+  if (job->restarts() > 0) {
+    std::printf("resumed %d time(s), the last: %s\n", job->restarts(), WithFlagNames(job->restart_reason()).c_str());
+  }
   view.print_status(*job);
   if (const std::string memory = WorkerMemoryLine(*job); !memory.empty()) std::printf("%s\n", memory.c_str());
   return 0;

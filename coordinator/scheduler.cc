@@ -210,6 +210,10 @@ void Scheduler::JobLoop() {
     lock.lock();
     const std::unique_ptr<Running> ended = std::move(running_);
     if (ended->keep_record) continue;
+    // A lost worker: the job goes on from its latest checkpoint once the
+    // worker is back (the queue waits for the pod to be ready), if it may.
+    // Straight from running to pending: a client following it never sees it fail.
+    if (!summary.ok() && ended->worker_lost && TryRestartLocked(job, summary.status())) continue;
     store_.Update(job.id, [&](JobRecord& r) {
       if (summary.ok()) {
         r.state = JobState::kSucceeded;
@@ -222,18 +226,17 @@ void Scheduler::JobLoop() {
         if (r.error.empty()) r.error = std::string(summary.status().message());
       }
     });
-    // A lost worker: once it is back (the queue waits for the pod to be
-    // ready), the job goes on from its latest checkpoint, if it may.
-    auto failed = store_.Get(job.id);
-    if (ended->worker_lost && failed.ok() && failed->state == JobState::kFailed &&
-        failed->restarts < job.planned->max_restarts()) {
-      if (auto s = ResumeLocked(*failed, absl::StrCat("restart ", failed->restarts + 1, " of ",
-                                                      job.planned->max_restarts(), " (max_restarts)"));
-          !s.ok()) {
-        spdlog::warn("{} could not resume: {}", job.id, std::string(s.message()));
-      }
-    }
   }
+}
+
+bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure) {
+  auto record = store_.Get(job.id);
+  if (!record.ok() || record->restarts >= job.planned->max_restarts()) return false;
+  if (record->error.empty()) record->error = std::string(failure.message());
+  const absl::Status resumed = ResumeLocked(
+      *record, absl::StrCat("restart ", record->restarts + 1, " of ", job.planned->max_restarts(), " (max_restarts)"));
+  if (!resumed.ok()) spdlog::warn("{} could not resume: {}", job.id, std::string(resumed.message()));
+  return resumed.ok();
 }
 
 absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, Cancellation& calls) {

@@ -75,6 +75,9 @@ class Scheduler {
   void CancelLocked(const std::string& id, const std::string& why);
   // Queues job `r` again from its latest checkpoint, `why` recorded as the reason.
   absl::Status ResumeLocked(const JobRecord& r, const std::string& why);
+  // A job that ended with `failure` because a worker was lost: queued again
+  // from its checkpoint if max_restarts allows (true), else left to fail.
+  bool TryRestartLocked(const Queued& job, const absl::Status& failure);
   // Ends the running job now, as a failure (`why` is its error) or a cancel:
   // its calls in flight are cancelled (a stopped worker's would never
   // return) and every worker is told to abort it.

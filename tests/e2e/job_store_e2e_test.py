@@ -235,6 +235,12 @@ class JobStoreTest(Pod):
         killed_worker = self.submit(path)
         after_steps(killed_worker, 12)
         os.kill(self.pids()[2], signal.SIGKILL)
+        # Straight from running to pending: a client following it never sees it fail.
+        seen, deadline = [], time.time() + 30
+        while not seen or seen[-1] != "pending":
+            self.assertLess(time.time(), deadline, f"not queued again within 30 s: {seen}")
+            seen.append(json.loads(self.status_json(killed_worker))["state"])
+        self.assertNotIn("failed", seen)
         r = self.cli("cluster", "restart-worker", "1")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.wait_finished([killed_worker], timeout=300)
