@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/job/kinds.h"
-#include "core/train/job.h"
 #include "spdlog/spdlog.h"
 #include "services/cluster_conv.h"
 #include "services/job_proto.h"
@@ -35,9 +34,9 @@ absl::Status Coordinator::RestoreJobs() {
   // Jobs that may restart by themselves go on from their latest checkpoint,
   // ahead of the queue: they were running.
   for (const JobRecord& r : restored->interrupted) {
-    const TrainSpec* train = r.spec.get<TrainSpec>();
-    if (!train || r.restarts >= train->config.max_restarts) continue;
-    auto resumed = scheduler_.Resume(r.id, absl::StrCat("restart ", r.restarts + 1, " of ", train->config.max_restarts,
+    auto planned = Plan(r.spec);
+    if (!planned.ok() || r.restarts >= (*planned)->max_restarts()) continue;
+    auto resumed = scheduler_.Resume(r.id, absl::StrCat("restart ", r.restarts + 1, " of ", (*planned)->max_restarts(),
                                                         " (max_restarts): the coordinator restarted"));
     if (!resumed.ok()) spdlog::warn("{} could not resume: {}", r.id, std::string(resumed.status().message()));
   }

@@ -33,10 +33,8 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
   std::lock_guard<std::mutex> lock(mu_);
   if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
   if (!registry_.Ready()) {
-    int alive = 0;
-    for (const RegisteredWorker& w : registry_.Workers()) alive += w.alive;
     return absl::FailedPreconditionError(absl::StrCat(
-        "the pod is not ready: ", alive, " of ", hosts_,
+        "the pod is not ready: ", AliveWorkers(), " of ", hosts_,
         " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
         "and `tpuemu cluster up`"));
   }
@@ -155,6 +153,12 @@ int Scheduler::jobs_running() const {
   return running_ ? 1 : 0;
 }
 
+int Scheduler::AliveWorkers() const {
+  int alive = 0;
+  for (const RegisteredWorker& w : registry_.Workers()) alive += w.alive;
+  return alive;
+}
+
 std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == id; });
@@ -164,9 +168,7 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
   if (running_) {
     why = absl::StrCat(running_->id, ", running on the whole pod");
   } else if (!registry_.Ready()) {
-    int alive = 0;
-    for (const RegisteredWorker& w : registry_.Workers()) alive += w.alive;
-    why = absl::StrCat("the pod to be ready (", alive, " of ", hosts_, " workers registered and alive)");
+    why = absl::StrCat("the pod to be ready (", AliveWorkers(), " of ", hosts_, " workers registered and alive)");
   } else {
     why = "nothing: it is starting";
   }

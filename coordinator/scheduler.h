@@ -69,6 +69,8 @@ class Scheduler {
   };
 
   void JobLoop();
+  // Workers registered and alive now, for "not ready" messages.
+  int AliveWorkers() const;
   // A worker that stops heartbeating fails the running job: its calls may
   // hang (a stopped process) rather than fail.
   void WatchWorkersLoop();

@@ -68,13 +68,13 @@ ElementwiseCost ChipWeights::Update(int l, bool in, const LocalTensor& g, int t)
   return cost;
 }
 
-template <class Fn>
-void ChipWeights::ForEachArray(Fn fn) const {
-  for (size_t l = 0; l < owned_.size(); ++l) {
-    if (!owned_[l]) continue;
-    fn(win_[l].data.get(), win_[l].elements());
-    fn(wout_[l].data.get(), wout_[l].elements());
-    for (const auto* moments : {&m_in_[l], &v_in_[l], &m_out_[l], &v_out_[l]}) {
+template <class Self, class Fn>
+void ChipWeights::ForEachArray(Self& self, Fn fn) {
+  for (size_t l = 0; l < self.owned_.size(); ++l) {
+    if (!self.owned_[l]) continue;
+    fn(self.win_[l].data.get(), self.win_[l].elements());
+    fn(self.wout_[l].data.get(), self.wout_[l].elements());
+    for (auto* moments : {&self.m_in_[l], &self.v_in_[l], &self.m_out_[l], &self.v_out_[l]}) {
       fn(moments->data(), static_cast<int64_t>(moments->size()));
     }
   }
@@ -82,7 +82,7 @@ void ChipWeights::ForEachArray(Fn fn) const {
 
 std::string ChipWeights::Save() const {
   std::string out;
-  ForEachArray([&](const float* p, int64_t n) {
+  ForEachArray(*this, [&](const float* p, int64_t n) {
     out.append(reinterpret_cast<const char*>(p), n * sizeof(float));
   });
   return out;
@@ -90,15 +90,15 @@ std::string ChipWeights::Save() const {
 
 absl::Status ChipWeights::Restore(const std::string& state) {
   size_t expected = 0;
-  ForEachArray([&](const float*, int64_t n) { expected += n * sizeof(float); });
+  ForEachArray(*this, [&](const float*, int64_t n) { expected += n * sizeof(float); });
   if (state.size() != expected) {
     return absl::DataLossError(absl::StrCat("the checkpoint holds ", state.size(), " bytes where this chip's shards "
                                             "and moments take ", expected, ": it is another job's, or another mesh's"));
   }
   size_t at = 0;
-  ForEachArray([&](const float* p, int64_t n) {
+  ForEachArray(*this, [&](float* p, int64_t n) {
     // Shards are fresh allocations from Init, not lent to any frame yet.
-    std::memcpy(const_cast<float*>(p), state.data() + at, n * sizeof(float));
+    std::memcpy(p, state.data() + at, n * sizeof(float));
     at += n * sizeof(float);
   });
   return absl::OkStatus();

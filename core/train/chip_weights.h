@@ -46,8 +46,9 @@ class ChipWeights {
  private:
   // Each owned layer's arrays (shards, then moments), in the one order Save
   // and Restore use: fn(first element, elements).
-  template <class Fn>
-  void ForEachArray(Fn fn) const;
+  // (Self: ChipWeights or const ChipWeights, for Restore or Save.)
+  template <class Self, class Fn>
+  static void ForEachArray(Self& self, Fn fn);
 
   TrainConfig c_;
   std::vector<bool> owned_;                                     // by layer

@@ -9,6 +9,17 @@
 #include "core/train/checkpoint.h"
 
 namespace tpuemu {
+namespace {
+
+// The first chip's failure, if any.
+absl::Status FirstError(const std::vector<absl::Status>& chips) {
+  for (const absl::Status& s : chips) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 HostTrainer::HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job,
                          std::shared_ptr<JobAbort> abort, TrainCheckpoints checkpoints)
@@ -47,10 +58,7 @@ absl::Status HostTrainer::Prepare() {
                                 net_.local_chips()[i]);
     restored[i] = state.ok() ? chips_[i]->RestoreState(*state) : state.status();
   });
-  for (const absl::Status& s : restored) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return FirstError(restored);
 }
 
 absl::Status HostTrainer::SaveCheckpoint(int done) {
@@ -59,10 +67,7 @@ absl::Status HostTrainer::SaveCheckpoint(int done) {
     saved[i] = WriteCheckpoint(checkpoints_.dir, JobOfRun(options_.job), done, net_.local_chips()[i], chips_[i]->SaveState(),
                                /*keep_from=*/done - config_.checkpoint_every);
   });
-  for (const absl::Status& s : saved) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return FirstError(saved);
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> HostTrainer::Run(int step) {
