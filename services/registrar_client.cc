@@ -24,6 +24,11 @@ constexpr absl::Duration kMaxHeartbeatDeadline = absl::Seconds(30);
 // again to notice it is back (calls fail at once while the channel waits);
 // 2 s at most keeps a restarted coordinator's pod whole within seconds.
 //
+// A coordinator that comes back may come back at a new address (a
+// re-created pod, a restarted container without its network namespace): a
+// failed connection looks its name up again after 1 s, not gRPC's default
+// 30 s, during which every heartbeat would go to the old address.
+//
 // Each channel gets a connection of its own (no shared subchannel): the
 // heartbeats' TCP connection carries nothing else.
 std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& coordinator) {
@@ -32,6 +37,7 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& coordinator
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
   return grpc::CreateCustomChannel(coordinator, grpc::InsecureChannelCredentials(), args);
 }
 

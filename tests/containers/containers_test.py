@@ -11,6 +11,7 @@ build/ instead of compiled a second time)."""
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -221,6 +222,7 @@ class Kubernetes(Case):
     def play(self, overlay):
         rendered = run("kubectl", "kustomize", os.path.join(ROOT, "deploy/kubernetes/overlays", overlay)).stdout
         self.dir = tempfile.mkdtemp(prefix=f"tpuemu-{overlay}-")
+        self.addCleanup(shutil.rmtree, self.dir, True)  # after the teardown below
         os.chmod(self.dir, 0o755)  # the containers' user (10001) reads job files here
         with open(os.path.join(self.dir, "rendered.yaml"), "w") as f:
             f.write(rendered)
@@ -349,8 +351,13 @@ class KubernetesTest(Kubernetes):
         before = json.loads(self.cli("jobs", "--json").stdout)["jobs"]
         self.assertEqual([j["state"] for j in before], ["succeeded", "failed", "succeeded"])
         kill9_and_start("tpuemu-coordinator-coordinator")
-        wait_until("the pod to be ready after the coordinator's restart",
-                   lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0, timeout=60)
+        restarted = time.time()
+        try:
+            wait_until("the pod to be ready after the coordinator's restart",
+                       lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0, timeout=120)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.diagnosis()}") from None
+        print(f"\ncoordinator killed and started again: ready after {time.time() - restarted:.1f} s", file=sys.stderr)
         self.assertEqual(json.loads(self.cli("jobs", "--json").stdout)["jobs"], before)
 
     def test_jobset_multislice_trains_like_one_device(self):

@@ -6,6 +6,7 @@ Every test gets its own TPUEMU_HOME and stops every process it started."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ DP_JOB = os.path.join(os.path.dirname(__file__), "../../examples/jobs/dp.yaml")
 class Pod(unittest.TestCase):
     def setUp(self):
         self.home = tempfile.mkdtemp(prefix="tpuemu-e2e-")
+        self.addCleanup(shutil.rmtree, self.home, True)  # after tearDown's `cluster down`
         self.env = dict(os.environ, TPUEMU_HOME=self.home)
         self.env.pop("TPUEMU_COORDINATOR", None)
 

@@ -10,6 +10,7 @@ Bounded: the whole run takes under a minute on 2 cores."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,6 +57,7 @@ def rss_kib(pid):
 class SoakTest(unittest.TestCase):
     def setUp(self):
         self.home = tempfile.mkdtemp(prefix="tpuemu-soak-")
+        self.addCleanup(shutil.rmtree, self.home, True)  # cleanups run last first: after `cluster down`
         # The coordinator keeps one finished job's record, so that what it keeps stays the same size
         # from job to job and any other growth shows (it keeps 100 by default, docs/jobs.md).
         self.env = dict(os.environ, TPUEMU_HOME=self.home, TPUEMU_KEEP_FINISHED_JOBS="1")
