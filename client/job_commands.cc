@@ -131,13 +131,13 @@ int List(const JobOptions& o) {
               << "\n";
     return 0;
   }
-  std::printf("%-10s %-10s %-11s %5s %6s  %s\n", "id", "kind", "state", "queue", "steps", "what");
+  std::printf("%-10s %-10s %-11s %5s %-10s %6s  %s\n", "id", "kind", "state", "queue", "on", "steps", "what");
   for (const v1::Job& j : list->jobs()) {
     if (!Shown(o, j)) continue;
     const JobView& view = ViewOf(j);
     const std::string queue = j.queue_position() > 0 ? absl::StrCat("#", j.queue_position()) : "-";
-    std::printf("%-10s %-10s %-11s %5s %6lld  %s\n", j.id().c_str(), view.kind, JobState(j).c_str(), queue.c_str(),
-                static_cast<long long>(StepsDone(j)), view.what(j).c_str());
+    std::printf("%-10s %-10s %-11s %5s %-10s %6lld  %s\n", j.id().c_str(), view.kind, JobState(j).c_str(),
+                queue.c_str(), PlacementText(j).c_str(), static_cast<long long>(StepsDone(j)), view.what(j).c_str());
   }
   if (list->finished_jobs_dropped() > 0) {
     std::printf("(%llu older finished jobs not shown: the coordinator keeps the last %d finished jobs)\n",
@@ -160,6 +160,8 @@ int Status(const JobOptions& o) {
               job->error().empty() ? "" : (": " + WithFlagNames(job->error())).c_str());
   if (job->queue_position() > 0) {
     std::printf("queued #%d: waiting for %s\n", job->queue_position(), job->waiting_for().c_str());
+  } else if (job->started_unix_s() > 0) {
+    std::printf("%s on %s\n", job->state() == v1::JOB_STATE_RUNNING ? "runs" : "ran", PlacementText(*job).c_str());
   }
   if (job->checkpoint_step() > 0) {
     std::printf("checkpoint: after step %d (checkpoint_every: %d)\n", job->checkpoint_step(),

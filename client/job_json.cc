@@ -1,5 +1,6 @@
 #include "client/job_json.h"
 
+#include "absl/strings/str_cat.h"
 #include "client/job_views.h"
 #include "client/worker_memory.h"
 #include "services/flag_names.h"
@@ -137,6 +138,14 @@ std::string HowItEnded(const v1::Job& job) {
   }
 }
 
+std::string PlacementText(const v1::Job& job) {
+  if (job.started_unix_s() <= 0) return "-";
+  const v1::Placement& p = job.placement();
+  if (p.num_slices() == 0) return "whole pod";
+  if (p.num_slices() == 1) return absl::StrCat("slice ", p.first_slice());
+  return absl::StrCat("slices ", p.first_slice(), "-", p.first_slice() + p.num_slices() - 1);
+}
+
 nlohmann::json JobJson(const v1::Job& job) {
   const JobView& view = ViewOf(job);
   nlohmann::json out = {{"id", job.id()},
@@ -144,6 +153,12 @@ nlohmann::json JobJson(const v1::Job& job) {
                         {"state", JobState(job)},
                         {"submitted_unix_s", job.submitted_unix_s()}};
   if (!job.error().empty()) out["error"] = WithFlagNames(job.error());
+  if (job.started_unix_s() > 0) {
+    out["started_unix_s"] = job.started_unix_s();
+    out["placement"] = {{"first_slice", job.placement().first_slice()},
+                        {"num_slices", job.placement().num_slices()},
+                        {"text", PlacementText(job)}};
+  }
   if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();
   if (job.checkpoint_step() > 0) out["checkpoint_step"] = job.checkpoint_step();
   if (job.restarts() > 0) {

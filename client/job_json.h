@@ -19,6 +19,9 @@ void AddTrainJson(const v1::Job& job, nlohmann::json& out);
 nlohmann::json JobJson(const v1::Job& job);
 // "pending" | "running" | "succeeded" | "failed" | "cancelled" | "interrupted"
 std::string JobState(const v1::Job& job);
+// Where the job runs or ran ("slice 1", "slices 0-1", "whole pod"); "-"
+// before it started.
+std::string PlacementText(const v1::Job& job);
 // A job that did not succeed: "was cancelled", "failed: why", "was interrupted: why".
 std::string HowItEnded(const v1::Job& job);
 

@@ -90,7 +90,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo
       store_(options.retention, std::move(db)),
       registry_(topo, PodConfig{options.topology, options.time_scale, {}}, options.heartbeat_timeout,
                 std::move(factory)),
-      scheduler_(store_, registry_, topo.num_hosts(), [this](const JobSpec& spec) { return Plan(spec); }) {}
+      scheduler_(store_, registry_, topo, [this](const JobSpec& spec) { return Plan(spec); }) {}
 
 absl::StatusOr<std::shared_ptr<const PlannedJob>> Coordinator::Plan(const JobSpec& spec) const {
   auto kind = FindJobKind(spec.kind());

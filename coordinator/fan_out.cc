@@ -32,7 +32,7 @@ absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCa
     return first_error.ok() ? absl::CancelledError(absl::StrCat("job-", job.job, " was ended")) : first_error;
   };
   on_every_worker([&](int host, uint64_t incarnation, WorkerInterface& worker) {
-    if (auto s = worker.PrepareJob(incarnation, job.job, *job.spec, calls); !s.ok()) fail(host, s);
+    if (auto s = worker.PrepareJob(incarnation, job.job, *job.spec, job.placement, calls); !s.ok()) fail(host, s);
   });
   if (ended()) return end_status();
   for (int step = job.first_step; step < job.steps; ++step) {

@@ -1,5 +1,6 @@
-// One job's calls to every worker: each prepares its share, all run each
-// step at once, then each checks; the first failure ends the job for all.
+// One job's calls to every worker of its placement: each prepares its share,
+// all run each step at once, then each checks; the first failure ends the
+// job for all.
 #pragma once
 
 #include <cstdint>
@@ -12,12 +13,14 @@
 #include "core/host/chip_result.h"
 #include "core/host/job.h"
 #include "core/host/job_spec.h"
+#include "core/pod/placement.h"
 
 namespace tpuemu {
 
 struct FanOutCalls {
   uint64_t job = 0;  // the job's number, which workers know it by
   const JobSpec* spec = nullptr;
+  Placement placement;  // where it runs: `workers` are its hosts'
   int first_step = 0;  // a resumed job's: the steps before it were done
   int steps = 1;
   // Cancelled when the job is ended: the calls in flight return promptly.

@@ -173,10 +173,10 @@ bool Registry::Ready() const {
   return configured_generation_ == generation_;
 }
 
-std::optional<std::string> Registry::FirstLost() const {
+std::optional<std::string> Registry::FirstLost(int first_host, int end_host) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [host, w] : workers_) {
-    if (!AliveLocked(w)) return absl::StrCat(WorkerNameLocked(host), " was lost: ", LostReasonLocked(w));
+    if (host >= first_host && host < end_host && !AliveLocked(w)) return absl::StrCat(WorkerNameLocked(host), " was lost: ", LostReasonLocked(w));
   }
   return std::nullopt;
 }

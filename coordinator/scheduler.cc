@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "coordinator/fan_out.h"
 #include "core/host/run_number.h"
 #include "core/job/kinds.h"
@@ -10,8 +11,8 @@
 
 namespace tpuemu {
 
-Scheduler::Scheduler(JobStore& store, Registry& registry, int hosts, Planner plan)
-    : store_(store), registry_(registry), hosts_(hosts), plan_(std::move(plan)) {
+Scheduler::Scheduler(JobStore& store, Registry& registry, const Topology& pod, Planner plan)
+    : store_(store), registry_(registry), pod_(pod), plan_(std::move(plan)) {
   watch_thread_ = std::thread([this] { WatchWorkersLoop(); });
   job_thread_ = std::thread([this] { JobLoop(); });
 }
@@ -21,11 +22,17 @@ Scheduler::~Scheduler() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
     // A running job's calls may wait on a stopped worker for good.
-    if (running_) running_->calls->Cancel();
+    for (auto& [_, r] : running_) r->calls->Cancel();
   }
   cv_.notify_all();
   watch_thread_.join();
   job_thread_.join();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return running_.empty(); });
+  std::vector<std::thread> ended;
+  ended.swap(ended_threads_);
+  lock.unlock();
+  for (std::thread& t : ended) t.join();
 }
 
 absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
@@ -34,7 +41,7 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
   if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
   if (!registry_.Ready()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the pod is not ready: ", AliveWorkers(), " of ", hosts_,
+        "the pod is not ready: ", AliveWorkers(), " of ", pod_.num_hosts(),
         " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
         "and `tpuemu cluster up`"));
   }
@@ -111,23 +118,25 @@ void Scheduler::CancelLocked(const std::string& id, const std::string& why) {
       r.state = JobState::kCancelled;
       r.error = why;
     });
-  } else if (running_ && running_->id == id) {
-    EndRunningLocked(why, /*failed=*/false);
+  } else if (auto running = running_.find(id); running != running_.end()) {
+    EndRunningLocked(*running->second, why, /*failed=*/false);
   }
 }
 
-void Scheduler::EndRunningLocked(const std::string& why, bool failed) {
-  if (running_->end_requested) return;
-  running_->end_requested = true;
+void Scheduler::EndRunningLocked(Running& job, const std::string& why, bool failed) {
+  if (job.end_requested) return;
+  job.end_requested = true;
   if (failed) {
-    spdlog::warn("{} failed: {}", running_->id, why);
-    store_.Update(running_->id, [&](JobRecord& r) { r.error = why; });
+    spdlog::warn("{} failed: {}", job.id, why);
+    store_.Update(job.id, [&](JobRecord& r) { r.error = why; });
   } else {
-    running_->cancel_why = why;
+    job.cancel_why = why;
   }
-  running_->calls->Cancel();
+  job.calls->Cancel();
   for (const RegisteredWorker& w : registry_.Workers()) {
-    aborts_.Send(w.host, w.incarnation, w.worker, running_->run, why);
+    if (w.host >= job.first_host && w.host < job.end_host) {
+      aborts_.Send(w.host, w.incarnation, w.worker, job.run, why);
+    }
   }
 }
 
@@ -136,21 +145,21 @@ void Scheduler::Drain(const std::string& why) {
   draining_ = why;
   if (store_.durable()) {
     keep_queue_ = true;
-    if (running_) {
-      running_->keep_record = true;
-      EndRunningLocked(why, /*failed=*/false);
+    for (auto& [_, r] : running_) {
+      r->keep_record = true;
+      EndRunningLocked(*r, why, /*failed=*/false);
     }
     return;
   }
   std::vector<std::string> ids;
   for (const Queued& q : queue_) ids.push_back(q.id);
-  if (running_) ids.push_back(running_->id);
+  for (const auto& [id, _] : running_) ids.push_back(id);
   for (const std::string& id : ids) CancelLocked(id, why);
 }
 
 int Scheduler::jobs_running() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return running_ ? 1 : 0;
+  return static_cast<int>(running_.size());
 }
 
 int Scheduler::AliveWorkers() const {
@@ -164,11 +173,17 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
   auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == id; });
   if (it == queue_.end()) return {0, ""};
   const int position = static_cast<int>(it - queue_.begin()) + 1;
+  // What the first in the queue waits for; those behind it wait for it too.
   std::string why;
-  if (running_) {
-    why = absl::StrCat(running_->id, ", running on the whole pod");
-  } else if (!registry_.Ready()) {
-    why = absl::StrCat("the pod to be ready (", AliveWorkers(), " of ", hosts_, " workers registered and alive)");
+  if (!registry_.Ready()) {
+    why = absl::StrCat("the pod to be ready (", AliveWorkers(), " of ", pod_.num_hosts(),
+                       " workers registered and alive)");
+  } else if (!running_.empty()) {
+    const int wanted = queue_.front().planned->slices();
+    why = wanted == 0 ? std::string("the whole pod") : absl::StrCat(wanted, " free slice(s) of ", pod_.slices());
+    std::vector<std::string> held;
+    for (const auto& [job, r] : running_) held.push_back(absl::StrCat(job, " on ", DescribePlacement(r->placement)));
+    absl::StrAppend(&why, ", while ", absl::StrJoin(held, " and "), (held.size() > 1 ? " run" : " runs"));
   } else {
     why = "nothing: it is starting";
   }
@@ -182,53 +197,103 @@ void Scheduler::WatchWorkersLoop() {
   while (!stop_) {
     cv_.wait_for(lock, std::chrono::milliseconds(200));
     if (stop_) return;
-    if (!running_) continue;
-    if (auto lost = registry_.FirstLost()) {
-      running_->worker_lost = true;
-      EndRunningLocked(*lost, /*failed=*/true);
+    for (auto& [_, r] : running_) {
+      if (auto lost = registry_.FirstLost(r->first_host, r->end_host)) {
+        r->worker_lost = true;
+        EndRunningLocked(*r, *lost, /*failed=*/true);
+      }
     }
   }
+}
+
+std::optional<Placement> Scheduler::FreePlacementLocked(const Queued& job) const {
+  std::vector<bool> busy(pod_.slices(), false);
+  for (const auto& [_, r] : running_) {
+    const int first = r->placement.whole_pod() ? 0 : r->placement.first_slice;
+    const int n = r->placement.whole_pod() ? pod_.slices() : r->placement.num_slices;
+    for (int s = first; s < first + n; ++s) busy[s] = true;
+  }
+  const int wanted = job.planned->slices();
+  if (wanted == 0 || wanted >= pod_.slices()) {
+    if (std::find(busy.begin(), busy.end(), true) != busy.end()) return std::nullopt;
+    return Placement{};
+  }
+  // The lowest run of `wanted` free slices: its chips keep their ids' order.
+  for (int first = 0; first + wanted <= pod_.slices(); ++first) {
+    if (std::find(busy.begin() + first, busy.begin() + first + wanted, true) == busy.begin() + first + wanted) {
+      return Placement{first, wanted};
+    }
+  }
+  return std::nullopt;
 }
 
 void Scheduler::JobLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    // A job starts once every worker is alive and configured: after a worker
-    // is lost the queue waits for it to come back (or be replaced) rather
-    // than fail job after job. Liveness lapses without a notify: look again
-    // every tick.
-    while (!stop_ && (queue_.empty() || !registry_.Ready() || keep_queue_)) {
+    // A job starts once every worker is alive and configured (after a
+    // worker is lost the queue waits for it to come back, or be replaced,
+    // rather than fail job after job) and its slices are free. Liveness
+    // lapses without a notify: look again every tick.
+    std::optional<Placement> placement;
+    while (!stop_ && (queue_.empty() || !registry_.Ready() || keep_queue_ ||
+                      !(placement = FreePlacementLocked(queue_.front())))) {
       cv_.wait_for(lock, std::chrono::milliseconds(200));
     }
-    if (stop_) return;
-    const Queued job = std::move(queue_.front());
+    std::vector<std::thread> ended;
+    ended.swap(ended_threads_);
+    if (stop_) {
+      ended_threads_.swap(ended);  // the destructor joins them
+      return;
+    }
+    Queued job = std::move(queue_.front());
     queue_.pop_front();
-    running_ = std::make_unique<Running>(
-        Running{.id = job.id, .run = RunNumber(job.number, job.attempt), .calls = std::make_shared<Cancellation>()});
-    store_.Update(job.id, [](JobRecord& r) { r.state = JobState::kRunning; });
-    const std::shared_ptr<Cancellation> calls = running_->calls;
-    lock.unlock();
-    absl::StatusOr<JobReport> summary = Run(job, *calls);
-    lock.lock();
-    const std::unique_ptr<Running> ended = std::move(running_);
-    if (ended->keep_record) continue;
-    // A lost worker: the job goes on from its latest checkpoint once the
-    // worker is back (the queue waits for the pod to be ready), if it may.
-    // Straight from running to pending: a client following it never sees it fail.
-    if (!summary.ok() && ended->worker_lost && TryRestartLocked(job, summary.status())) continue;
+    auto running = std::make_unique<Running>(Running{
+        .id = job.id,
+        .run = RunNumber(job.number, job.attempt),
+        .placement = *placement,
+        .first_host = FirstHost(pod_, *placement),
+        .end_host = FirstHost(pod_, *placement) + PlacedHosts(pod_, *placement),
+        .calls = std::make_shared<Cancellation>()});
     store_.Update(job.id, [&](JobRecord& r) {
-      if (summary.ok()) {
-        r.state = JobState::kSucceeded;
-        if (summary->has_value()) r.summary = *std::move(summary);
-      } else if (ended->end_requested && r.error.empty()) {
-        r.state = JobState::kCancelled;
-        r.error = ended->cancel_why;
-      } else {
-        r.state = JobState::kFailed;
-        if (r.error.empty()) r.error = std::string(summary.status().message());
-      }
+      r.state = JobState::kRunning;
+      r.placement = *placement;
+      r.started_unix_s = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
     });
+    Running* r = running.get();
+    running_[job.id] = std::move(running);
+    // Under the lock: the thread takes it before it ends, so `thread` is
+    // set by then.
+    r->thread = std::thread([this, job = std::move(job), r] { RunJobThread(job, r); });
+    lock.unlock();
+    for (std::thread& t : ended) t.join();
+    lock.lock();
   }
+}
+
+void Scheduler::RunJobThread(const Queued& job, Running* running) {
+  absl::StatusOr<JobReport> summary = Run(job, *running);
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::unique_ptr<Running> ended = std::move(running_.at(job.id));
+  running_.erase(job.id);
+  ended_threads_.push_back(std::move(ended->thread));
+  cv_.notify_all();
+  if (ended->keep_record) return;
+  // A lost worker: the job goes on from its latest checkpoint once the
+  // worker is back (the queue waits for the pod to be ready), if it may.
+  // Straight from running to pending: a client following it never sees it fail.
+  if (!summary.ok() && ended->worker_lost && TryRestartLocked(job, summary.status())) return;
+  store_.Update(job.id, [&](JobRecord& r) {
+    if (summary.ok()) {
+      r.state = JobState::kSucceeded;
+      if (summary->has_value()) r.summary = *std::move(summary);
+    } else if (ended->end_requested && r.error.empty()) {
+      r.state = JobState::kCancelled;
+      r.error = ended->cancel_why;
+    } else {
+      r.state = JobState::kFailed;
+      if (r.error.empty()) r.error = std::string(summary.status().message());
+    }
+  });
 }
 
 bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure) {
@@ -241,7 +306,7 @@ bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure)
   return resumed.ok();
 }
 
-absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, Cancellation& calls) {
+absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& running) {
   // What the job will hold (training: per chip), published before the first step.
   if (JobReport preview = job.planned->Preview(); preview.has_value()) {
     store_.Update(job.id, [&](JobRecord& r) { r.summary = preview; });
@@ -250,11 +315,12 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, Cancellation& calls)
   std::vector<ChipRunResult> last;
   double traced_until_s = 0;  // where the next step's spans start
   FanOutCalls fan;
-  fan.job = RunNumber(job.number, job.attempt);
+  fan.job = running.run;
   fan.spec = &job.spec;
+  fan.placement = running.placement;
   fan.first_step = job.planned->first_step();
   fan.steps = job.planned->steps();
-  fan.calls = &calls;
+  fan.calls = running.calls.get();
   fan.on_step = [&](int step, std::vector<ChipRunResult>&& chips) {
     last = std::move(chips);
     return PublishStep(job, step, last, traced_until_s);
@@ -262,7 +328,11 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, Cancellation& calls)
   fan.on_failure = [&](int host, const absl::Status& failure) { return WorkerFailed(job, host, failure); };
   std::vector<ChipCheck> checks;
   std::vector<HostMemoryUse> memory;
-  if (auto s = FanOut(registry_.Workers(), fan, checks, memory); !s.ok()) return s;
+  std::vector<RegisteredWorker> workers;
+  for (const RegisteredWorker& w : registry_.Workers()) {
+    if (w.host >= running.first_host && w.host < running.end_host) workers.push_back(w);
+  }
+  if (auto s = FanOut(workers, fan, checks, memory); !s.ok()) return s;
   store_.Update(job.id, [&](JobRecord& r) { r.worker_memory = std::move(memory); });
   return job.planned->Summarize(last, checks);
 }
@@ -281,13 +351,14 @@ absl::Status Scheduler::PublishStep(const Queued& job, int step, const std::vect
   // Every worker ran the step, so every host wrote its chips' checkpoint.
   if (job.planned->CheckpointAfter(step)) store_.Update(job.id, [&](JobRecord& r) { r.checkpoint_step = step + 1; });
   std::lock_guard<std::mutex> lock(mu_);
-  if (running_->end_requested) return absl::CancelledError("cancelled by the user");
+  if (running_.at(job.id)->end_requested) return absl::CancelledError("cancelled by the user");
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::WorkerFailed(const Queued& job, int host, const absl::Status& failure) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (running_->calls->cancelled()) {
+  Running& running = *running_.at(job.id);
+  if (running.calls->cancelled()) {
     // Cut short because the job was ended (a worker lost, a cancel): not this worker's failure.
     return absl::CancelledError(absl::StrCat(job.id, " was ended"));
   }
@@ -296,12 +367,12 @@ absl::Status Scheduler::WorkerFailed(const Queued& job, int host, const absl::St
     // Count it as gone now rather than after its heartbeats lapse.
     const std::string because = absl::StrCat("the connection to it was reset or closed (", failure.message(), ")");
     registry_.MarkLost(host, because);
-    running_->worker_lost = true;
+    running.worker_lost = true;
     error = absl::UnavailableError(absl::StrCat(registry_.WorkerName(host), " was lost: ", because));
   } else {
     error = absl::Status(failure.code(), absl::StrCat(registry_.WorkerName(host), " failed: ", failure.message()));
   }
-  EndRunningLocked(std::string(error.message()), /*failed=*/true);
+  EndRunningLocked(running, std::string(error.message()), /*failed=*/true);
   return error;
 }
 

@@ -1,15 +1,21 @@
-// Which job runs when: a queue of checked and planned jobs, run one at a time
-// on the whole pod once every worker is alive and configured, fanned out
-// over the worker contract (fan_out.h). It ends the running job when a worker
-// is lost, the user cancels it or the coordinator drains, and records every
-// change in the job store.
+// Which job runs when and where: a queue of checked and planned jobs, each
+// placed on whole slices of the pod (as many as it asks for, the lowest free
+// ones; the whole pod unless it asks for fewer), all or none of them (gang
+// scheduling), strictly in queue order: a job that does not fit yet holds
+// back those behind it, so a large job is never starved by small ones. Jobs
+// on disjoint slices run at the same time, each fanned out over the worker
+// contract (fan_out.h) to its own hosts. It ends a running job when one of
+// its workers is lost, the user cancels it or the coordinator drains, and
+// records every change in the job store.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -18,6 +24,7 @@
 #include "coordinator/registry.h"
 #include "core/base/cancellation.h"
 #include "core/host/job_kind.h"
+#include "core/pod/placement.h"
 
 namespace tpuemu {
 
@@ -25,9 +32,8 @@ class Scheduler {
  public:
   // Plans a spec on the pod (a resumed job's, again).
   using Planner = std::function<absl::StatusOr<std::shared_ptr<const PlannedJob>>(const JobSpec&)>;
-  // `hosts`: how many places the pod has, for errors.
-  Scheduler(JobStore& store, Registry& registry, int hosts, Planner plan);
-  // Stops taking jobs; the running job's calls are cancelled.
+  Scheduler(JobStore& store, Registry& registry, const Topology& pod, Planner plan);
+  // Stops taking jobs; the running jobs' calls are cancelled.
   ~Scheduler();
 
   // Queues a job of `kind` planned as `planned` (checked already).
@@ -40,9 +46,9 @@ class Scheduler {
   // the start if it has none), `why` kept as its restart_reason: `tpuemu resume`.
   absl::StatusOr<JobRecord> Resume(const std::string& id, const std::string& why);
   // Stops taking jobs (SIGTERM). With a durable store the queue stays as it
-  // is and the running job is stopped with its record left running, so that
-  // the next coordinator on the store interrupts or resumes it as after a
-  // crash; without one, the queued and running jobs are cancelled.
+  // is and the running jobs are stopped with their records left running, so
+  // that the next coordinator on the store interrupts or resumes them as
+  // after a crash; without one, the queued and running jobs are cancelled.
   void Drain(const std::string& why);
   int jobs_running() const;
   // A queued job's place (1: the next to start) and what it waits for;
@@ -61,18 +67,26 @@ class Scheduler {
   struct Running {
     std::string id;
     uint64_t run = 0;  // the number workers know this attempt by (core/host/run_number.h)
+    Placement placement;
+    int first_host = 0, end_host = 0;  // its hosts: [first_host, end_host)
     bool end_requested = false;
     bool worker_lost = false;  // it ended because a worker was lost: max_restarts may resume it
     bool keep_record = false;  // stopped by a durable drain: its record stays as it was
     std::string cancel_why;  // a cancelled job: the reason it ends with
     std::shared_ptr<Cancellation> calls;  // its calls to workers
+    std::thread thread;  // runs it
   };
 
+  // Starts queued jobs as they fit, in order.
   void JobLoop();
+  // Where the queue's first job would run now, if it fits.
+  std::optional<Placement> FreePlacementLocked(const Queued& job) const;
+  // Runs `job` on its placement, then records how it ended.
+  void RunJobThread(const Queued& job, Running* running);
   // Workers registered and alive now, for "not ready" messages.
   int AliveWorkers() const;
-  // A worker that stops heartbeating fails the running job: its calls may
-  // hang (a stopped process) rather than fail.
+  // A worker that stops heartbeating fails the job running on it: its calls
+  // may hang (a stopped process) rather than fail.
   void WatchWorkersLoop();
   void CancelLocked(const std::string& id, const std::string& why);
   // Queues job `r` again from its latest checkpoint, `why` recorded as the reason.
@@ -80,12 +94,12 @@ class Scheduler {
   // A job that ended with `failure` because a worker was lost: queued again
   // from its checkpoint if max_restarts allows (true), else left to fail.
   bool TryRestartLocked(const Queued& job, const absl::Status& failure);
-  // Ends the running job now, as a failure (`why` is its error) or a cancel:
+  // Ends a running job now, as a failure (`why` is its error) or a cancel:
   // its calls in flight are cancelled (a stopped worker's would never
-  // return) and every worker is told to abort it.
-  void EndRunningLocked(const std::string& why, bool failed);
+  // return) and each of its workers is told to abort it.
+  void EndRunningLocked(Running& job, const std::string& why, bool failed);
   // Runs outside the lock, whatever its kind; returns its summary.
-  absl::StatusOr<JobReport> Run(const Queued& job, Cancellation& calls);
+  absl::StatusOr<JobReport> Run(const Queued& job, const Running& running);
   // Publishes a finished step at once, so that `watch` sees it: its figures
   // and trace spans, if the kind has them.
   absl::Status PublishStep(const Queued& job, int step, const std::vector<ChipRunResult>& chips,
@@ -95,12 +109,13 @@ class Scheduler {
 
   JobStore& store_;
   Registry& registry_;
-  const int hosts_;
+  const Topology pod_;
   const Planner plan_;
   mutable std::mutex mu_;  // taken before store_'s and registry_'s own
   std::condition_variable cv_;
   std::deque<Queued> queue_;
-  std::unique_ptr<Running> running_;
+  std::map<std::string, std::unique_ptr<Running>> running_;  // by id
+  std::vector<std::thread> ended_threads_;  // of jobs that ended, to join
   bool stop_ = false;
   std::string draining_;  // why new jobs are refused, once shutting down
   bool keep_queue_ = false;  // a durable drain: nothing more starts, the queue stays recorded

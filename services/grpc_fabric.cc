@@ -22,11 +22,31 @@ GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::str
 
 GrpcFabric::~GrpcFabric() { Disconnect(); }
 
+void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [host, address] : host_addresses) {
+    auto known = addresses_.find(host);
+    if (known != addresses_.end() && known->second == address) continue;
+    addresses_[host] = address;
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      if (topo_.HostOf(it->first.second) != host) {
+        ++it;
+        continue;
+      }
+      it->second->context.TryCancel();
+      retired_.push_back(std::move(it->second));
+      it = streams_.erase(it);
+    }
+  }
+}
+
 void GrpcFabric::Disconnect() {
   std::map<std::pair<int, int>, std::unique_ptr<PeerStream>> closing;
+  std::vector<std::unique_ptr<PeerStream>> retired;
   {
     std::lock_guard<std::mutex> lock(mu_);
     closing.swap(streams_);
+    retired.swap(retired_);
   }
   // Cancelled, not finished: a finish waits for the peer's handler to answer,
   // and a peer that is itself reconfiguring (or gone) may not for a long time;
@@ -92,12 +112,13 @@ absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_c
 }
 
 absl::Status GrpcFabric::Deliver(Frame&& frame) {
-  const int dst = frame.header.dst_chip;
+  // Routed by the pod's chip ids (a placed job's own ids are offset).
+  const int dst = frame.header.dst_chip + frame.header.chip_base;
   if (topo_.HostOf(dst) == my_host_) {
     local_->Put(std::move(frame));
     return absl::OkStatus();
   }
-  auto stream = StreamFor(frame.header.src_chip, dst);
+  auto stream = StreamFor(frame.header.src_chip + frame.header.chip_base, dst);
   if (!stream.ok()) return stream.status();
   PeerStream* s = *stream;
   // Only the link's own sender thread writes to its stream.

@@ -20,6 +20,7 @@ class GrpcFabric : public HostFabric {
   absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips) override;
   absl::Status Deliver(Frame&& frame) override;
   void Disconnect() override;
+  void UpdatePeers(const std::map<int, std::string>& host_addresses) override;
 
  private:
   struct PeerStream;
@@ -31,6 +32,9 @@ class GrpcFabric : public HostFabric {
   Mailbox* local_ = nullptr;
   std::mutex mu_;
   std::map<std::pair<int, int>, std::unique_ptr<PeerStream>> streams_;
+  // Streams to hosts that moved, cancelled: kept until the fabric is idle
+  // (Disconnect) or gone, as a job's sender may still hold one.
+  std::vector<std::unique_ptr<PeerStream>> retired_;
 };
 
 // A worker's fabric for each pod configuration: to the addresses it lists.

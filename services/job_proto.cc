@@ -91,6 +91,8 @@ absl::StatusOr<JobRecord> RecordFromProto(const v1::Job& job, uint64_t number) {
   record.checkpoint_step = job.checkpoint_step();
   record.restarts = job.restarts();
   record.restart_reason = job.restart_reason();
+  record.placement = {job.placement().first_slice(), job.placement().num_slices()};
+  record.started_unix_s = job.started_unix_s();
   return record;
 }
 
@@ -124,6 +126,11 @@ v1::Job ToProto(const JobRecord& record) {
   job.set_checkpoint_step(record.checkpoint_step);
   job.set_restarts(record.restarts);
   job.set_restart_reason(record.restart_reason);
+  if (record.started_unix_s > 0) {
+    job.mutable_placement()->set_first_slice(record.placement.first_slice);
+    job.mutable_placement()->set_num_slices(record.placement.num_slices);
+    job.set_started_unix_s(record.started_unix_s);
+  }
   return job;
 }
 

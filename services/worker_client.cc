@@ -49,11 +49,15 @@ class GrpcWorkerClient : public WorkerInterface {
     return FromGrpcStatus(stub_->Configure(&ctx, req, &resp), Context());
   }
 
-  absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override {
+  absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
+                          Cancellation& cancel) override {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
+    v1::RunJobRequest req = Request(incarnation, job, spec);
+    req.mutable_placement()->set_first_slice(placement.first_slice);
+    req.mutable_placement()->set_num_slices(placement.num_slices);
     v1::PrepareJobResponse resp;
-    return FromGrpcStatus(stub_->PrepareJob(&ctx, Request(incarnation, job, spec), &resp), Context());
+    return FromGrpcStatus(stub_->PrepareJob(&ctx, req, &resp), Context());
   }
 
   absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,

@@ -45,7 +45,8 @@ grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJo
     auto spec = JobSpecFromProto(*req);
     if (!spec.ok()) return ToGrpcStatus(spec.status());
     Cancellation never;
-    return ToGrpcStatus(worker_->PrepareJob(req->incarnation(), req->job(), *spec, never));
+    const Placement placement{req->placement().first_slice(), req->placement().num_slices()};
+    return ToGrpcStatus(worker_->PrepareJob(req->incarnation(), req->job(), *spec, placement, never));
   });
 }
 

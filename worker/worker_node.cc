@@ -15,6 +15,11 @@ namespace {
 // may be before the answer has reached the worker.
 constexpr auto kRegistrationAnswerWait = std::chrono::seconds(2);
 
+bool SamePod(const TopologyRequest& a, const TopologyRequest& b) {
+  return a.topology == b.topology && a.slices == b.slices && a.chips_per_host == b.chips_per_host &&
+         a.wraparound == b.wraparound;
+}
+
 }  // namespace
 
 void WorkerNode::AwaitRegistration() {
@@ -57,6 +62,14 @@ std::shared_ptr<WorkerNode::Pod> WorkerNode::pod() {
 absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
   auto topo = Topology::Create(config.topology);
   if (!topo.ok()) return topo.status();
+  // The same pod with a worker back at a new address (the coordinator tells
+  // every worker when one registers again): only the links to it change, so
+  // that jobs on other slices run on untouched.
+  if (std::shared_ptr<Pod> p = pod(); p && SamePod(p->topo.request(), config.topology) &&
+                                      p->net->time_scale() == config.time_scale) {
+    p->fabric->UpdatePeers(config.host_addresses);
+    return absl::OkStatus();
+  }
   std::unique_lock<std::mutex> run_lock(run_mu_, std::try_to_lock);
   if (!run_lock.owns_lock()) {
     return absl::FailedPreconditionError("worker is running a job; configure it when idle");
@@ -91,13 +104,13 @@ absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
   return absl::OkStatus();
 }
 
-absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec) {
+absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec, const Placement& placement) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return absl::FailedPreconditionError("worker is not configured yet; wait for the pod to be ready");
-  // The coordinator runs its jobs one at a time, in order: an earlier job
-  // still here is one it gave up on without this worker hearing the abort
-  // (the process was stopped, say). Its chips would hold this host until
-  // their receives time out.
+  // The coordinator runs one job at a time on each host, in order: an
+  // earlier job still here is one it gave up on without this worker hearing
+  // the abort (the process was stopped, say). Its chips would hold this host
+  // until their receives time out. (Jobs on other hosts never come here.)
   std::map<uint64_t, PreparedJob> superseded;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -119,13 +132,33 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec) {
   RunOptions options;
   options.job = job;
   options.checkpoint_dir = checkpoint_dir_;
-  auto planned = PlanJob(spec, p->topo, p->net->time_scale());
+  HostNetwork* net = p->net.get();
+  std::shared_ptr<PlacedNetwork> placed;
+  if (!placement.whole_pod()) {
+    int host;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      host = host_;
+    }
+    auto made = PlacedNetwork::Create(p->topo, placement, host, net->time_scale(), p->fabric.get(), &net->mailbox());
+    if (!made.ok()) return made.status();
+    placed = *std::move(made);
+    net = &placed->net();
+  }
+  // Planned on the pod it runs on: the whole pod, or its placement's part.
+  auto planned = PlanJob(spec, net->topology(), net->time_scale());
   if (!planned.ok()) return planned.status();
-  auto host = (*planned)->MakeHostJob(*p->net, options);
+  auto host = (*planned)->MakeHostJob(*net, options);
   if (!host.ok()) return host.status();
   if (auto s = (*host)->Prepare(); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_[job] = PreparedJob{std::shared_ptr<HostJob>(*std::move(host)), options.abort, resident_before, std::move(hold)};
+  // The links a job sends on (a placed job's own, on the pod's fabric and
+  // mailbox) live as long as it does, even past a reconfiguration.
+  std::shared_ptr<HostJob> shared((*host).release(), [placed, p](HostJob* h) mutable {
+    delete h;
+    placed.reset();  // before the pod it sends through
+  });
+  jobs_[job] = PreparedJob{std::move(shared), options.abort, resident_before, std::move(hold)};
   return absl::OkStatus();
 }
 
@@ -208,9 +241,10 @@ absl::Status WorkerNode::Configure(uint64_t incarnation, const PodConfig& config
   return ConfigurePod(config);
 }
 
-absl::Status WorkerNode::PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation&) {
+absl::Status WorkerNode::PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
+                                   Cancellation&) {
   if (auto s = CheckIncarnation(incarnation, "PrepareJob"); !s.ok()) return s;
-  return Prepare(job, spec);
+  return Prepare(job, spec, placement);
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnation, uint64_t job, int step,

@@ -14,6 +14,7 @@
 #include "core/cluster/worker_interface.h"
 #include "core/host/job_kind.h"
 #include "core/wire/host_network.h"
+#include "core/wire/placed_network.h"
 
 namespace tpuemu {
 
@@ -32,7 +33,8 @@ class WorkerNode : public WorkerInterface {
   // The calls do the work themselves: a job's calls end when the job is
   // aborted, not when `cancel` is; timeouts do not apply.
   absl::Status Configure(uint64_t incarnation, const PodConfig& config) override;
-  absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override;
+  absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
+                          Cancellation& cancel) override;
   absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                     Cancellation& cancel) override;
   absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
@@ -63,7 +65,7 @@ class WorkerNode : public WorkerInterface {
   // call for the refusal.
   absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call);
   absl::Status ConfigurePod(const PodConfig& config);
-  absl::Status Prepare(uint64_t job, const JobSpec& spec);
+  absl::Status Prepare(uint64_t job, const JobSpec& spec, const Placement& placement);
   absl::StatusOr<std::vector<ChipRunResult>> Run(uint64_t job, int step);
   absl::StatusOr<HostCheck> Check(uint64_t job);
   void AbortJob(uint64_t job, const std::string& reason);

@@ -22,7 +22,8 @@ class InMemoryFabric::End : public HostFabric {
   }
 
   absl::Status Deliver(Frame&& frame) override {
-    return fabric_->Deliver(topo_.HostOf(frame.header.dst_chip), std::move(frame));
+    // Routed by the pod's chip ids (a placed job's own ids are offset).
+    return fabric_->Deliver(topo_.HostOf(frame.header.dst_chip + frame.header.chip_base), std::move(frame));
   }
 
  private:

@@ -17,6 +17,7 @@
 #include "core/host/chip_result.h"
 #include "core/host/job.h"
 #include "core/host/job_kind.h"
+#include "core/pod/placement.h"
 #include "core/pod/pod_config.h"
 
 namespace tpuemu {
@@ -49,7 +50,10 @@ class WorkerInterface {
  public:
   virtual ~WorkerInterface() = default;
   virtual absl::Status Configure(uint64_t incarnation, const PodConfig& config) = 0;
-  virtual absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) = 0;
+  // The job runs on `placement`'s chips, named by its own ids (the whole pod
+  // by default); only the workers of its hosts are called.
+  virtual absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
+                                  Cancellation& cancel) = 0;
   // Runs a step of a prepared job (one not prepared, or aborted since,
   // fails); only training has steps past 0.
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,

@@ -40,6 +40,10 @@ class PlannedJob {
   virtual bool CheckpointAfter(int step) const { return false; }
   // How many times the job resumes by itself after a lost worker.
   virtual int max_restarts() const { return 0; }
+  // How many of the pod's slices the job runs on, when fewer than all (0:
+  // the whole pod). Such a job was planned on PlacedTopology(pod, slices()):
+  // its chips and hosts are named by its own ids.
+  virtual int slices() const { return 0; }
   // One host's share, to prepare, run steps() times, then check.
   virtual absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const = 0;
   // What the job's record shows before its first step (training: its mesh

@@ -19,6 +19,9 @@ absl::Status InProcessPod::Deliver(Frame&& frame) {
 absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec) {
   auto planned = PlanJob(spec, topo_, net_->time_scale());
   if (!planned.ok()) return planned.status();
+  if ((*planned)->slices() != 0) {
+    return absl::InvalidArgumentError("this in-process pod runs jobs on all of its slices; make it as large as the job");
+  }
   RunOptions options;
   options.job = next_job_++;
   auto host = (*planned)->MakeHostJob(*net_, options);

@@ -11,6 +11,7 @@
 
 #include "core/host/job_kind.h"
 #include "core/host/job_spec.h"
+#include "core/pod/placement.h"
 
 namespace tpuemu {
 
@@ -46,6 +47,9 @@ struct JobRecord {
   int checkpoint_step = 0;
   int restarts = 0;
   std::string restart_reason;
+  // Where it runs, and when it last started (0: not yet).
+  Placement placement;
+  double started_unix_s = 0;
 };
 
 }  // namespace tpuemu

@@ -271,7 +271,7 @@ const std::vector<TrainKey>& TrainKeys() {
   static const std::vector<TrainKey> keys = {
       {"name", "string", "job", "a label for the job"},
       {"topology", "string", "(the pod's)", "CHIP:SHAPE the job was written for; must match the pod's"},
-      {"num_slices", "int", "(all)", "slices the job runs on; must be the pod's slice count"},
+      {"num_slices", "int", "(all)", "slices the job runs on, at most the pod's; fewer leave the rest to other jobs"},
       {"ici_data_parallelism", "int", "1", "data-parallel ways inside a slice (-1: fill in)"},
       {"ici_fsdp_parallelism", "int", "-1", "FSDP (ZeRO-3) ways inside a slice (-1: fill in)"},
       {"ici_tensor_parallelism", "int", "1", "tensor-parallel (Megatron) ways inside a slice (-1: fill in)"},
@@ -414,7 +414,7 @@ absl::Status ResolveMesh(TrainConfig& c, const Topology& topo) {
   if (c.num_slices == 0) c.num_slices = topo.slices();
   if (c.num_slices != topo.slices()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": num_slices: ", c.num_slices, ", but the pod has ",
-                                                   topo.slices(), " slice(s); a job runs on all of them"));
+                                                   topo.slices(), " slice(s); a job runs on at most all of them"));
   }
   if (auto s = Resolve(c.ici, topo.chips_per_slice(), "ici", "the chips per slice", source); !s.ok()) return s;
   if (auto s = Resolve(c.dcn, c.num_slices, "dcn", "the number of slices", source); !s.ok()) return s;

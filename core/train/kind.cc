@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/pod/placement.h"
 #include "core/train/checkpoint.h"
 #include "core/train/host.h"
 #include "core/train/job.h"
@@ -13,12 +14,14 @@ namespace {
 
 class PlannedTraining : public PlannedJob {
  public:
-  PlannedTraining(TrainJob job, const Topology& topo) : job_(std::move(job)), topo_(topo) {}
+  PlannedTraining(TrainJob job, const Topology& topo, int slices)
+      : job_(std::move(job)), topo_(topo), slices_(slices) {}
 
   int steps() const override { return job_.config.steps; }
   int first_step() const override { return job_.resume_step; }
   bool CheckpointAfter(int step) const override { return CheckpointDue(job_.config, step); }
   int max_restarts() const override { return job_.config.max_restarts; }
+  int slices() const override { return slices_; }
 
   absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const override {
     if (job_.config.checkpoint_every > 0 && options.checkpoint_dir.empty()) {
@@ -49,7 +52,8 @@ class PlannedTraining : public PlannedJob {
 
  private:
   const TrainJob job_;
-  const Topology topo_;
+  const Topology topo_;  // the job's own: the pod's, or the part of it the job runs on
+  const int slices_;
 };
 
 class TrainKind : public JobKind {
@@ -59,9 +63,20 @@ class TrainKind : public JobKind {
 
   absl::StatusOr<std::unique_ptr<PlannedJob>> Plan(const JobSpec& spec, const Topology& topo,
                                                    double time_scale) const override {
-    auto job = PlanTrainJob(*spec.get<TrainSpec>(), topo, time_scale);
+    const TrainSpec& train = *spec.get<TrainSpec>();
+    // `num_slices` fewer than the pod's: the job runs on that many of its
+    // slices, and is planned on them alone.
+    const int slices = train.config.num_slices;
+    if (slices > 0 && slices < topo.slices()) {
+      auto placed = PlacedTopology(topo, slices);
+      if (!placed.ok()) return placed.status();
+      auto job = PlanTrainJob(train, *placed, time_scale);
+      if (!job.ok()) return job.status();
+      return std::make_unique<PlannedTraining>(*std::move(job), *placed, slices);
+    }
+    auto job = PlanTrainJob(train, topo, time_scale);
     if (!job.ok()) return job.status();
-    return std::make_unique<PlannedTraining>(*std::move(job), topo);
+    return std::make_unique<PlannedTraining>(*std::move(job), topo, 0);
   }
 
   absl::StatusOr<JobSpec> Resumed(const JobSpec& spec, int done) const override {

@@ -56,6 +56,10 @@ struct FrameHeader {
   // plus the hop latency). 0 when unpaced.
   int64_t sent_at_ns = 0;
   int64_t due_at_ns = 0;
+  // A job placed on part of the pod (core/pod/placement.h) names its chips by
+  // its own ids; the pod's ids are these plus chip_base, which is what the
+  // fabric routes by. Mailboxes key frames by the job's own ids.
+  int32_t chip_base = 0;
 };
 
 // Bytes somebody else owns, lent in place: `keep` holds them alive.

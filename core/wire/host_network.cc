@@ -4,8 +4,12 @@
 
 namespace tpuemu {
 
-HostNetwork::HostNetwork(const Topology& topo, std::vector<int> local_chips, double time_scale, Fabric* fabric)
-    : topo_(topo), local_chips_(std::move(local_chips)), time_scale_(time_scale) {
+HostNetwork::HostNetwork(const Topology& topo, std::vector<int> local_chips, double time_scale, Fabric* fabric,
+                         Mailbox* shared_mailbox)
+    : topo_(topo),
+      local_chips_(std::move(local_chips)),
+      time_scale_(time_scale),
+      mailbox_(shared_mailbox ? shared_mailbox : &own_mailbox_) {
   for (int chip : local_chips_) {
     for (const auto& link : topo_.OutgoingLinks(chip)) {
       const bool local_peer =
@@ -23,7 +27,7 @@ LinkSender* HostNetwork::Link(int chip, Axis axis, int dir) {
 }
 
 void HostNetwork::ForgetJob(uint64_t job) {
-  mailbox_.ClearJob(job);
+  mailbox_->ClearJob(job);
   for (auto& [_, link] : links_) link->ForgetJob(job);
 }
 

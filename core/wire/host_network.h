@@ -24,12 +24,15 @@ class Fabric {
 
 class HostNetwork {
  public:
-  HostNetwork(const Topology& topo, std::vector<int> local_chips, double time_scale, Fabric* fabric);
+  // Frames for the local chips land in `shared_mailbox` when given (a job
+  // placed on part of the pod shares its host's), else in a mailbox of its own.
+  HostNetwork(const Topology& topo, std::vector<int> local_chips, double time_scale, Fabric* fabric,
+              Mailbox* shared_mailbox = nullptr);
 
   const Topology& topology() const { return topo_; }
   const std::vector<int>& local_chips() const { return local_chips_; }
   double time_scale() const { return time_scale_; }
-  Mailbox& mailbox() { return mailbox_; }
+  Mailbox& mailbox() { return *mailbox_; }
   // The outgoing link of a local chip along axis/dir; nullptr if none.
   LinkSender* Link(int chip, Axis axis, int dir);
   void ForgetJob(uint64_t job);
@@ -38,7 +41,8 @@ class HostNetwork {
   Topology topo_;
   std::vector<int> local_chips_;
   double time_scale_;
-  Mailbox mailbox_;
+  Mailbox own_mailbox_;
+  Mailbox* mailbox_;
   std::map<std::tuple<int, int, int>, std::unique_ptr<LinkSender>> links_;
 };
 

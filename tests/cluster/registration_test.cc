@@ -210,7 +210,7 @@ TEST_F(RegistrationTest, CallsMeantForAReplacedIncarnationAreRefusedAndLogged) {
   EXPECT_THAT(refused.message(), AllOf(HasSubstr(absl::StrCat("incarnation ", first->incarnation())),
                                        HasSubstr(absl::StrCat("incarnation ", second->incarnation()))));
   EXPECT_EQ(worker->Configure(stale_incarnation, PodConfig{}).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(worker->PrepareJob(stale_incarnation, 7, CollectiveSpec{}, never).code(),
+  EXPECT_EQ(worker->PrepareJob(stale_incarnation, 7, CollectiveSpec{}, {}, never).code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(worker->RunJob(stale_incarnation, 7, 0, never).status().code(),
             absl::StatusCode::kFailedPrecondition);

@@ -129,9 +129,9 @@ absl::Status TestPod::StoppableWorker::Configure(uint64_t incarnation, const Pod
 }
 
 absl::Status TestPod::StoppableWorker::PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec,
-                                                  Cancellation& cancel) {
+                                                  const Placement& placement, Cancellation& cancel) {
   WaitWhileStopped();
-  return worker_->PrepareJob(incarnation, job, spec, cancel);
+  return worker_->PrepareJob(incarnation, job, spec, placement, cancel);
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> TestPod::StoppableWorker::RunJob(uint64_t incarnation, uint64_t job,

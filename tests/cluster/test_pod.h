@@ -75,7 +75,8 @@ class TestPod {
     void SetStopped(bool stopped);
     bool stopped() const;
     absl::Status Configure(uint64_t incarnation, const PodConfig& config) override;
-    absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, Cancellation& cancel) override;
+    absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
+                            Cancellation& cancel) override;
     absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
                                                       Cancellation& cancel) override;
     absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;

@@ -15,40 +15,11 @@
 #include "gtest/gtest.h"
 #include "services/train_proto.h"
 #include "tests/cluster/test_pod.h"
+#include "tests/cluster/train_jobs.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {
 namespace {
-
-// A job file's text as the CLI sends it: parsed, typed.
-TrainSpec Parsed(const std::string& yaml, const std::string& source) {
-  auto spec = ParseTrainSpec(yaml, source);
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  return spec.value_or(TrainSpec{});
-}
-
-TrainSpec Job(const std::string& mesh, int steps, const std::string& opt = "adam") {
-  return Parsed(mesh + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\nglobal_batch_tokens: 64\nseed: 5\nsteps: " +
-                    std::to_string(steps) + "\nopt_type: " + opt +
-                    "\nlearning_rate: " + (opt == "adam" ? "0.01" : "20") + "\n",
-                "test.yaml");
-}
-
-void ExpectEqualsReference(const v1::Job& job, const TrainSpec& spec) {
-  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
-  const TrainConfig* config = &spec.config;
-  ReferenceTrainer reference(*config);
-  ASSERT_EQ(job.steps_size(), config->steps);
-  for (const v1::TrainStep& step : job.steps()) {
-    const double want = reference.Step().loss;
-    EXPECT_NEAR(step.loss(), want, 1e-5 * want) << "step " << step.step();
-    EXPECT_GT(step.emulated_step_s(), 0);
-    EXPECT_GT(step.mfu(), 0);
-    EXPECT_LE(step.mfu(), 1);
-  }
-  const double squares = SumOfSquares(reference.weights());
-  EXPECT_NEAR(job.train_summary().param_l2(), std::sqrt(squares), 1e-5 * std::sqrt(squares));
-}
 
 TEST(TrainClusterTest, StrategiesAcrossWorkersEqualOneDevice) {
   TestPod pod({"v5p:2x4", 2, 4, "auto"}, 0);  // 16 chips, 4 workers, 2 slices

@@ -76,7 +76,7 @@ TEST(WorkerHardeningTest, ACollectiveTheHostsCannotHoldIsRefusedAtSubmitWithTheF
   // A worker asked directly refuses too, before allocating anything.
   auto client = MakeGrpcWorkerClient(WorkerAddress(pod, 0));
   Cancellation calls;
-  const absl::Status prepared = client->PrepareJob(pod.incarnation(0), 77, AllGatherX(uint64_t{1024} << 30), calls);
+  const absl::Status prepared = client->PrepareJob(pod.incarnation(0), 77, AllGatherX(uint64_t{1024} << 30), {}, calls);
   EXPECT_EQ(prepared.code(), absl::StatusCode::kInvalidArgument) << prepared;
   // The pod still runs jobs.
   EXPECT_TRUE(pod.Run(AllGatherX(1 << 20)).result().correct());
@@ -86,7 +86,9 @@ TEST(WorkerHardeningTest, ACollectiveTheHostsCannotHoldIsRefusedAtSubmitWithTheF
 class OutOfMemoryWorker : public WorkerInterface {
  public:
   absl::Status Configure(uint64_t, const PodConfig&) override { throw std::bad_alloc(); }
-  absl::Status PrepareJob(uint64_t, uint64_t, const JobSpec&, Cancellation&) override { throw std::bad_alloc(); }
+  absl::Status PrepareJob(uint64_t, uint64_t, const JobSpec&, const Placement&, Cancellation&) override {
+    throw std::bad_alloc();
+  }
   absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t, uint64_t, int, Cancellation&) override {
     throw std::bad_alloc();
   }
@@ -106,7 +108,7 @@ TEST(WorkerHardeningTest, AnAllocationThatFailsFailsTheCallWithResourceExhausted
   const std::string address = absl::StrCat("127.0.0.1:", server->port);
   auto client = MakeGrpcWorkerClient(address);
   Cancellation calls;
-  const absl::Status prepared = client->PrepareJob(0, 3, AllGatherX(1 << 20), calls);
+  const absl::Status prepared = client->PrepareJob(0, 3, AllGatherX(1 << 20), {}, calls);
   EXPECT_EQ(prepared.code(), absl::StatusCode::kResourceExhausted) << prepared;
   EXPECT_THAT(std::string(prepared.message()), HasSubstr("ran out of host memory in PrepareJob of job 3"));
   EXPECT_EQ(client->RunJob(0, 3, 0, calls).status().code(), absl::StatusCode::kResourceExhausted);

@@ -17,6 +17,7 @@ import unittest
 BIN = os.environ.get("TPUEMU_BIN", os.path.join(os.path.dirname(__file__), "../../build/bin"))
 TPUEMU = os.path.join(BIN, "tpuemu")
 DP_JOB = os.path.join(os.path.dirname(__file__), "../../examples/jobs/dp.yaml")
+ONE_SLICE_JOB = os.path.join(os.path.dirname(__file__), "../../examples/jobs/one-slice.yaml")
 
 
 class Pod(unittest.TestCase):
@@ -343,6 +344,75 @@ class TrainJobTest(Pod):
         # The job and the list read back too.
         self.assertEqual(json.loads(self.cli("status", job["id"], "--json").stdout), job)
         self.assertEqual([j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"]], [job["id"]])
+
+    def test_one_slice_jobs_run_at_once_and_a_lost_worker_ends_only_its_slices_job(self):
+        self.up("--topology", "v5p:2x2", "--slices", "2", "--chips-per-host", "2")
+        endless = os.path.join(self.home, "endless.yaml")
+        with open(ONE_SLICE_JOB) as f, open(endless, "w") as g:
+            g.write(f.read().replace("steps: 200", "steps: 100000"))
+        ids = []
+        for _ in range(2):
+            r = self.cli("submit", endless)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            ids.append(r.stdout.split()[0])
+
+        def job(i):
+            return json.loads(self.cli("status", i, "--json").stdout)
+
+        def last_step(i):
+            steps = job(i).get("steps")
+            return steps[-1]["step"] if steps else -1
+
+        def runs_on(i, steps=3):
+            """Job i still running after `steps` more steps."""
+            start, deadline = last_step(i), time.time() + 60
+            while last_step(i) < start + steps:
+                self.assertLess(time.time(), deadline, f"{i} did not go on")
+                time.sleep(0.1)
+            self.assertEqual(job(i)["state"], "running")
+
+        for i in ids:
+            runs_on(i, 1)
+        jobs = {j["id"]: j for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"]}
+        self.assertEqual([jobs[i]["placement"]["text"] for i in ids], ["slice 0", "slice 1"])
+        self.assertLess(max(jobs[i]["started_unix_s"] for i in ids), time.time())
+        self.assertIn("slice 1", self.cli("jobs").stdout)
+        self.assertIn("runs on slice 1", self.cli("status", ids[1]).stdout)
+
+        # Slice 1's first worker killed: its job fails naming it, slice 0's runs on.
+        killed = time.time()
+        os.kill(self.pids()[3], signal.SIGKILL)
+        deadline = time.time() + 30
+        while job(ids[1])["state"] == "running":
+            self.assertLess(time.time(), deadline)
+            time.sleep(0.1)
+        lost = job(ids[1])
+        self.assertEqual(lost["state"], "failed")
+        self.assertIn("worker host 2", lost["error"])
+        self.assertLess(lost["finished_unix_s"] - killed, 5)
+        runs_on(ids[0])
+        # Back at a new address: every worker is told, and slice 0's job still runs on.
+        r = self.cli("cluster", "restart-worker", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        runs_on(ids[0])
+
+        # A whole-pod job waits for slice 0, saying so, and runs once it is free.
+        r = self.cli("submit", DP_JOB)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        queued = r.stdout.split()[0]
+        self.assertIn(f"waiting for the whole pod, while {ids[0]} on slice 0 runs", self.cli("status", queued).stdout)
+        self.assertEqual(self.cli("cancel", ids[0]).returncode, 0)
+        r = self.cli("watch", queued)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ran on slice 0", self.cli("status", ids[0]).stdout)
+        self.assertEqual(job(queued)["placement"]["text"], "whole pod")
+        # The example as it is, against its one-device reference.
+        r = self.cli("submit", ONE_SLICE_JOB, "--wait", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        done = json.loads(r.stdout)
+        reference = json.loads(self.cli("reference", ONE_SLICE_JOB, "--json").stdout)
+        self.assertEqual(done["placement"]["text"], "slice 0")
+        self.assertAlmostEqual(done["summary"]["param_l2"], reference["param_l2"], delta=1e-5 * reference["param_l2"])
 
     def test_cancel_stops_within_a_step_and_the_pod_runs_the_next_job(self):
         self.up("--topology", "v5p:2x4")

@@ -1,0 +1,41 @@
+// One host's links for a job placed on part of the pod (core/pod/placement.h):
+// a HostNetwork on the job's own pod, its chips named by the job's ids, whose
+// frames go out through the host's fabric with the placement's chip offset
+// and land in the host's mailbox. Links of its own: jobs on disjoint
+// placements share no link, so none sees the other on either clock.
+#pragma once
+
+#include "core/pod/placement.h"
+#include "core/wire/host_network.h"
+
+namespace tpuemu {
+
+class PlacedNetwork {
+ public:
+  // `pod_host` is this host's id on the pod; `pod_fabric` and `pod_mailbox`
+  // are the host's (both outlive this).
+  static absl::StatusOr<std::unique_ptr<PlacedNetwork>> Create(const Topology& pod, const Placement& placement,
+                                                               int pod_host, double time_scale, Fabric* pod_fabric,
+                                                               Mailbox* pod_mailbox);
+
+  HostNetwork& net() { return net_; }
+
+ private:
+  class OffsetFabric : public Fabric {
+   public:
+    OffsetFabric(Fabric* pod_fabric, int chip_base) : pod_fabric_(pod_fabric), chip_base_(chip_base) {}
+    absl::Status Deliver(Frame&& frame) override;
+
+   private:
+    Fabric* const pod_fabric_;
+    const int chip_base_;
+  };
+
+  PlacedNetwork(const Topology& placed, int host, int chip_base, double time_scale, Fabric* pod_fabric,
+                Mailbox* pod_mailbox);
+
+  OffsetFabric fabric_;
+  HostNetwork net_;  // after fabric_, which its links send through
+};
+
+}  // namespace tpuemu

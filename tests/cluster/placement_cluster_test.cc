@@ -1,0 +1,152 @@
+// Many jobs on one pod: jobs that ask for fewer slices than the pod has are
+// placed on the lowest free ones and run at the same time as jobs on other
+// slices, each exactly as it runs alone; a job waits, in queue order, until
+// all its slices are free (gang scheduling); a lost worker ends only the job
+// on its slices.
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/test_pod.h"
+#include "tests/cluster/train_jobs.h"
+
+namespace tpuemu {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Waits until job `id` has finished `steps` steps (or ended).
+v1::Job WaitForSteps(TestPod& pod, const std::string& id, int steps) {
+  int64_t version = -1;
+  while (true) {
+    auto next = pod.coordinator().WaitJob(id, version, absl::Seconds(5));
+    EXPECT_TRUE(next.ok()) << next.status();
+    if (!next.ok()) return {};
+    version = next->second;
+    if (next->first.steps_size() >= steps || IsTerminal(next->first.state())) return next->first;
+  }
+}
+
+void ExpectSameRun(const v1::Job& got, const v1::Job& alone) {
+  ASSERT_EQ(got.steps_size(), alone.steps_size());
+  for (int i = 0; i < got.steps_size(); ++i) {
+    EXPECT_EQ(got.steps(i).loss(), alone.steps(i).loss()) << "step " << i;  // bit for bit
+    // Nothing shared with the other job, on the emulated clock either.
+    EXPECT_EQ(got.steps(i).emulated_step_s(), alone.steps(i).emulated_step_s()) << "step " << i;
+  }
+  EXPECT_EQ(got.train_summary().param_l2(), alone.train_summary().param_l2());
+}
+
+TEST(PlacementClusterTest, JobsOnDisjointSlicesRunAtOnceEachAsAlone) {
+  TestPod pod({"v5p:2x2", 3, 2, "auto"}, 0);  // 3 slices of 4 chips, 2 workers each
+  const TrainSpec one = Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 12);
+  const TrainSpec two = Job("num_slices: 2\ndcn_data_parallelism: -1\nici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\n", 12);
+  // Alone, each goes on the lowest slices.
+  const v1::Job one_alone = pod.Run(one);
+  const v1::Job two_alone = pod.Run(two);
+  ExpectEqualsReference(one_alone, one);
+  ExpectEqualsReference(two_alone, two);
+  EXPECT_EQ(one_alone.placement().first_slice(), 0);
+  EXPECT_EQ(one_alone.placement().num_slices(), 1);
+  EXPECT_EQ(two_alone.placement().first_slice(), 0);
+  EXPECT_EQ(two_alone.placement().num_slices(), 2);
+
+  auto first = pod.Submit(one);
+  auto second = pod.Submit(two);
+  ASSERT_TRUE(first.ok() && second.ok());
+  const v1::Job a = pod.Wait(first->id());
+  const v1::Job b = pod.Wait(second->id());
+  ExpectEqualsReference(a, one);
+  ExpectEqualsReference(b, two);
+  EXPECT_EQ(a.placement().first_slice(), 0);
+  EXPECT_EQ(b.placement().first_slice(), 1);  // slices 1-2, across DCN between workers 2-3 and 4-5
+  EXPECT_EQ(b.placement().num_slices(), 2);
+  // Both ran at once: each started before the other finished.
+  EXPECT_LT(a.started_unix_s(), b.finished_unix_s());
+  EXPECT_LT(b.started_unix_s(), a.finished_unix_s());
+  ExpectSameRun(a, one_alone);
+  ExpectSameRun(b, two_alone);
+}
+
+TEST(PlacementClusterTest, AJobWaitsInQueueOrderUntilAllItsSlicesAreFree) {
+  TestPod pod({"v5p:2x2", 2, 2, "auto"}, 0);
+  // Larger than the pod: refused at submit, naming the key.
+  auto too_big = pod.Submit(Job("num_slices: 3\n", 1));
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(too_big.status().message(), HasSubstr("num_slices: 3, but the pod has 2 slice(s)"));
+
+  auto running = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));
+  ASSERT_TRUE(running.ok()) << running.status();
+  WaitForSteps(pod, running->id(), 1);
+  const TrainSpec whole_spec = Job("ici_fsdp_parallelism: -1\n", 3);  // both slices
+  const TrainSpec small_spec = Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 3);
+  auto whole = pod.Submit(whole_spec);
+  auto small = pod.Submit(small_spec);
+  ASSERT_TRUE(whole.ok() && small.ok());
+  // The whole-pod job waits for slice 0; the small one waits behind it,
+  // though slice 1 is free: nothing jumps the queue.
+  auto waiting = pod.coordinator().GetJob(whole->id());
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(waiting->queue_position(), 1);
+  EXPECT_THAT(waiting->waiting_for(), HasSubstr("the whole pod, while " + running->id() + " on slice 0 runs"));
+  auto behind = pod.coordinator().GetJob(small->id());
+  ASSERT_TRUE(behind.ok());
+  EXPECT_EQ(behind->state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(behind->queue_position(), 2);
+  // Still waiting a moment later.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(pod.coordinator().GetJob(small->id())->state(), v1::JOB_STATE_PENDING);
+
+  ASSERT_TRUE(pod.coordinator().CancelJob(running->id()).ok());
+  const v1::Job ended = pod.Wait(running->id());
+  const v1::Job w = pod.Wait(whole->id());
+  const v1::Job s = pod.Wait(small->id());
+  ExpectEqualsReference(w, whole_spec);
+  ExpectEqualsReference(s, small_spec);
+  EXPECT_EQ(w.placement().num_slices(), 0);  // the whole pod
+  EXPECT_GE(w.started_unix_s(), ended.finished_unix_s());
+  EXPECT_GE(s.started_unix_s(), w.finished_unix_s());
+}
+
+// Stopped, not killed: in this one-process pod a server's shutdown waits for
+// its calls in flight, and gRPC's callbacks of the other workers' servers
+// with it (tests/e2e kill real worker processes).
+TEST(PlacementClusterTest, ALostWorkerEndsOnlyTheJobOnItsSlicesWhichRunJobsAgainOnceItIsBack) {
+  TestPod pod({"v5p:2x2", 2, 2, "auto"}, 0, {.heartbeat_timeout = absl::Seconds(1), .retention = {}});
+  const TrainSpec endless = Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000);
+  auto on_slice_0 = pod.Submit(endless);
+  auto on_slice_1 = pod.Submit(endless);
+  ASSERT_TRUE(on_slice_0.ok() && on_slice_1.ok());
+  WaitForSteps(pod, on_slice_0->id(), 2);
+  WaitForSteps(pod, on_slice_1->id(), 2);
+  pod.Stop(2);  // slice 1's first worker: no heartbeats, its calls wait
+  const absl::Time stopped = absl::Now();
+  const v1::Job lost = pod.Wait(on_slice_1->id());
+  EXPECT_LT(absl::Now() - stopped, absl::Seconds(5));
+  EXPECT_EQ(lost.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(lost.error(), HasSubstr("host 2"));
+  // The job on slice 0 goes on.
+  const int steps_then = pod.coordinator().GetJob(on_slice_0->id())->steps_size();
+  EXPECT_EQ(WaitForSteps(pod, on_slice_0->id(), steps_then + 3).state(), v1::JOB_STATE_RUNNING);
+
+  // Back: slice 1 runs a job again, beside the one on slice 0.
+  pod.Resume(2);
+  const TrainSpec small = Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 3);
+  absl::StatusOr<v1::Job> next = absl::UnavailableError("not submitted");
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); !next.ok() && absl::Now() < deadline;) {
+    next = pod.Submit(small);  // refused until the worker counts as alive again
+    if (!next.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(next.ok()) << next.status();
+  const v1::Job done = pod.Wait(next->id());
+  ExpectEqualsReference(done, small);
+  EXPECT_EQ(done.placement().first_slice(), 1);
+  EXPECT_EQ(pod.coordinator().GetJob(on_slice_0->id())->state(), v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(pod.coordinator().CancelJob(on_slice_0->id()).ok());
+  EXPECT_EQ(pod.Wait(on_slice_0->id()).state(), v1::JOB_STATE_CANCELLED);
+}
+
+}  // namespace
+}  // namespace tpuemu
