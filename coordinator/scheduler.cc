@@ -134,9 +134,7 @@ void Scheduler::EndRunningLocked(Running& job, const std::string& why, bool fail
   }
   job.calls->Cancel();
   for (const RegisteredWorker& w : registry_.Workers()) {
-    if (w.host >= job.first_host && w.host < job.end_host) {
-      aborts_.Send(w.host, w.incarnation, w.worker, job.run, why);
-    }
+    if (job.holds(w.host)) aborts_.Send(w.host, w.incarnation, w.worker, job.run, why);
   }
 }
 
@@ -239,21 +237,18 @@ void Scheduler::JobLoop() {
                       !(placement = FreePlacementLocked(queue_.front())))) {
       cv_.wait_for(lock, std::chrono::milliseconds(200));
     }
+    if (stop_) return;  // the destructor joins the ended jobs' threads
     std::vector<std::thread> ended;
     ended.swap(ended_threads_);
-    if (stop_) {
-      ended_threads_.swap(ended);  // the destructor joins them
-      return;
-    }
     Queued job = std::move(queue_.front());
     queue_.pop_front();
-    auto running = std::make_unique<Running>(Running{
-        .id = job.id,
-        .run = RunNumber(job.number, job.attempt),
-        .placement = *placement,
-        .first_host = FirstHost(pod_, *placement),
-        .end_host = FirstHost(pod_, *placement) + PlacedHosts(pod_, *placement),
-        .calls = std::make_shared<Cancellation>()});
+    auto running = std::make_unique<Running>();
+    running->id = job.id;
+    running->run = RunNumber(job.number, job.attempt);
+    running->placement = *placement;
+    running->first_host = FirstHost(pod_, *placement);
+    running->end_host = running->first_host + PlacedHosts(pod_, *placement);
+    running->calls = std::make_shared<Cancellation>();
     store_.Update(job.id, [&](JobRecord& r) {
       r.state = JobState::kRunning;
       r.placement = *placement;
@@ -330,7 +325,7 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& runni
   std::vector<HostMemoryUse> memory;
   std::vector<RegisteredWorker> workers;
   for (const RegisteredWorker& w : registry_.Workers()) {
-    if (w.host >= running.first_host && w.host < running.end_host) workers.push_back(w);
+    if (running.holds(w.host)) workers.push_back(w);
   }
   if (auto s = FanOut(workers, fan, checks, memory); !s.ok()) return s;
   store_.Update(job.id, [&](JobRecord& r) { r.worker_memory = std::move(memory); });

@@ -69,6 +69,7 @@ class Scheduler {
     uint64_t run = 0;  // the number workers know this attempt by (core/host/run_number.h)
     Placement placement;
     int first_host = 0, end_host = 0;  // its hosts: [first_host, end_host)
+    bool holds(int host) const { return host >= first_host && host < end_host; }
     bool end_requested = false;
     bool worker_lost = false;  // it ended because a worker was lost: max_restarts may resume it
     bool keep_record = false;  // stopped by a durable drain: its record stays as it was
