@@ -10,6 +10,21 @@
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
+namespace {
+
+// Where a job's latest checkpoint was written, if it has one.
+std::optional<Placement> CheckpointPlace(const JobRecord& r) {
+  if (r.checkpoint_step == 0 || r.started_unix_s == 0) return std::nullopt;
+  return r.placement;
+}
+
+// Whether `placement` holds pod slice `slice`.
+bool HoldsSlice(const Placement& placement, int slice) {
+  return placement.whole_pod() ||
+         (slice >= placement.first_slice && slice < placement.first_slice + placement.num_slices);
+}
+
+}  // namespace
 
 Scheduler::Scheduler(JobStore& store, Registry& registry, const Topology& pod, Planner plan)
     : store_(store), registry_(registry), pod_(pod), plan_(std::move(plan)) {
@@ -52,7 +67,7 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
     store_.Update(record->id, [&](JobRecord& r) { r.summary = preview; });
     record->summary = std::move(preview);
   }
-  queue_.push_back(Queued{record->id, record->number, 0, &kind, std::move(spec), std::move(planned)});
+  queue_.push_back(Queued{record->id, record->number, 0, &kind, std::move(spec), std::move(planned), std::nullopt});
   cv_.notify_all();
   return record;
 }
@@ -60,7 +75,8 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
 void Scheduler::Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned) {
   std::lock_guard<std::mutex> lock(mu_);
   const JobKind* kind = *FindJobKind(record.spec.kind());  // it was planned: its kind exists
-  queue_.push_back(Queued{record.id, record.number, record.restarts, kind, record.spec, std::move(planned)});
+  queue_.push_back(
+      Queued{record.id, record.number, record.restarts, kind, record.spec, std::move(planned), CheckpointPlace(record)});
   cv_.notify_all();
 }
 
@@ -99,7 +115,8 @@ absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why)
     job.error.clear();
     ++job.restarts;
   });
-  queue_.push_back(Queued{r.id, r.number, r.restarts + 1, *kind, *std::move(spec), *std::move(planned)});
+  queue_.push_back(
+      Queued{r.id, r.number, r.restarts + 1, *kind, *std::move(spec), *std::move(planned), CheckpointPlace(r)});
   cv_.notify_all();
   return absl::OkStatus();
 }
@@ -177,8 +194,11 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
     why = absl::StrCat("the pod to be ready (", AliveWorkers(), " of ", pod_.num_hosts(),
                        " workers registered and alive)");
   } else if (!running_.empty()) {
-    const int wanted = queue_.front().planned->slices();
-    why = wanted == 0 ? std::string("the whole pod") : absl::StrCat(wanted, " free slice(s) of ", pod_.slices());
+    const Queued& first = queue_.front();
+    const int wanted = first.planned->slices();
+    why = first.pinned   ? absl::StrCat(DescribePlacement(*first.pinned), ", where its checkpoint is")
+          : wanted == 0 ? std::string("the whole pod")
+                        : absl::StrCat(wanted, " free slice(s) of ", pod_.slices());
     std::vector<std::string> held;
     for (const auto& [job, r] : running_) held.push_back(absl::StrCat(job, " on ", DescribePlacement(r->placement)));
     absl::StrAppend(&why, ", while ", absl::StrJoin(held, " and "), (held.size() > 1 ? " run" : " runs"));
@@ -207,9 +227,13 @@ void Scheduler::WatchWorkersLoop() {
 std::optional<Placement> Scheduler::FreePlacementLocked(const Queued& job) const {
   std::vector<bool> busy(pod_.slices(), false);
   for (const auto& [_, r] : running_) {
-    const int first = r->placement.whole_pod() ? 0 : r->placement.first_slice;
-    const int n = r->placement.whole_pod() ? pod_.slices() : r->placement.num_slices;
-    for (int s = first; s < first + n; ++s) busy[s] = true;
+    for (int s = 0; s < pod_.slices(); ++s) busy[s] = busy[s] || HoldsSlice(r->placement, s);
+  }
+  if (job.pinned) {
+    for (int s = 0; s < pod_.slices(); ++s) {
+      if (busy[s] && HoldsSlice(*job.pinned, s)) return std::nullopt;
+    }
+    return job.pinned;
   }
   const int wanted = job.planned->slices();
   if (wanted == 0 || wanted >= pod_.slices()) {

@@ -63,6 +63,9 @@ class Scheduler {
     const JobKind* kind = nullptr;
     JobSpec spec;
     std::shared_ptr<const PlannedJob> planned;
+    // A job resumed from a checkpoint goes back where it ran: the workers
+    // there wrote the checkpoint.
+    std::optional<Placement> pinned;
   };
   struct Running {
     std::string id;

@@ -3,7 +3,9 @@
 // slices, each exactly as it runs alone; a job waits, in queue order, until
 // all its slices are free (gang scheduling); a lost worker ends only the job
 // on its slices.
+#include <filesystem>
 #include <thread>
+#include <tuple>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -146,6 +148,55 @@ TEST(PlacementClusterTest, ALostWorkerEndsOnlyTheJobOnItsSlicesWhichRunJobsAgain
   EXPECT_EQ(pod.coordinator().GetJob(on_slice_0->id())->state(), v1::JOB_STATE_RUNNING);
   ASSERT_TRUE(pod.coordinator().CancelJob(on_slice_0->id()).ok());
   EXPECT_EQ(pod.Wait(on_slice_0->id()).state(), v1::JOB_STATE_CANCELLED);
+}
+
+TEST(PlacementClusterTest, AResumedJobGoesBackToTheSlicesItsCheckpointIsOn) {
+  TestPod pod({"v5p:2x2", 2, 2, "auto"}, 0);
+  char pattern[] = "/tmp/tpuemu-placement-ckpt-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  for (int host = 0; host < pod.num_workers(); ++host) pod.node(host).set_checkpoint_dir(dir);
+  const TrainSpec spec = Job("num_slices: 1\nici_fsdp_parallelism: -1\ncheckpoint_every: 5\n", 300);
+  const v1::Job whole = pod.Run(spec);
+  ASSERT_EQ(whole.state(), v1::JOB_STATE_SUCCEEDED) << whole.error();
+
+  // Slice 0 busy: the job runs on slice 1 and is cancelled after a checkpoint.
+  auto blocker = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));
+  ASSERT_TRUE(blocker.ok()) << blocker.status();
+  WaitForSteps(pod, blocker->id(), 1);
+  auto job = pod.Submit(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  int64_t version = -1;
+  for (v1::Job seen; seen.checkpoint_step() < 10;) {
+    auto next = pod.coordinator().WaitJob(job->id(), version, absl::Seconds(5));
+    ASSERT_TRUE(next.ok());
+    std::tie(seen, version) = *next;
+    ASSERT_NE(seen.state(), v1::JOB_STATE_SUCCEEDED) << "the job ended before it could be cancelled";
+  }
+  ASSERT_TRUE(pod.coordinator().CancelJob(job->id()).ok());
+  EXPECT_EQ(pod.Wait(job->id()).placement().first_slice(), 1);
+  // Slice 1 busy, slice 0 free: the resumed job waits for slice 1.
+  auto second = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));
+  ASSERT_TRUE(second.ok());
+  WaitForSteps(pod, second->id(), 1);
+  ASSERT_EQ(pod.coordinator().GetJob(second->id())->placement().first_slice(), 1);
+  ASSERT_TRUE(pod.coordinator().CancelJob(blocker->id()).ok());
+  pod.Wait(blocker->id());
+
+  auto resumed = pod.coordinator().ResumeJob(job->id());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const v1::Job waiting = *pod.coordinator().GetJob(job->id());
+  EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
+  EXPECT_THAT(waiting.waiting_for(), HasSubstr("slice 1, where its checkpoint is"));
+  ASSERT_TRUE(pod.coordinator().CancelJob(second->id()).ok());
+  const v1::Job done = pod.Wait(job->id());
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
+  EXPECT_EQ(done.placement().first_slice(), 1);
+  ASSERT_EQ(done.steps_size(), whole.steps_size());
+  for (int i = 0; i < done.steps_size(); ++i) EXPECT_EQ(done.steps(i).loss(), whole.steps(i).loss()) << "step " << i;
+  EXPECT_EQ(done.train_summary().param_l2(), whole.train_summary().param_l2());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
