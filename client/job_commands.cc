@@ -271,7 +271,8 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   coordinator(submit);
   submit->callback([o, exit_code] { *exit_code = Submit(*o); });
 
-  auto* jobs = app.add_subcommand("jobs", "list the pod's jobs, oldest first, with their place in the queue");
+  auto* jobs = app.add_subcommand(
+      "jobs", "list the pod's jobs, oldest first, with their place in the queue and the slices they run on");
   jobs->add_flag("--json", o->json, "print {\"jobs\": [...]}");
   jobs->add_option("--state", o->states, "show only jobs in these states (comma-separated)")
       ->delimiter(',')
@@ -281,7 +282,9 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"train", "collective", "matmul"}));
   jobs->footer(
       "The coordinator keeps every job's record in its job store (--data-dir; a local pod's is\n"
-      "$TPUEMU_HOME/jobs): a coordinator started again lists them as before. Examples:\n"
+      "$TPUEMU_HOME/jobs): a coordinator started again lists them as before. `on` is where a job\n"
+      "runs or ran: the whole pod, or the slices a job with num_slices fewer than the pod's was\n"
+      "given (docs/jobs.md, \"Many jobs on one pod\"). Examples:\n"
       "  tpuemu jobs --state pending,running      what is queued and what runs\n"
       "  tpuemu jobs --state failed --json        why jobs failed, for scripts");
   coordinator(jobs);

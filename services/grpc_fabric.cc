@@ -24,20 +24,22 @@ GrpcFabric::~GrpcFabric() { Disconnect(); }
 
 void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [host, address] : host_addresses) {
-    auto known = addresses_.find(host);
-    if (known != addresses_.end() && known->second == address) continue;
-    addresses_[host] = address;
-    for (auto it = streams_.begin(); it != streams_.end();) {
-      if (topo_.HostOf(it->first.second) != host) {
-        ++it;
-        continue;
-      }
-      it->second->context.TryCancel();
-      retired_.push_back(std::move(it->second));
-      it = streams_.erase(it);
+  // A stream goes if its host moved, or if its connection is down: a worker
+  // back under the same name (a restarted Kubernetes pod) may be at a new
+  // address, which only a new channel looks up at once. Streams in use by a
+  // running job are up, and stay.
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    const auto address = host_addresses.find(topo_.HostOf(it->first.second));
+    const bool moved = address != host_addresses.end() && address->second != addresses_[address->first];
+    if (!moved && it->second->channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY) {
+      ++it;
+      continue;
     }
+    it->second->context.TryCancel();
+    retired_.push_back(std::move(it->second));
+    it = streams_.erase(it);
   }
+  for (const auto& [host, address] : host_addresses) addresses_[host] = address;
 }
 
 void GrpcFabric::Disconnect() {

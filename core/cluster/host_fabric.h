@@ -25,9 +25,9 @@ class HostFabric : public Fabric {
   // Closes the links to other hosts and frees what they hold (a connection's
   // read buffers live as long as it does), while no job uses them.
   virtual void Disconnect() {}
-  // Hosts at new addresses (a worker that came back): the links to them
-  // close and open again to the new address when next used; the others, and
-  // the jobs on them, go on untouched.
+  // The pod's addresses again, after a worker came back: links to hosts
+  // that moved, and links whose connection is down, close and open again
+  // when next used; the others, and the jobs on them, go on untouched.
   virtual void UpdatePeers(const std::map<int, std::string>& host_addresses) {}
 };
 
