@@ -1,8 +1,8 @@
 #include "client/job_json.h"
 
-#include "absl/strings/str_cat.h"
 #include "client/job_views.h"
 #include "client/worker_memory.h"
+#include "core/pod/placement.h"
 #include "services/flag_names.h"
 
 namespace tpuemu {
@@ -141,9 +141,8 @@ std::string HowItEnded(const v1::Job& job) {
 std::string PlacementText(const v1::Job& job) {
   if (job.started_unix_s() <= 0) return "-";
   const v1::Placement& p = job.placement();
-  if (p.num_slices() == 0) return "whole pod";
-  if (p.num_slices() == 1) return absl::StrCat("slice ", p.first_slice());
-  return absl::StrCat("slices ", p.first_slice(), "-", p.first_slice() + p.num_slices() - 1);
+  if (p.num_slices() == 0) return "whole pod";  // a column's width, not DescribePlacement's phrase
+  return DescribePlacement({p.first_slice(), p.num_slices()});
 }
 
 nlohmann::json JobJson(const v1::Job& job) {

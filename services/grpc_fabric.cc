@@ -115,12 +115,12 @@ absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_c
 
 absl::Status GrpcFabric::Deliver(Frame&& frame) {
   // Routed by the pod's chip ids (a placed job's own ids are offset).
-  const int dst = frame.header.dst_chip + frame.header.chip_base;
+  const int dst = frame.header.pod_dst_chip();
   if (topo_.HostOf(dst) == my_host_) {
     local_->Put(std::move(frame));
     return absl::OkStatus();
   }
-  auto stream = StreamFor(frame.header.src_chip + frame.header.chip_base, dst);
+  auto stream = StreamFor(frame.header.pod_src_chip(), dst);
   if (!stream.ok()) return stream.status();
   PeerStream* s = *stream;
   // Only the link's own sender thread writes to its stream.

@@ -54,6 +54,11 @@ absl::Status WorkerNode::CheckIncarnation(uint64_t incarnation, const std::strin
       ", so the call is refused"));
 }
 
+int WorkerNode::global_host() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return host_;
+}
+
 std::shared_ptr<WorkerNode::Pod> WorkerNode::pod() {
   std::lock_guard<std::mutex> lock(mu_);
   return pod_;
@@ -74,11 +79,7 @@ absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
   if (!run_lock.owns_lock()) {
     return absl::FailedPreconditionError("worker is running a job; configure it when idle");
   }
-  int host;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    host = host_;
-  }
+  const int host = global_host();
   if (host < 0 || host >= topo->num_hosts()) {
     return absl::InvalidArgumentError(absl::StrCat("host ", host, " is not in ", topo->Describe()));
   }
@@ -135,12 +136,7 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec, const Placem
   HostNetwork* net = p->net.get();
   std::shared_ptr<PlacedNetwork> placed;
   if (!placement.whole_pod()) {
-    int host;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      host = host_;
-    }
-    auto made = PlacedNetwork::Create(p->topo, placement, host, net->time_scale(), p->fabric.get(), &net->mailbox());
+    auto made = PlacedNetwork::Create(p->topo, placement, global_host(), net->time_scale(), p->fabric.get(), &net->mailbox());
     if (!made.ok()) return made.status();
     placed = *std::move(made);
     net = &placed->net();

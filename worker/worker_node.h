@@ -70,6 +70,7 @@ class WorkerNode : public WorkerInterface {
   absl::StatusOr<HostCheck> Check(uint64_t job);
   void AbortJob(uint64_t job, const std::string& reason);
   std::shared_ptr<Pod> pod();
+  int global_host();  // this process's place, as the latest registration gave it
   std::shared_ptr<HostJob> FindJob(uint64_t job);
   // Stops the job's compute and wakes its receives.
   static void AbortPrepared(const PreparedJob& prepared, Pod& pod, uint64_t job, const std::string& reason);

@@ -23,7 +23,7 @@ class InMemoryFabric::End : public HostFabric {
 
   absl::Status Deliver(Frame&& frame) override {
     // Routed by the pod's chip ids (a placed job's own ids are offset).
-    return fabric_->Deliver(topo_.HostOf(frame.header.dst_chip + frame.header.chip_base), std::move(frame));
+    return fabric_->Deliver(topo_.HostOf(frame.header.pod_dst_chip()), std::move(frame));
   }
 
  private:

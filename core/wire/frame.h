@@ -60,6 +60,9 @@ struct FrameHeader {
   // its own ids; the pod's ids are these plus chip_base, which is what the
   // fabric routes by. Mailboxes key frames by the job's own ids.
   int32_t chip_base = 0;
+
+  int pod_src_chip() const { return src_chip + chip_base; }
+  int pod_dst_chip() const { return dst_chip + chip_base; }
 };
 
 // Bytes somebody else owns, lent in place: `keep` holds them alive.
