@@ -30,6 +30,7 @@ struct JobOptions {
   std::string id;
   bool wait = false;
   bool json = false;
+  int priority = 0;
   std::string coordinator;
   std::vector<std::string> states, kinds;  // `jobs` shows only these (empty: all)
 };
@@ -99,6 +100,7 @@ int Submit(const JobOptions& o) {
   if (!client.ok()) return Fail(client.status());
   v1::SubmitJobRequest req;
   *req.mutable_train() = ToProto(*spec);
+  req.set_priority(o.priority);
   auto job = (*client)->Submit(req);
   if (!job.ok()) return Fail(job.status());
   if (!o.wait) {
@@ -131,13 +133,19 @@ int List(const JobOptions& o) {
               << "\n";
     return 0;
   }
-  std::printf("%-10s %-10s %-11s %5s %-10s %6s  %s\n", "id", "kind", "state", "queue", "on", "steps", "what");
+  // The "on" column is as wide as its longest entry ("the 2x2 block at (2,0) of slice 1").
+  int on_width = 10;
+  for (const v1::Job& j : list->jobs()) {
+    if (Shown(o, j)) on_width = std::max(on_width, static_cast<int>(PlacementText(j).size()));
+  }
+  std::printf("%-10s %-10s %-11s %5s %-*s %6s  %s\n", "id", "kind", "state", "queue", on_width, "on", "steps", "what");
   for (const v1::Job& j : list->jobs()) {
     if (!Shown(o, j)) continue;
     const JobView& view = ViewOf(j);
     const std::string queue = j.queue_position() > 0 ? absl::StrCat("#", j.queue_position()) : "-";
-    std::printf("%-10s %-10s %-11s %5s %-10s %6lld  %s\n", j.id().c_str(), view.kind, JobState(j).c_str(),
-                queue.c_str(), PlacementText(j).c_str(), static_cast<long long>(StepsDone(j)), view.what(j).c_str());
+    std::printf("%-10s %-10s %-11s %5s %-*s %6lld  %s\n", j.id().c_str(), view.kind, JobState(j).c_str(),
+                queue.c_str(), on_width, PlacementText(j).c_str(), static_cast<long long>(StepsDone(j)),
+                view.what(j).c_str());
   }
   if (list->finished_jobs_dropped() > 0) {
     std::printf("(%llu older finished jobs not shown: the coordinator keeps the last %d finished jobs)\n",
@@ -268,6 +276,10 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   submit->add_option("job", o->path, "JOB.yaml")->required();
   submit->add_flag("--wait", o->wait, "follow the job to its end, a line per step");
   submit->add_flag("--json", o->json, "print the job as JSON (with --wait: the finished job, as `status --json`)");
+  submit->add_option("--priority", o->priority,
+                     "place in the queue: higher goes ahead of queued jobs of lower priority, never of running "
+                     "ones (-1000 to 1000)")
+      ->default_val(0);
   coordinator(submit);
   submit->callback([o, exit_code] { *exit_code = Submit(*o); });
 

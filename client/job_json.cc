@@ -4,6 +4,7 @@
 #include "client/worker_memory.h"
 #include "core/pod/placement.h"
 #include "services/flag_names.h"
+#include "services/proto_conv.h"
 
 namespace tpuemu {
 
@@ -142,7 +143,7 @@ std::string PlacementText(const v1::Job& job) {
   if (job.started_unix_s() <= 0) return "-";
   const v1::Placement& p = job.placement();
   if (p.num_slices() == 0) return "whole pod";  // a column's width, not DescribePlacement's phrase
-  return DescribePlacement({p.first_slice(), p.num_slices()});
+  return DescribePlacement(FromProto(p));
 }
 
 nlohmann::json JobJson(const v1::Job& job) {
@@ -150,13 +151,17 @@ nlohmann::json JobJson(const v1::Job& job) {
   nlohmann::json out = {{"id", job.id()},
                         {"kind", view.kind},
                         {"state", JobState(job)},
-                        {"submitted_unix_s", job.submitted_unix_s()}};
+                        {"submitted_unix_s", job.submitted_unix_s()},
+                        {"priority", job.priority()}};
   if (!job.error().empty()) out["error"] = WithFlagNames(job.error());
   if (job.started_unix_s() > 0) {
     out["started_unix_s"] = job.started_unix_s();
-    out["placement"] = {{"first_slice", job.placement().first_slice()},
-                        {"num_slices", job.placement().num_slices()},
-                        {"text", PlacementText(job)}};
+    const v1::Placement& p = job.placement();
+    out["placement"] = {{"first_slice", p.first_slice()}, {"num_slices", p.num_slices()}, {"text", PlacementText(job)}};
+    if (p.block_size() > 0) {
+      out["placement"]["origin"] = std::vector<int>(p.origin().begin(), p.origin().end());
+      out["placement"]["block"] = std::vector<int>(p.block().begin(), p.block().end());
+    }
   }
   if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();
   if (job.checkpoint_step() > 0) out["checkpoint_step"] = job.checkpoint_step();

@@ -148,13 +148,17 @@ v1::ClusterStatus Coordinator::ClusterStatus() {
 
 absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   // Checked and planned now, once, so that bad input fails the submit, not a queued job.
+  if (request.priority() < -kMaxPriority || request.priority() > kMaxPriority) {
+    return absl::InvalidArgumentError(absl::StrCat("priority: ", request.priority(), ": must be from ", -kMaxPriority,
+                                                   " to ", kMaxPriority, " (higher runs first; 0 is the default)"));
+  }
   auto spec = JobSpecFromProto(request);
   if (!spec.ok()) return spec.status();
   auto kind = FindJobKind(spec->kind());
   if (!kind.ok()) return kind.status();
   auto planned = (*kind)->Plan(*spec, topo_, options_.time_scale);
   if (!planned.ok()) return planned.status();
-  auto record = scheduler_.Submit(*std::move(spec), **kind, *std::move(planned));
+  auto record = scheduler_.Submit(*std::move(spec), **kind, *std::move(planned), request.priority());
   if (!record.ok()) return record.status();
   return Published(*record);
 }

@@ -43,11 +43,12 @@ absl::StatusOr<JobStore::Restored> JobStore::Restore(const std::string& why) {
   return out;
 }
 
-absl::StatusOr<JobRecord> JobStore::Add(JobSpec spec) {
+absl::StatusOr<JobRecord> JobStore::Add(JobSpec spec, int priority) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t number = next_number_;
   JobRecord record(absl::StrCat("job-", number), number, std::move(spec));
   record.submitted_unix_s = UnixSeconds();
+  record.priority = priority;
   if (db_) {
     if (auto s = db_->Add(record, number + 1); !s.ok()) {
       return absl::UnavailableError(absl::StrCat("the job was not accepted: the coordinator could not record it in ",

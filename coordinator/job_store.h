@@ -49,7 +49,7 @@ class JobStore {
   absl::StatusOr<Restored> Restore(const std::string& why);
   // A new pending job's record, numbered in submit order; an error if the
   // database could not record it (then there is no such job).
-  absl::StatusOr<JobRecord> Add(JobSpec spec);
+  absl::StatusOr<JobRecord> Add(JobSpec spec, int priority = 0);
   absl::StatusOr<JobRecord> Get(const std::string& id) const;
 
   struct Listing {

@@ -173,10 +173,13 @@ bool Registry::Ready() const {
   return configured_generation_ == generation_;
 }
 
-std::optional<std::string> Registry::FirstLost(int first_host, int end_host) const {
+std::optional<std::string> Registry::FirstLost(const std::vector<int>& hosts) const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [host, w] : workers_) {
-    if (host >= first_host && host < end_host && !AliveLocked(w)) return absl::StrCat(WorkerNameLocked(host), " was lost: ", LostReasonLocked(w));
+  for (int host : hosts) {
+    auto it = workers_.find(host);
+    if (it != workers_.end() && !AliveLocked(it->second)) {
+      return absl::StrCat(WorkerNameLocked(host), " was lost: ", LostReasonLocked(it->second));
+    }
   }
   return std::nullopt;
 }

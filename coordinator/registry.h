@@ -60,9 +60,9 @@ class Registry : public Registrar {
   bool Holds(int host, uint64_t incarnation) const;
   // Every place held by a live worker, all configured as the pod is now.
   bool Ready() const;
-  // "<worker> was lost: <why>" for the first holder of a host in
-  // [first_host, end_host) counted lost, if any.
-  std::optional<std::string> FirstLost(int first_host, int end_host) const;
+  // "<worker> was lost: <why>" for the first holder of `hosts` counted
+  // lost, if any.
+  std::optional<std::string> FirstLost(const std::vector<int>& hosts) const;
   // Counts the holder of `host` lost now rather than once its heartbeats
   // lapse; its next heartbeat or a new registration clears it.
   void MarkLost(int host, const std::string& because);

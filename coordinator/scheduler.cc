@@ -18,10 +18,15 @@ std::optional<Placement> CheckpointPlace(const JobRecord& r) {
   return r.placement;
 }
 
-// Whether `placement` holds pod slice `slice`.
-bool HoldsSlice(const Placement& placement, int slice) {
-  return placement.whole_pod() ||
-         (slice >= placement.first_slice && slice < placement.first_slice + placement.num_slices);
+// What a job on `part` waits for, for people: "the whole pod", "1 free
+// slice of 2", "a free 2x2 block of hosts on 1 slice".
+std::string WantedText(const Topology& pod, const PodPart& part) {
+  if (part == PodPart{}) return "the whole pod";
+  const int slices = part.num_slices == 0 ? pod.slices() : part.num_slices;
+  if (part.whole_slices()) return absl::StrCat(slices, " free slice(s) of ", pod.slices());
+  auto placed = PlacedTopology(pod, part);
+  return absl::StrCat("a free ", placed.ok() ? placed->ShapeString() : "?", " block of hosts on ", slices,
+                      " slice(s)");
 }
 
 }  // namespace
@@ -51,7 +56,7 @@ Scheduler::~Scheduler() {
 }
 
 absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
-                                            std::shared_ptr<const PlannedJob> planned) {
+                                            std::shared_ptr<const PlannedJob> planned, int priority) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
   if (!registry_.Ready()) {
@@ -60,24 +65,28 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
         " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
         "and `tpuemu cluster up`"));
   }
-  auto record = store_.Add(spec);
+  auto record = store_.Add(spec, priority);
   if (!record.ok()) return record.status();
   // What it will hold (training: its mesh and memory per chip), shown while it waits.
   if (JobReport preview = planned->Preview(); preview.has_value()) {
     store_.Update(record->id, [&](JobRecord& r) { r.summary = preview; });
     record->summary = std::move(preview);
   }
-  queue_.push_back(Queued{record->id, record->number, 0, &kind, std::move(spec), std::move(planned), std::nullopt});
-  cv_.notify_all();
+  EnqueueLocked(Queued{record->id, record->number, 0, &kind, std::move(spec), std::move(planned), std::nullopt, priority});
   return record;
+}
+
+void Scheduler::EnqueueLocked(Queued job) {
+  auto behind = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.priority < job.priority; });
+  queue_.insert(behind, std::move(job));
+  cv_.notify_all();
 }
 
 void Scheduler::Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned) {
   std::lock_guard<std::mutex> lock(mu_);
   const JobKind* kind = *FindJobKind(record.spec.kind());  // it was planned: its kind exists
-  queue_.push_back(
-      Queued{record.id, record.number, record.restarts, kind, record.spec, std::move(planned), CheckpointPlace(record)});
-  cv_.notify_all();
+  EnqueueLocked(Queued{record.id, record.number, record.restarts, kind, record.spec, std::move(planned),
+                       CheckpointPlace(record), record.priority});
 }
 
 absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::string& why) {
@@ -115,9 +124,8 @@ absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why)
     job.error.clear();
     ++job.restarts;
   });
-  queue_.push_back(
-      Queued{r.id, r.number, r.restarts + 1, *kind, *std::move(spec), *std::move(planned), CheckpointPlace(r)});
-  cv_.notify_all();
+  EnqueueLocked(Queued{r.id, r.number, r.restarts + 1, *kind, *std::move(spec), *std::move(planned),
+                       CheckpointPlace(r), r.priority});
   return absl::OkStatus();
 }
 
@@ -195,10 +203,8 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
                        " workers registered and alive)");
   } else if (!running_.empty()) {
     const Queued& first = queue_.front();
-    const int wanted = first.planned->slices();
-    why = first.pinned   ? absl::StrCat(DescribePlacement(*first.pinned), ", where its checkpoint is")
-          : wanted == 0 ? std::string("the whole pod")
-                        : absl::StrCat(wanted, " free slice(s) of ", pod_.slices());
+    why = first.pinned ? absl::StrCat(DescribePlacement(*first.pinned), ", where its checkpoint is")
+                       : WantedText(pod_, first.planned->part());
     std::vector<std::string> held;
     for (const auto& [job, r] : running_) held.push_back(absl::StrCat(job, " on ", DescribePlacement(r->placement)));
     absl::StrAppend(&why, ", while ", absl::StrJoin(held, " and "), (held.size() > 1 ? " run" : " runs"));
@@ -216,7 +222,7 @@ void Scheduler::WatchWorkersLoop() {
     cv_.wait_for(lock, std::chrono::milliseconds(200));
     if (stop_) return;
     for (auto& [_, r] : running_) {
-      if (auto lost = registry_.FirstLost(r->first_host, r->end_host)) {
+      if (auto lost = registry_.FirstLost(r->hosts)) {
         r->worker_lost = true;
         EndRunningLocked(*r, *lost, /*failed=*/true);
       }
@@ -225,26 +231,19 @@ void Scheduler::WatchWorkersLoop() {
 }
 
 std::optional<Placement> Scheduler::FreePlacementLocked(const Queued& job) const {
-  std::vector<bool> busy(pod_.slices(), false);
+  std::vector<bool> busy(pod_.num_hosts(), false);
   for (const auto& [_, r] : running_) {
-    for (int s = 0; s < pod_.slices(); ++s) busy[s] = busy[s] || HoldsSlice(r->placement, s);
+    for (int host : r->hosts) busy[host] = true;
   }
-  if (job.pinned) {
-    for (int s = 0; s < pod_.slices(); ++s) {
-      if (busy[s] && HoldsSlice(*job.pinned, s)) return std::nullopt;
+  auto free = [&](const Placement& p) {
+    for (int host : PlacedHosts(pod_, p)) {
+      if (busy[host]) return false;
     }
-    return job.pinned;
-  }
-  const int wanted = job.planned->slices();
-  if (wanted == 0 || wanted >= pod_.slices()) {
-    if (std::find(busy.begin(), busy.end(), true) != busy.end()) return std::nullopt;
-    return Placement{};
-  }
-  // The lowest run of `wanted` free slices: its chips keep their ids' order.
-  for (int first = 0; first + wanted <= pod_.slices(); ++first) {
-    if (std::find(busy.begin() + first, busy.begin() + first + wanted, true) == busy.begin() + first + wanted) {
-      return Placement{first, wanted};
-    }
+    return true;
+  };
+  if (job.pinned) return free(*job.pinned) ? job.pinned : std::nullopt;
+  for (const Placement& p : CandidatePlacements(pod_, job.planned->part())) {
+    if (free(p)) return p;
   }
   return std::nullopt;
 }
@@ -270,8 +269,7 @@ void Scheduler::JobLoop() {
     running->id = job.id;
     running->run = RunNumber(job.number, job.attempt);
     running->placement = *placement;
-    running->first_host = FirstHost(pod_, *placement);
-    running->end_host = running->first_host + PlacedHosts(pod_, *placement);
+    running->hosts = PlacedHosts(pod_, *placement);
     running->calls = std::make_shared<Cancellation>();
     store_.Update(job.id, [&](JobRecord& r) {
       r.state = JobState::kRunning;

@@ -1,14 +1,16 @@
 // Which job runs when and where: a queue of checked and planned jobs, each
-// placed on whole slices of the pod (as many as it asks for, the lowest free
-// ones; the whole pod unless it asks for fewer), all or none of them (gang
-// scheduling), strictly in queue order: a job that does not fit yet holds
-// back those behind it, so a large job is never starved by small ones. Jobs
-// on disjoint slices run at the same time, each fanned out over the worker
+// placed on the part of the pod it asks for (slices, and a block of hosts in
+// each; the first free placement, lowest slice and chip first; the whole pod
+// unless it asks for less), all or none of its hosts (gang scheduling),
+// strictly in queue order: a job that does not fit yet holds back those
+// behind it, so a large job is never starved by small ones. Jobs on
+// disjoint hosts run at the same time, each fanned out over the worker
 // contract (fan_out.h) to its own hosts. It ends a running job when one of
 // its workers is lost, the user cancels it or the coordinator drains, and
 // records every change in the job store.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -36,10 +38,13 @@ class Scheduler {
   // Stops taking jobs; the running jobs' calls are cancelled.
   ~Scheduler();
 
-  // Queues a job of `kind` planned as `planned` (checked already).
-  absl::StatusOr<JobRecord> Submit(JobSpec spec, const JobKind& kind, std::shared_ptr<const PlannedJob> planned);
+  // Queues a job of `kind` planned as `planned` (checked already), behind
+  // the queued jobs of its priority or higher.
+  absl::StatusOr<JobRecord> Submit(JobSpec spec, const JobKind& kind, std::shared_ptr<const PlannedJob> planned,
+                                   int priority);
   // Queues again a pending job a restarted coordinator read back from its
-  // store (planned again on this pod), behind those already queued.
+  // store (planned again on this pod), behind those already queued of its
+  // priority or higher.
   void Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned);
   absl::StatusOr<JobRecord> Cancel(const std::string& id);
   // Queues a finished job again from its latest complete checkpoint (from
@@ -66,13 +71,14 @@ class Scheduler {
     // A job resumed from a checkpoint goes back where it ran: the workers
     // there wrote the checkpoint.
     std::optional<Placement> pinned;
+    int priority = 0;
   };
   struct Running {
     std::string id;
     uint64_t run = 0;  // the number workers know this attempt by (core/host/run_number.h)
     Placement placement;
-    int first_host = 0, end_host = 0;  // its hosts: [first_host, end_host)
-    bool holds(int host) const { return host >= first_host && host < end_host; }
+    std::vector<int> hosts;  // the pod's hosts of its placement
+    bool holds(int host) const { return std::find(hosts.begin(), hosts.end(), host) != hosts.end(); }
     bool end_requested = false;
     bool worker_lost = false;  // it ended because a worker was lost: max_restarts may resume it
     bool keep_record = false;  // stopped by a durable drain: its record stays as it was
@@ -81,6 +87,8 @@ class Scheduler {
     std::thread thread;  // runs it
   };
 
+  // Queues `job` behind every queued job of its priority or higher.
+  void EnqueueLocked(Queued job);
   // Starts queued jobs as they fit, in order.
   void JobLoop();
   // Where the queue's first job would run now, if it fits.

@@ -121,7 +121,6 @@ grpc::ByteBuffer EncodeFrame(Frame&& frame) {
   h.set_emu_bytes(frame.header.emu_bytes);
   h.set_sent_at_ns(frame.header.sent_at_ns);
   h.set_due_at_ns(frame.header.due_at_ns);
-  h.set_chip_base(frame.header.chip_base);
   const std::string header = h.SerializeAsString();
   const size_t payload_bytes = frame.elements() * sizeof(float);
 
@@ -180,7 +179,7 @@ absl::StatusOr<Frame> DecodeFrame(const grpc::ByteBuffer& buffer) {
         return absl::DataLossError("PeerChunk: bad header");
       }
       frame.header = {h.job(),       h.src_chip(),   h.dst_chip(),   h.tag(),      h.emu_arrival(),
-                      h.emu_bytes(), h.sent_at_ns(), h.due_at_ns(), h.chip_base()};
+                      h.emu_bytes(), h.sent_at_ns(), h.due_at_ns()};
       have_header = true;
     } else if (tag == kPayloadTag) {
       if (len % sizeof(float) != 0) return absl::DataLossError("PeerChunk: payload is not whole float32s");

@@ -91,8 +91,9 @@ absl::StatusOr<JobRecord> RecordFromProto(const v1::Job& job, uint64_t number) {
   record.checkpoint_step = job.checkpoint_step();
   record.restarts = job.restarts();
   record.restart_reason = job.restart_reason();
-  record.placement = {job.placement().first_slice(), job.placement().num_slices()};
+  record.placement = FromProto(job.placement());
   record.started_unix_s = job.started_unix_s();
+  record.priority = job.priority();
   return record;
 }
 
@@ -126,9 +127,9 @@ v1::Job ToProto(const JobRecord& record) {
   job.set_checkpoint_step(record.checkpoint_step);
   job.set_restarts(record.restarts);
   job.set_restart_reason(record.restart_reason);
+  job.set_priority(record.priority);
   if (record.started_unix_s > 0) {
-    job.mutable_placement()->set_first_slice(record.placement.first_slice);
-    job.mutable_placement()->set_num_slices(record.placement.num_slices);
+    *job.mutable_placement() = ToProto(record.placement);
     job.set_started_unix_s(record.started_unix_s);
   }
   return job;

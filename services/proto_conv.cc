@@ -314,6 +314,31 @@ HostMemoryUse FromProto(const v1::HostMemory& p) {
   return {p.host(), p.before_bytes(), p.peak_bytes()};
 }
 
+v1::Placement ToProto(const Placement& p) {
+  v1::Placement proto;
+  proto.set_first_slice(p.first_slice);
+  proto.set_num_slices(p.num_slices);
+  if (!p.whole_slices()) {
+    for (int a = 0; a < 3; ++a) {
+      proto.add_origin(p.origin[a]);
+      proto.add_block(p.block[a]);
+    }
+  }
+  return proto;
+}
+
+Placement FromProto(const v1::Placement& proto) {
+  Placement p{proto.first_slice(), proto.num_slices()};
+  // Anything but three sizes is whole slices (PlacedNetwork checks the rest).
+  if (proto.origin_size() == 3 && proto.block_size() == 3) {
+    for (int a = 0; a < 3; ++a) {
+      p.origin[a] = proto.origin(a);
+      p.block[a] = proto.block(a);
+    }
+  }
+  return p;
+}
+
 v1::ChipCheck ToProto(const ChipCheck& c) {
   v1::ChipCheck p;
   p.set_chip(c.chip);

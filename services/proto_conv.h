@@ -6,6 +6,7 @@
 #include "core/collective/spec.h"
 #include "core/matmul/report.h"
 #include "core/matmul/spec.h"
+#include "core/pod/placement.h"
 #include "core/pod/pod_config.h"
 #include "core/train/report.h"
 #include "tpuemu/v1/collective.pb.h"
@@ -36,6 +37,8 @@ v1::MatmulResult ToProto(const MatmulReport& r);
 v1::ChipCheck ToProto(const ChipCheck& c);
 v1::HostMemory ToProto(const HostMemoryUse& m);
 HostMemoryUse FromProto(const v1::HostMemory& proto);
+v1::Placement ToProto(const Placement& p);
+Placement FromProto(const v1::Placement& proto);
 v1::TrainStep ToProto(const StepReport& r);
 v1::TraceEvent ToProto(const TraceEvent& e);
 v1::MemoryUse ToProto(const MemoryItem& m);

@@ -46,6 +46,7 @@ v1::TrainConfig ToProto(const TrainConfig& c) {
   m.set_pipeline_fsdp_ag_once(c.pipeline_fsdp_ag_once);
   m.set_checkpoint_every(c.checkpoint_every);
   m.set_max_restarts(c.max_restarts);
+  m.set_num_chips(c.num_chips);
   return m;
 }
 
@@ -79,6 +80,7 @@ TrainConfig FromProto(const v1::TrainConfig& m) {
   c.pipeline_fsdp_ag_once = m.pipeline_fsdp_ag_once();
   c.checkpoint_every = m.checkpoint_every();
   c.max_restarts = m.max_restarts();
+  c.num_chips = m.num_chips();
   return c;
 }
 

@@ -54,8 +54,7 @@ class GrpcWorkerClient : public WorkerInterface {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
     v1::RunJobRequest req = Request(incarnation, job, spec);
-    req.mutable_placement()->set_first_slice(placement.first_slice);
-    req.mutable_placement()->set_num_slices(placement.num_slices);
+    *req.mutable_placement() = ToProto(placement);
     v1::PrepareJobResponse resp;
     return FromGrpcStatus(stub_->PrepareJob(&ctx, req, &resp), Context());
   }

@@ -45,7 +45,7 @@ grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJo
     auto spec = JobSpecFromProto(*req);
     if (!spec.ok()) return ToGrpcStatus(spec.status());
     Cancellation never;
-    const Placement placement{req->placement().first_slice(), req->placement().num_slices()};
+    const Placement placement = FromProto(req->placement());
     return ToGrpcStatus(worker_->PrepareJob(req->incarnation(), req->job(), *spec, placement, never));
   });
 }

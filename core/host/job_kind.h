@@ -15,6 +15,7 @@
 #include "core/host/job.h"
 #include "core/host/job_spec.h"
 #include "core/host/run_options.h"
+#include "core/pod/placement.h"
 #include "core/pod/topology.h"
 #include "core/wire/host_network.h"
 
@@ -40,10 +41,10 @@ class PlannedJob {
   virtual bool CheckpointAfter(int step) const { return false; }
   // How many times the job resumes by itself after a lost worker.
   virtual int max_restarts() const { return 0; }
-  // How many of the pod's slices the job runs on, when fewer than all (0:
-  // the whole pod). Such a job was planned on PlacedTopology(pod, slices()):
-  // its chips and hosts are named by its own ids.
-  virtual int slices() const { return 0; }
+  // The part of the pod the job runs on (all 0: the whole pod). A job on
+  // part of it was planned on PlacedTopology(pod, part()): its chips and
+  // hosts are named by its own ids.
+  virtual PodPart part() const { return {}; }
   // One host's share, to prepare, run steps() times, then check.
   virtual absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const = 0;
   // What the job's record shows before its first step (training: its mesh

@@ -19,8 +19,8 @@ absl::Status InProcessPod::Deliver(Frame&& frame) {
 absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec) {
   auto planned = PlanJob(spec, topo_, net_->time_scale());
   if (!planned.ok()) return planned.status();
-  if ((*planned)->slices() != 0) {
-    return absl::InvalidArgumentError("this in-process pod runs jobs on all of its slices; make it as large as the job");
+  if ((*planned)->part() != PodPart{}) {
+    return absl::InvalidArgumentError("this in-process pod runs jobs on all of it; make it as large as the job");
   }
   RunOptions options;
   options.job = next_job_++;

@@ -22,6 +22,9 @@ enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kInte
 
 inline bool IsFinished(JobState state) { return state != JobState::kPending && state != JobState::kRunning; }
 
+// Priorities run from -kMaxPriority to kMaxPriority; 0 is the default.
+inline constexpr int kMaxPriority = 1000;
+
 struct JobRecord {
   JobRecord(std::string id, uint64_t number, JobSpec spec)
       : id(std::move(id)), number(number), spec(std::move(spec)) {}
@@ -50,6 +53,8 @@ struct JobRecord {
   // Where it runs, and when it last started (0: not yet).
   Placement placement;
   double started_unix_s = 0;
+  // Its place in the queue: higher first, submit order among equals.
+  int priority = 0;
 };
 
 }  // namespace tpuemu

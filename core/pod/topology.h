@@ -57,6 +57,8 @@ class Topology {
   int num_chips() const { return chips_per_slice() * slices_; }
   int hosts_per_slice() const { return chips_per_slice() / chips_per_host_; }
   int num_hosts() const { return hosts_per_slice() * slices_; }
+  // The block of chips each host holds (x, y, z; 1 beyond num_dims).
+  const std::array<int, 3>& host_block() const { return host_block_; }
 
   // Size of an axis (x/y/z beyond num_dims are size 1; dcn is the slice count).
   int AxisSize(Axis a) const;

@@ -8,6 +8,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/train/pod_part.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tpuemu {
@@ -120,6 +121,7 @@ std::map<std::string, FieldRef> Fields(TrainConfig& c) {
   return {{"name", &c.name},
           {"topology", &c.topology},
           {"num_slices", &c.num_slices},
+          {"num_chips", &c.num_chips},
           {"ici_data_parallelism", &c.ici.data},
           {"ici_fsdp_parallelism", &c.ici.fsdp},
           {"ici_tensor_parallelism", &c.ici.tensor},
@@ -270,8 +272,13 @@ absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std
 const std::vector<TrainKey>& TrainKeys() {
   static const std::vector<TrainKey> keys = {
       {"name", "string", "job", "a label for the job"},
-      {"topology", "string", "(the pod's)", "CHIP:SHAPE the job was written for; must match the pod's"},
+      {"topology", "string", "(the pod's)",
+       "CHIP:SHAPE the job runs on in each slice: the pod's slice shape, or a block of whole hosts of it "
+       "(a sub-slice), which leaves the rest to other jobs"},
       {"num_slices", "int", "(all)", "slices the job runs on, at most the pod's; fewer leave the rest to other jobs"},
+      {"num_chips", "int", "(all)",
+       "chips the job runs on, instead of a block: the fewest slices that hold them, and in each the first block "
+       "of whole hosts that size, widest along x"},
       {"ici_data_parallelism", "int", "1", "data-parallel ways inside a slice (-1: fill in)"},
       {"ici_fsdp_parallelism", "int", "-1", "FSDP (ZeRO-3) ways inside a slice (-1: fill in)"},
       {"ici_tensor_parallelism", "int", "1", "tensor-parallel (Megatron) ways inside a slice (-1: fill in)"},
@@ -370,8 +377,11 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
     const std::string& key = k.name;
     absl::Status s = std::visit(
         Overloaded{
-            // 0 slices and time_scale -1 are "the pod's", which a file says by leaving the key out.
-            [&](int* v) { return key == "num_slices" && *v == 0 ? absl::OkStatus() : CheckInt(source, key, *v); },
+            // 0 slices or chips and time_scale -1 are "the pod's", which a file says by leaving the key out.
+            [&](int* v) {
+              const bool pods = (key == "num_slices" || key == "num_chips") && *v == 0;
+              return pods ? absl::OkStatus() : CheckInt(source, key, *v);
+            },
             [&](int64_t* v) { return CheckInt(source, key, *v); },
             [&](uint64_t*) { return absl::OkStatus(); },  // any seed
             [&](double* v) {
@@ -407,15 +417,14 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
 
 absl::Status ResolveMesh(TrainConfig& c, const Topology& topo) {
   const std::string source = c.name;
-  if (!c.topology.empty() && c.topology != topo.request().topology) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": topology: the job was written for ", c.topology,
-                                                   " but the pod is ", topo.request().topology));
+  // A job on part of the pod is planned on that part (PlacedTopology), which it fills.
+  auto part = TrainPodPart(c, topo);
+  if (!part.ok()) return part.status();
+  if (*part != PodPart{}) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": asks for part of ", topo.Describe(),
+                                                   "; plan it on that part (PlacedTopology)"));
   }
-  if (c.num_slices == 0) c.num_slices = topo.slices();
-  if (c.num_slices != topo.slices()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": num_slices: ", c.num_slices, ", but the pod has ",
-                                                   topo.slices(), " slice(s); a job runs on at most all of them"));
-  }
+  c.num_slices = topo.slices();
   if (auto s = Resolve(c.ici, topo.chips_per_slice(), "ici", "the chips per slice", source); !s.ok()) return s;
   if (auto s = Resolve(c.dcn, c.num_slices, "dcn", "the number of slices", source); !s.ok()) return s;
   const int64_t batch_ways = int64_t{c.ici.data} * c.ici.fsdp * c.dcn.data * c.dcn.fsdp;

@@ -36,8 +36,9 @@ struct Parallelism {
 
 struct TrainConfig {
   std::string name;
-  std::string topology;  // optional; must match the pod's
+  std::string topology;  // optional: the pod's slice shape, or a block of it (core/train/pod_part.h)
   int num_slices = 0;    // 0: all of the pod's
+  int num_chips = 0;     // 0: all the slices hold
   Parallelism ici{1, -1, 1, 1};
   Parallelism dcn{-1, 1, 1, 1};
   int64_t emb_dim = 0;              // D

@@ -7,6 +7,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/host.h"
 #include "core/train/job.h"
+#include "core/train/pod_part.h"
 #include "core/train/report.h"
 
 namespace tpuemu {
@@ -14,14 +15,14 @@ namespace {
 
 class PlannedTraining : public PlannedJob {
  public:
-  PlannedTraining(TrainJob job, const Topology& topo, int slices)
-      : job_(std::move(job)), topo_(topo), slices_(slices) {}
+  PlannedTraining(TrainJob job, const Topology& topo, PodPart part)
+      : job_(std::move(job)), topo_(topo), part_(part) {}
 
   int steps() const override { return job_.config.steps; }
   int first_step() const override { return job_.resume_step; }
   bool CheckpointAfter(int step) const override { return CheckpointDue(job_.config, step); }
   int max_restarts() const override { return job_.config.max_restarts; }
-  int slices() const override { return slices_; }
+  PodPart part() const override { return part_; }
 
   absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const override {
     if (job_.config.checkpoint_every > 0 && options.checkpoint_dir.empty()) {
@@ -53,7 +54,7 @@ class PlannedTraining : public PlannedJob {
  private:
   const TrainJob job_;
   const Topology topo_;  // the job's own: the pod's, or the part of it the job runs on
-  const int slices_;
+  const PodPart part_;
 };
 
 class TrainKind : public JobKind {
@@ -64,19 +65,15 @@ class TrainKind : public JobKind {
   absl::StatusOr<std::unique_ptr<PlannedJob>> Plan(const JobSpec& spec, const Topology& topo,
                                                    double time_scale) const override {
     const TrainSpec& train = *spec.get<TrainSpec>();
-    // `num_slices` fewer than the pod's: the job runs on that many of its
-    // slices, and is planned on them alone.
-    const int slices = train.config.num_slices;
-    if (slices > 0 && slices < topo.slices()) {
-      auto placed = PlacedTopology(topo, slices);
-      if (!placed.ok()) return placed.status();
-      auto job = PlanTrainJob(train, *placed, time_scale);
-      if (!job.ok()) return job.status();
-      return std::make_unique<PlannedTraining>(*std::move(job), *placed, slices);
-    }
-    auto job = PlanTrainJob(train, topo, time_scale);
+    // A job on part of the pod (fewer slices, a block of each) is planned
+    // on that part alone.
+    auto part = TrainPodPart(train.config, topo);
+    if (!part.ok()) return part.status();
+    auto placed = *part == PodPart{} ? absl::StatusOr<Topology>(topo) : PlacedTopology(topo, *part);
+    if (!placed.ok()) return placed.status();
+    auto job = PlanTrainJob(train, *placed, time_scale);
     if (!job.ok()) return job.status();
-    return std::make_unique<PlannedTraining>(*std::move(job), topo, 0);
+    return std::make_unique<PlannedTraining>(*std::move(job), *placed, *part);
   }
 
   absl::StatusOr<JobSpec> Resumed(const JobSpec& spec, int done) const override {

@@ -57,12 +57,14 @@ struct FrameHeader {
   int64_t sent_at_ns = 0;
   int64_t due_at_ns = 0;
   // A job placed on part of the pod (core/pod/placement.h) names its chips by
-  // its own ids; the pod's ids are these plus chip_base, which is what the
-  // fabric routes by. Mailboxes key frames by the job's own ids.
-  int32_t chip_base = 0;
+  // its own ids; its links set the pod's here (-1: the same), which is what
+  // fabrics route by. Mailboxes key frames by the job's own ids, so the pod's
+  // never cross the wire.
+  int32_t pod_src = -1;
+  int32_t pod_dst = -1;
 
-  int pod_src_chip() const { return src_chip + chip_base; }
-  int pod_dst_chip() const { return dst_chip + chip_base; }
+  int pod_src_chip() const { return pod_src < 0 ? src_chip : pod_src; }
+  int pod_dst_chip() const { return pod_dst < 0 ? dst_chip : pod_dst; }
 };
 
 // Bytes somebody else owns, lent in place: `keep` holds them alive.

@@ -1,31 +1,48 @@
 #include "core/wire/placed_network.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace tpuemu {
 
-absl::Status PlacedNetwork::OffsetFabric::Deliver(Frame&& frame) {
-  frame.header.chip_base = chip_base_;
+absl::Status PlacedNetwork::PodIdFabric::Deliver(Frame&& frame) {
+  frame.header.pod_src = pod_chips_.at(frame.header.src_chip);
+  frame.header.pod_dst = pod_chips_.at(frame.header.dst_chip);
   return pod_fabric_->Deliver(std::move(frame));
 }
 
 absl::StatusOr<std::unique_ptr<PlacedNetwork>> PlacedNetwork::Create(const Topology& pod, const Placement& placement,
                                                                      int pod_host, double time_scale,
                                                                      Fabric* pod_fabric, Mailbox* pod_mailbox) {
-  auto placed = PlacedTopology(pod, placement.num_slices);
-  if (!placed.ok()) return placed.status();
-  const int host = pod_host - FirstHost(pod, placement);
-  if (placement.first_slice < 0 || placement.first_slice + placement.num_slices > pod.slices() || host < 0 ||
-      host >= placed->num_hosts()) {
-    return absl::InvalidArgumentError(absl::StrCat("the job is placed on ", DescribePlacement(placement), " of ",
-                                                   pod.slices(), ", which does not hold host ", pod_host));
+  if (placement.num_slices < 1 || placement.first_slice < 0 ||
+      placement.first_slice + placement.num_slices > pod.slices()) {
+    return absl::InvalidArgumentError(absl::StrCat("the job is placed on ", DescribePlacement(placement),
+                                                   ", but the pod has ", pod.slices(), " slice(s)"));
   }
+  auto placed = PlacedTopology(pod, PodPart{placement.num_slices, placement.block});
+  if (!placed.ok()) return placed.status();
+  for (int a = 0; a < 3; ++a) {
+    if (placement.origin[a] < 0 || placement.origin[a] + placed->AxisSize(static_cast<Axis>(a)) > pod.AxisSize(static_cast<Axis>(a)) ||
+        placement.origin[a] % pod.host_block()[a] != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(DescribePlacement(placement), " does not fit the pod's ",
+                                                     pod.ShapeString(), " slices in whole hosts"));
+    }
+  }
+  const std::vector<int> hosts = PlacedHosts(pod, placement);
+  const auto mine = std::find(hosts.begin(), hosts.end(), pod_host);
+  if (mine == hosts.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the job is placed on ", DescribePlacement(placement), ", which does not hold host ", pod_host));
+  }
+  const int host = static_cast<int>(mine - hosts.begin());
   return std::unique_ptr<PlacedNetwork>(
-      new PlacedNetwork(*placed, host, FirstChip(pod, placement), time_scale, pod_fabric, pod_mailbox));
+      new PlacedNetwork(*placed, host, PlacedChips(pod, placement), time_scale, pod_fabric, pod_mailbox));
 }
 
-PlacedNetwork::PlacedNetwork(const Topology& placed, int host, int chip_base, double time_scale, Fabric* pod_fabric,
-                             Mailbox* pod_mailbox)
-    : fabric_(pod_fabric, chip_base), net_(placed, placed.ChipsOfHost(host), time_scale, &fabric_, pod_mailbox) {}
+PlacedNetwork::PlacedNetwork(const Topology& placed, int host, std::vector<int> pod_chips, double time_scale,
+                             Fabric* pod_fabric, Mailbox* pod_mailbox)
+    : fabric_(pod_fabric, std::move(pod_chips)),
+      net_(placed, placed.ChipsOfHost(host), time_scale, &fabric_, pod_mailbox) {}
 
 }  // namespace tpuemu

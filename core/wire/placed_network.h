@@ -1,9 +1,11 @@
 // One host's links for a job placed on part of the pod (core/pod/placement.h):
 // a HostNetwork on the job's own pod, its chips named by the job's ids, whose
-// frames go out through the host's fabric with the placement's chip offset
-// and land in the host's mailbox. Links of its own: jobs on disjoint
-// placements share no link, so none sees the other on either clock.
+// frames go out through the host's fabric named by the pod's ids as well and
+// land in the host's mailbox. Links of its own: jobs on disjoint placements
+// share no link, so none sees the other on either clock.
 #pragma once
+
+#include <vector>
 
 #include "core/pod/placement.h"
 #include "core/wire/host_network.h"
@@ -21,20 +23,22 @@ class PlacedNetwork {
   HostNetwork& net() { return net_; }
 
  private:
-  class OffsetFabric : public Fabric {
+  // Names each frame's chips by the pod's ids too, for the pod's fabric.
+  class PodIdFabric : public Fabric {
    public:
-    OffsetFabric(Fabric* pod_fabric, int chip_base) : pod_fabric_(pod_fabric), chip_base_(chip_base) {}
+    PodIdFabric(Fabric* pod_fabric, std::vector<int> pod_chips)
+        : pod_fabric_(pod_fabric), pod_chips_(std::move(pod_chips)) {}
     absl::Status Deliver(Frame&& frame) override;
 
    private:
     Fabric* const pod_fabric_;
-    const int chip_base_;
+    const std::vector<int> pod_chips_;  // by the job's chip id
   };
 
-  PlacedNetwork(const Topology& placed, int host, int chip_base, double time_scale, Fabric* pod_fabric,
+  PlacedNetwork(const Topology& placed, int host, std::vector<int> pod_chips, double time_scale, Fabric* pod_fabric,
                 Mailbox* pod_mailbox);
 
-  OffsetFabric fabric_;
+  PodIdFabric fabric_;
   HostNetwork net_;  // after fabric_, which its links send through
 };
 

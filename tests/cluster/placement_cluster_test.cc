@@ -70,6 +70,51 @@ TEST(PlacementClusterTest, JobsOnDisjointSlicesRunAtOnceEachAsAlone) {
   ExpectSameRun(b, two_alone);
 }
 
+// Sub-slices: blocks of whole hosts of one slice, each like a slice of that
+// shape (its links, wraparound only along an axis it spans whole), run at
+// once as they would on pods of their own.
+TEST(PlacementClusterTest, JobsOnBlocksOfOneSliceRunAtOnceEachAsOnASliceOfThatShape) {
+  const TrainSpec fsdp = Job("topology: v5p:2x2\nici_fsdp_parallelism: -1\n", 10);
+  const TrainSpec tensor = Job("topology: v5p:2x2\nici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\n", 10);
+  const TrainSpec eight = Job("num_chips: 8\nici_fsdp_parallelism: -1\n", 10);  // a 4x2 block: x wraps
+  v1::Job fsdp_own, tensor_own, eight_own;
+  {
+    TestPod own({"v5p:2x2", 1, 2, "auto"}, 0);
+    fsdp_own = own.Run(Job("ici_fsdp_parallelism: -1\n", 10));
+    tensor_own = own.Run(Job("ici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\n", 10));
+  }
+  {
+    TestPod own({"v5p:4x2", 1, 2, "auto"}, 0);
+    eight_own = own.Run(Job("ici_fsdp_parallelism: -1\n", 10));
+  }
+  TestPod pod({"v5p:4x4", 1, 2, "auto"}, 0);  // 8 workers of 2x1 chips
+  auto a = pod.Submit(fsdp);
+  auto b = pod.Submit(eight);
+  auto c = pod.Submit(tensor);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.status() << b.status() << c.status();
+  const v1::Job ran_a = pod.Wait(a->id()), ran_b = pod.Wait(b->id()), ran_c = pod.Wait(c->id());
+  ExpectEqualsReference(ran_a, fsdp);
+  ExpectEqualsReference(ran_b, eight);
+  ExpectEqualsReference(ran_c, tensor);
+  // The first free block of each, lowest chip first: rows 0-1 on the left,
+  // rows 2-3 whole (rows 1-2 overlap the first), rows 0-1 on the right.
+  auto where = [](const v1::Job& j) {
+    return std::vector<int>{j.placement().origin().begin(), j.placement().origin().end()};
+  };
+  EXPECT_EQ(where(ran_a), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(where(ran_b), (std::vector<int>{0, 2, 0}));
+  EXPECT_EQ(where(ran_c), (std::vector<int>{2, 0, 0}));
+  EXPECT_EQ(std::vector<int>(ran_b.placement().block().begin(), ran_b.placement().block().end()),
+            (std::vector<int>{4, 2, 1}));
+  for (const v1::Job* other : {&ran_b, &ran_c}) {
+    EXPECT_LT(ran_a.started_unix_s(), other->finished_unix_s());
+    EXPECT_LT(other->started_unix_s(), ran_a.finished_unix_s());
+  }
+  ExpectSameRun(ran_a, fsdp_own);
+  ExpectSameRun(ran_b, eight_own);
+  ExpectSameRun(ran_c, tensor_own);
+}
+
 TEST(PlacementClusterTest, AJobWaitsInQueueOrderUntilAllItsSlicesAreFree) {
   TestPod pod({"v5p:2x2", 2, 2, "auto"}, 0);
   // Larger than the pod: refused at submit, naming the key.
@@ -110,6 +155,36 @@ TEST(PlacementClusterTest, AJobWaitsInQueueOrderUntilAllItsSlicesAreFree) {
   EXPECT_EQ(w.placement().num_slices(), 0);  // the whole pod
   EXPECT_GE(w.started_unix_s(), ended.finished_unix_s());
   EXPECT_GE(s.started_unix_s(), w.finished_unix_s());
+}
+
+TEST(PlacementClusterTest, AHigherPriorityGoesAheadOfQueuedJobsButNotOfRunningOnes) {
+  TestPod pod({"v5p:2x2", 1, 2, "auto"}, 0);
+  auto refused = pod.Submit(Job("", 1), 1001);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("priority: 1001: must be from -1000 to 1000"));
+
+  auto running = pod.Submit(Job("", 100000), -5);  // runs at once: nothing is queued
+  ASSERT_TRUE(running.ok()) << running.status();
+  WaitForSteps(pod, running->id(), 1);
+  const TrainSpec spec = Job("", 2);
+  auto low = pod.Submit(spec);
+  auto high = pod.Submit(spec, 7);
+  auto same = pod.Submit(spec, 7);
+  ASSERT_TRUE(low.ok() && high.ok() && same.ok());
+  // First in, first out among equals; the running job keeps running.
+  EXPECT_EQ(pod.coordinator().GetJob(high->id())->queue_position(), 1);
+  EXPECT_EQ(pod.coordinator().GetJob(same->id())->queue_position(), 2);
+  EXPECT_EQ(pod.coordinator().GetJob(low->id())->queue_position(), 3);
+  EXPECT_EQ(pod.coordinator().GetJob(high->id())->priority(), 7);
+  EXPECT_EQ(pod.coordinator().GetJob(running->id())->state(), v1::JOB_STATE_RUNNING);
+
+  ASSERT_TRUE(pod.coordinator().CancelJob(running->id()).ok());
+  const v1::Job h = pod.Wait(high->id()), s = pod.Wait(same->id()), l = pod.Wait(low->id());
+  ExpectEqualsReference(h, spec);
+  ExpectEqualsReference(l, spec);
+  EXPECT_GE(s.started_unix_s(), h.finished_unix_s());
+  EXPECT_GE(l.started_unix_s(), s.finished_unix_s());
 }
 
 // Stopped, not killed: in this one-process pod a server's shutdown waits for

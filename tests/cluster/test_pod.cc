@@ -169,9 +169,10 @@ absl::StatusOr<v1::Job> TestPod::Submit(const MatmulSpec& spec) {
   return coordinator_->SubmitJob(req);
 }
 
-absl::StatusOr<v1::Job> TestPod::Submit(const TrainSpec& spec) {
+absl::StatusOr<v1::Job> TestPod::Submit(const TrainSpec& spec, int priority) {
   v1::SubmitJobRequest req;
   *req.mutable_train() = ToProto(spec);
+  req.set_priority(priority);
   return coordinator_->SubmitJob(req);
 }
 

@@ -58,7 +58,7 @@ class TestPod {
   v1::Job Run(const TrainSpec& spec);
   absl::StatusOr<v1::Job> Submit(const CollectiveSpec& spec);
   absl::StatusOr<v1::Job> Submit(const MatmulSpec& spec);
-  absl::StatusOr<v1::Job> Submit(const TrainSpec& spec);
+  absl::StatusOr<v1::Job> Submit(const TrainSpec& spec, int priority = 0);
   v1::Job Wait(const std::string& id);
   // A job's trace, its pieces read from the coordinator and put together.
   absl::StatusOr<v1::JobTrace> Trace(const std::string& id);

@@ -16,6 +16,7 @@ const std::map<std::string, std::string> kNotDefault = {
     {"name", "\"a: 'name' # not a comment\""},
     {"topology", "v5e:4x4"},
     {"num_slices", "2"},
+    {"num_chips", "8"},
     {"ici_data_parallelism", "2"},
     {"ici_fsdp_parallelism", "4"},
     {"ici_tensor_parallelism", "-1"},

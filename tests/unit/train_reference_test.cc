@@ -129,8 +129,10 @@ TEST(TrainConfigTest, MeshFillsInAndChecksProductsAndDivisibility) {
       {"ici_data_parallelism: 3\n", "must divide the chips per slice (16)"},
       {"ici_data_parallelism: 2\nici_fsdp_parallelism: 2\n", "the product is 4 but must be the chips per slice (16)"},
       {"ici_data_parallelism: -1\n", "only one of ici_"},
-      {"topology: v5e:4x4\n", "written for v5e:4x4 but the pod is v5p:4x4"},
-      {"num_slices: 1\n", "the pod has 2 slice(s)"},
+      {"topology: v5e:4x4\n", "topology: v5e:4x4: the pod is v5p:4x4"},
+      {"num_slices: 3\n", "num_slices: 3, but the pod has 2 slice(s)"},
+      // Planned on the part it asks for (core/train/pod_part.h), never on the whole pod.
+      {"num_slices: 1\n", "asks for part of v5p:4x4"},
       {"ici_tensor_parallelism: 32\n", "the product of the others (32) must divide the chips per slice (16)"},
   };
   for (const Case& k : cases) {
