@@ -164,6 +164,21 @@ bool Registry::Holds(int host, uint64_t incarnation) const {
   return it != workers_.end() && it->second.incarnation == incarnation;
 }
 
+bool Registry::Configured() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return configured_generation_ >= 0;
+}
+
+bool Registry::HostsReady(const std::vector<int>& hosts) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (configured_generation_ != generation_) return false;
+  for (int host : hosts) {
+    auto it = workers_.find(host);
+    if (it == workers_.end() || !AliveLocked(it->second)) return false;
+  }
+  return true;
+}
+
 bool Registry::Ready() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (static_cast<int>(workers_.size()) != topo_.num_hosts()) return false;

@@ -60,6 +60,12 @@ class Registry : public Registrar {
   bool Holds(int host, uint64_t incarnation) const;
   // Every place held by a live worker, all configured as the pod is now.
   bool Ready() const;
+  // Whether the pod was configured once every place was held (since this
+  // coordinator started): from then on jobs may queue.
+  bool Configured() const;
+  // Every one of `hosts` held by a live worker, configured as the pod is
+  // now: a job on them may start, whatever the other places' workers do.
+  bool HostsReady(const std::vector<int>& hosts) const;
   // "<worker> was lost: <why>" for the first holder of `hosts` counted
   // lost, if any.
   std::optional<std::string> FirstLost(const std::vector<int>& hosts) const;

@@ -59,7 +59,7 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
                                             std::shared_ptr<const PlannedJob> planned, int priority) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
-  if (!registry_.Ready()) {
+  if (!registry_.Configured()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the pod is not ready: ", AliveWorkers(), " of ", pod_.num_hosts(),
         " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
@@ -198,18 +198,29 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
   const int position = static_cast<int>(it - queue_.begin()) + 1;
   // What the first in the queue waits for; those behind it wait for it too.
   std::string why;
-  if (!registry_.Ready()) {
+  if (!registry_.Configured()) {
     why = absl::StrCat("the pod to be ready (", AliveWorkers(), " of ", pod_.num_hosts(),
                        " workers registered and alive)");
-  } else if (!running_.empty()) {
+  } else {
     const Queued& first = queue_.front();
     why = first.pinned ? absl::StrCat(DescribePlacement(*first.pinned), ", where its checkpoint is")
                        : WantedText(pod_, first.planned->part());
     std::vector<std::string> held;
     for (const auto& [job, r] : running_) held.push_back(absl::StrCat(job, " on ", DescribePlacement(r->placement)));
-    absl::StrAppend(&why, ", while ", absl::StrJoin(held, " and "), (held.size() > 1 ? " run" : " runs"));
-  } else {
-    why = "nothing: it is starting";
+    if (!held.empty()) {
+      const std::string last = held.back();
+      held.pop_back();
+      absl::StrAppend(&why, ", while ", held.empty() ? "" : absl::StrCat(absl::StrJoin(held, ", "), " and "), last,
+                      held.empty() ? " runs" : " run");
+    }
+    // A lost worker's hosts take no job until it is back.
+    std::vector<int> all(pod_.num_hosts());
+    for (int h = 0; h < pod_.num_hosts(); ++h) all[h] = h;
+    if (auto lost = registry_.FirstLost(all)) {
+      absl::StrAppend(&why, "; ", *lost, ", and its hosts wait for it");
+    } else if (running_.empty()) {
+      why = "nothing: it is starting";
+    }
   }
   if (position > 1) why = absl::StrCat(why, ", then ", position - 1, " queued ahead of it (", queue_.front().id,
                                        position > 2 ? " first)" : ")");
@@ -235,11 +246,14 @@ std::optional<Placement> Scheduler::FreePlacementLocked(const Queued& job) const
   for (const auto& [_, r] : running_) {
     for (int host : r->hosts) busy[host] = true;
   }
+  // Free: no running job holds its hosts, and their workers are alive and
+  // configured (a lost worker's hosts wait for it; the others take jobs).
   auto free = [&](const Placement& p) {
-    for (int host : PlacedHosts(pod_, p)) {
+    const std::vector<int> hosts = PlacedHosts(pod_, p);
+    for (int host : hosts) {
       if (busy[host]) return false;
     }
-    return true;
+    return registry_.HostsReady(hosts);
   };
   if (job.pinned) return free(*job.pinned) ? job.pinned : std::nullopt;
   for (const Placement& p : CandidatePlacements(pod_, job.planned->part())) {
@@ -251,12 +265,12 @@ std::optional<Placement> Scheduler::FreePlacementLocked(const Queued& job) const
 void Scheduler::JobLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    // A job starts once every worker is alive and configured (after a
-    // worker is lost the queue waits for it to come back, or be replaced,
-    // rather than fail job after job) and its slices are free. Liveness
-    // lapses without a notify: look again every tick.
+    // A job starts once the workers of its placement are alive and
+    // configured (a lost worker's hosts wait for it to come back, or be
+    // replaced, rather than fail job after job) and no other job holds them.
+    // Liveness lapses without a notify: look again every tick.
     std::optional<Placement> placement;
-    while (!stop_ && (queue_.empty() || !registry_.Ready() || keep_queue_ ||
+    while (!stop_ && (queue_.empty() || !registry_.Configured() || keep_queue_ ||
                       !(placement = FreePlacementLocked(queue_.front())))) {
       cv_.wait_for(lock, std::chrono::milliseconds(200));
     }

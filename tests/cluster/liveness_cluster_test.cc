@@ -69,10 +69,17 @@ TEST(LivenessClusterTest, AWorkerWhoseConnectionClosesIsLostAtOnce) {
   ASSERT_NE(w, nullptr);
   EXPECT_FALSE(w->alive());
   EXPECT_LT(took, absl::Seconds(2));
-  // A job submitted now is refused with the pod not ready; the reason the
-  // worker was lost is the connection, not its heartbeats.
-  auto refused = pod.Submit(Training(1));
-  EXPECT_FALSE(refused.ok());
+  // A job submitted now waits for the lost worker's hosts, saying so; the
+  // reason the worker was lost is the connection, not its heartbeats.
+  auto waiting = pod.Submit(Training(1));
+  ASSERT_TRUE(waiting.ok()) << waiting.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const v1::Job queued = *pod.coordinator().GetJob(waiting->id());
+  EXPECT_EQ(queued.state(), v1::JOB_STATE_PENDING);
+  EXPECT_THAT(queued.waiting_for(), HasSubstr("the whole pod; worker host 2"));
+  EXPECT_THAT(queued.waiting_for(), HasSubstr("was lost: the connection to it was reset or closed"));
+  EXPECT_THAT(queued.waiting_for(), HasSubstr("and its hosts wait for it"));
+  ASSERT_TRUE(pod.coordinator().CancelJob(waiting->id()).ok());
 }
 
 }  // namespace

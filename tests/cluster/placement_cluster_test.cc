@@ -208,21 +208,54 @@ TEST(PlacementClusterTest, ALostWorkerEndsOnlyTheJobOnItsSlicesWhichRunJobsAgain
   const int steps_then = pod.coordinator().GetJob(on_slice_0->id())->steps_size();
   EXPECT_EQ(WaitForSteps(pod, on_slice_0->id(), steps_then + 3).state(), v1::JOB_STATE_RUNNING);
 
-  // Back: slice 1 runs a job again, beside the one on slice 0.
-  pod.Resume(2);
+  // A job for one slice queues meanwhile, waiting for the lost worker's
+  // slice (the other is busy); once the worker is back it runs there,
+  // beside the job on slice 0.
   const TrainSpec small = Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 3);
-  absl::StatusOr<v1::Job> next = absl::UnavailableError("not submitted");
-  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); !next.ok() && absl::Now() < deadline;) {
-    next = pod.Submit(small);  // refused until the worker counts as alive again
-    if (!next.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  auto next = pod.Submit(small);
   ASSERT_TRUE(next.ok()) << next.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const v1::Job waiting = *pod.coordinator().GetJob(next->id());
+  EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
+  EXPECT_THAT(waiting.waiting_for(), HasSubstr("while " + on_slice_0->id() + " on slice 0 runs; worker host 2"));
+  pod.Resume(2);
   const v1::Job done = pod.Wait(next->id());
   ExpectEqualsReference(done, small);
   EXPECT_EQ(done.placement().first_slice(), 1);
   EXPECT_EQ(pod.coordinator().GetJob(on_slice_0->id())->state(), v1::JOB_STATE_RUNNING);
   ASSERT_TRUE(pod.coordinator().CancelJob(on_slice_0->id()).ok());
   EXPECT_EQ(pod.Wait(on_slice_0->id()).state(), v1::JOB_STATE_CANCELLED);
+}
+
+TEST(PlacementClusterTest, WhileAWorkerIsLostJobsStartOnTheOtherSlices) {
+  TestPod pod({"v5p:2x2", 2, 2, "auto"}, 0, {.heartbeat_timeout = absl::Seconds(1), .retention = {}});
+  auto alive = [&](int host) {
+    const v1::ClusterStatus status = pod.coordinator().ClusterStatus();
+    for (const v1::WorkerInfo& w : status.workers()) {
+      if (w.host() == host) return w.alive();
+    }
+    return false;
+  };
+  pod.Stop(3);  // slice 1's second worker
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); alive(3) && absl::Now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(alive(3));
+  // A whole-pod job is taken, and waits for the worker, saying so.
+  auto whole = pod.Submit(Job("ici_fsdp_parallelism: -1\n", 2));
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const v1::Job waiting = *pod.coordinator().GetJob(whole->id());
+  EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
+  EXPECT_THAT(waiting.waiting_for(), HasSubstr("the whole pod; worker host 3"));
+  ASSERT_TRUE(pod.coordinator().CancelJob(whole->id()).ok());
+  // A one-slice job runs on slice 0 now.
+  const TrainSpec small = Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 3);
+  const v1::Job done = pod.Run(small);
+  ExpectEqualsReference(done, small);
+  EXPECT_EQ(done.placement().first_slice(), 0);
+  EXPECT_FALSE(alive(3));  // lost all along
+  pod.Resume(3);
 }
 
 TEST(PlacementClusterTest, AResumedJobGoesBackToTheSlicesItsCheckpointIsOn) {
