@@ -41,7 +41,7 @@ class ProcessPod {
   ProcessPod(const std::string& topology, int chips_per_host) {
     dir_ = std::filesystem::temp_directory_path() / absl::StrCat("tpuemu-bench-", getpid());
     Progress quiet(false);
-    auto pod = StartLocalPod({{topology, 1, chips_per_host, "auto"}, 0, "", dir_.string(), 60}, quiet,
+    auto pod = StartLocalPod({{topology, 1, chips_per_host, "auto"}, 0, "", -1, dir_.string(), 60}, quiet,
                              [](const PodState&) { return absl::OkStatus(); });
     if (!pod.ok()) {
       std::fprintf(stderr, "could not start the pod: %s\n", std::string(pod.status().message()).c_str());

@@ -71,6 +71,10 @@ int ClusterUp(const ClusterUpOptions& o) {
     auto t = ParseDuration(o.heartbeat_timeout, "--heartbeat-timeout", kMaxHeartbeatTimeout);
     if (!t.ok()) return Fail(t.status());
   }
+  if (o.http_port != -1 && (o.http_port < 1 || o.http_port > 65535)) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--http-port ", o.http_port, ": must be a port from 1 to 65535 (leave it out for no metrics)")));
+  }
   if (auto existing = LoadPodState(); existing.ok()) {
     if (CoordinatorClient(existing->coordinator).Status(1).ok()) {
       return Fail(absl::AlreadyExistsError(absl::StrCat(
@@ -84,7 +88,7 @@ int ClusterUp(const ClusterUpOptions& o) {
   Progress progress(!o.json);
   // Remembered before waiting, so `cluster down` can clean up whatever happens next.
   LocalPodOptions local{{o.topology, o.slices, o.chips_per_host, o.wraparound}, o.time_scale, o.heartbeat_timeout,
-                        StateDir(), o.timeout_s};
+                        o.http_port, StateDir(), o.timeout_s};
   auto pod = StartLocalPod(local, progress, SavePodState);
   if (!pod.ok()) {
     RemovePodState();
@@ -100,6 +104,7 @@ int ClusterUp(const ClusterUpOptions& o) {
               << " s)\n"
               << "coordinator " << state.coordinator << ", logs in " << logs << ", jobs kept in " << StateDir()
               << "/jobs\n"
+              << (o.http_port > 0 ? absl::StrCat("metrics at http://127.0.0.1:", o.http_port, "/metrics\n") : "")
               << "next: tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n";
   }
   return 0;
@@ -198,6 +203,10 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
                  "one that does not answer either within this time is lost, one that answers is slow.\n"
                  "Seconds, or with a unit (500ms, 30s, 2m). Default: 3, or 0.1 per chip per core of this\n"
                  "machine when that is more (12.8 for 256 chips on 2 cores): the whole pod shares its cores");
+  up->add_option("--http-port", up_opts->http_port,
+                 "serve the pod's Prometheus metrics at http://127.0.0.1:PORT/metrics (jobs by state, the\n"
+                 "queue, step times on both clocks, link bytes, workers' liveness and memory; docs/metrics.md).\n"
+                 "Default: none");
   up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")->capture_default_str();
   up->add_flag("--json", up_opts->json, "print the pod's status as JSON");
   up->callback([up_opts, exit_code] { *exit_code = ClusterUp(*up_opts); });

@@ -15,6 +15,7 @@ struct ClusterUpOptions {
   std::string wraparound = "auto";
   double time_scale = 0;
   std::string heartbeat_timeout;  // empty: the coordinator's default
+  int http_port = -1;             // the coordinator's /metrics; -1: none
   double timeout_s = 60;
   bool json = false;
 };

@@ -80,6 +80,7 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
                             {"--heartbeat-timeout", o.heartbeat_timeout.empty() ? LocalHeartbeatTimeout(topo->num_chips())
                                                                                 : o.heartbeat_timeout});
   }
+  if (o.http_port >= 0) coordinator_argv.insert(coordinator_argv.end(), {"--http-port", std::to_string(o.http_port)});
   auto coord = SpawnDetached(coordinator_argv, logs + "/coordinator.log");
   if (!coord.ok()) return coord.status();
   state.coordinator_process = *coord;

@@ -21,6 +21,7 @@ struct LocalPodOptions {
   double time_scale = 0;
   // The coordinator's --heartbeat-timeout; empty: LocalHeartbeatTimeout.
   std::string heartbeat_timeout;
+  int http_port = -1;  // the coordinator's --http-port (-1: none)
   std::string dir;  // port file, logs/, the job store (jobs/) and checkpoints/ go here
   double timeout_s = 60;
 };

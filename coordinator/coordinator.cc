@@ -1,5 +1,8 @@
 #include "coordinator/coordinator.h"
 
+#include <functional>
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "core/job/kinds.h"
 #include "spdlog/spdlog.h"
@@ -177,6 +180,45 @@ absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& id) {
   auto record = store_.Get(id);
   if (!record.ok()) return record.status();
   return Published(*record);
+}
+
+std::string Coordinator::MetricsText() const {
+  std::string out;
+  const JobStore::Listing listing = store_.List();
+  std::map<std::string, int> states = {{"pending", 0},   {"running", 0},   {"succeeded", 0},
+                                       {"failed", 0},    {"cancelled", 0}, {"interrupted", 0}};
+  for (const JobRecord& r : listing.jobs) ++states[JobStateName(r.state)];
+  WriteMetricHeader(out, "tpuemu_jobs", "gauge",
+                    "Jobs the coordinator keeps, by state (finished ones beyond its retention are dropped).");
+  for (const auto& [state, n] : states) WriteSample(out, "tpuemu_jobs", {{"state", state}}, n);
+  WriteMetricHeader(out, "tpuemu_finished_jobs_dropped_total", "counter",
+                    "Finished jobs' records dropped beyond the retention (--keep-finished-jobs).");
+  WriteSample(out, "tpuemu_finished_jobs_dropped_total", {}, static_cast<double>(listing.finished_dropped));
+  WriteMetricHeader(out, "tpuemu_queue_length", "gauge", "Jobs waiting to start.");
+  WriteSample(out, "tpuemu_queue_length", {}, scheduler_.jobs_queued());
+  WriteMetricHeader(out, "tpuemu_pod_ready", "gauge", "1 when every worker is registered, alive and configured.");
+  WriteSample(out, "tpuemu_pod_ready", {}, registry_.Ready() ? 1 : 0);
+  WriteMetricHeader(out, "tpuemu_pod_chips", "gauge", "Emulated chips of the pod.");
+  WriteSample(out, "tpuemu_pod_chips", {}, topo_.num_chips());
+  const std::vector<RegisteredWorker> workers = registry_.Workers();
+  auto per_worker = [&](const std::string& name, const std::string& type, const std::string& help,
+                        const std::function<double(const RegisteredWorker&)>& value) {
+    WriteMetricHeader(out, name, type, help);
+    for (const RegisteredWorker& w : workers) {
+      WriteSample(out, name, {{"host", absl::StrCat(w.host)}, {"slice", absl::StrCat(w.slice)}, {"address", w.address}},
+                  value(w));
+    }
+  };
+  per_worker("tpuemu_worker_up", "gauge", "1 while the worker holding the host is alive (heartbeats or answers).",
+             [](const RegisteredWorker& w) { return w.alive ? 1 : 0; });
+  per_worker("tpuemu_worker_slow", "gauge", "1 while its heartbeats are late but it answers the coordinator.",
+             [](const RegisteredWorker& w) { return w.slow ? 1 : 0; });
+  per_worker("tpuemu_worker_heartbeat_age_seconds", "gauge", "Seconds since the worker's last heartbeat.",
+             [](const RegisteredWorker& w) { return absl::ToDoubleSeconds(w.since_heartbeat); });
+  per_worker("tpuemu_worker_resident_bytes", "gauge", "The worker process's resident memory at its last heartbeat.",
+             [](const RegisteredWorker& w) { return static_cast<double>(w.resident_bytes); });
+  scheduler_.step_metrics().Write(out);
+  return out;
 }
 
 v1::ListJobsResponse Coordinator::ListJobs() {

@@ -46,6 +46,10 @@ class Coordinator : public CoordinatorBackend {
   absl::StatusOr<v1::Job> ResumeJob(const std::string& id) override;
   absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id) override;
 
+  // The pod's metrics in Prometheus' text format (coordinator/metrics.h):
+  // jobs by state, the queue, workers' liveness and memory, finished steps.
+  std::string MetricsText() const;
+
   // Stops taking jobs (SIGTERM): scheduler.h says what becomes of the queue.
   void Drain(const std::string& why);
 

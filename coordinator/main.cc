@@ -8,6 +8,7 @@
 #include "core/pod/profile.h"
 #include "services/flag_names.h"
 #include "services/flags.h"
+#include "services/http_server.h"
 #include "services/process_env.h"
 #include "services/server.h"
 #include "services/worker_client.h"
@@ -88,6 +89,12 @@ int main(int argc, char** argv) {
                             "steps and results survive a restart, even a SIGKILL; jobs that were running come\n"
                             "back interrupted, queued ones run. Empty: jobs are kept in memory only"),
              "TPUEMU_DATA_DIR");
+  int http_port = -1;
+  env_option(app.add_option("--http-port", http_port,
+                            "serve Prometheus metrics over HTTP at /metrics on this port, on --listen's address\n"
+                            "(0 picks a free port; -1, the default, serves none). docs/metrics.md"),
+             "TPUEMU_HTTP_PORT")
+      ->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port here once serving");
   app.add_flag("--check-config", check_config,
                "check flags and environment and exit (0 if usable, 2 if not) without serving");
@@ -127,6 +134,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   SetReady(*server, false);
+  std::unique_ptr<HttpServer> http;
+  if (http_port >= 0) {
+    const std::string host = listen.substr(0, listen.rfind(':'));
+    Coordinator* c = coordinator->get();
+    auto started = HttpServer::Start(host, http_port, {{"/metrics", {kPrometheusTextType, [c] { return c->MetricsText(); }}}});
+    if (!started.ok()) {
+      spdlog::error("--http-port {}: {}", http_port, std::string(started.status().message()));
+      return 1;
+    }
+    http = *std::move(started);
+    spdlog::info("metrics at http://{}:{}/metrics", host, http->port());
+  }
   spdlog::info("coordinator for {} serving on port {}; job store {}", (*coordinator)->topology().Describe(),
                server->port, options.data_dir.empty() ? "in memory only" : options.data_dir + "/jobs.db");
   if (!port_file.empty()) {
@@ -144,6 +163,7 @@ int main(int argc, char** argv) {
   SetReady(*server, false);
   (*coordinator)->Drain("the coordinator is shutting down (SIGTERM)");
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  http.reset();
   coordinator->reset();
   return 0;
 }

@@ -185,6 +185,11 @@ int Scheduler::jobs_running() const {
   return static_cast<int>(running_.size());
 }
 
+int Scheduler::jobs_queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(queue_.size());
+}
+
 int Scheduler::AliveWorkers() const {
   int alive = 0;
   for (const RegisteredWorker& w : registry_.Workers()) alive += w.alive;
@@ -370,6 +375,7 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& runni
 
 absl::Status Scheduler::PublishStep(const Queued& job, int step, const std::vector<ChipRunResult>& chips,
                                     double& traced_until_s) {
+  step_metrics_.RecordStep(job.kind->name(), chips);
   JobReport report = job.planned->SummarizeStep(chips);
   if (job.kind->traced()) {
     store_.AddTraceStep(job.id, step, traced_until_s, chips);

@@ -23,6 +23,7 @@
 
 #include "coordinator/abort_delivery.h"
 #include "coordinator/job_store.h"
+#include "coordinator/metrics.h"
 #include "coordinator/registry.h"
 #include "core/base/cancellation.h"
 #include "core/host/job_kind.h"
@@ -56,6 +57,9 @@ class Scheduler {
   // after a crash; without one, the queued and running jobs are cancelled.
   void Drain(const std::string& why);
   int jobs_running() const;
+  int jobs_queued() const;
+  // Every finished step's figures, for /metrics.
+  const StepMetrics& step_metrics() const { return step_metrics_; }
   // A queued job's place (1: the next to start) and what it waits for;
   // {0, ""} for a job that is not queued.
   std::pair<int, std::string> QueuePlace(const std::string& id) const;
@@ -123,6 +127,7 @@ class Scheduler {
   Registry& registry_;
   const Topology pod_;
   const Planner plan_;
+  StepMetrics step_metrics_;
   mutable std::mutex mu_;  // taken before store_'s and registry_'s own
   std::condition_variable cv_;
   std::deque<Queued> queue_;

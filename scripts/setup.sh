@@ -11,7 +11,7 @@ BUILD=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libabsl-dev libblis-dev
-  libcli11-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libsqlite3-dev
+  libcli11-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libsqlite3-dev libcpp-httplib-dev
 )
 TEST=(
   libgtest-dev libgmock-dev libbenchmark-dev

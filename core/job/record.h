@@ -22,6 +22,19 @@ enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kInte
 
 inline bool IsFinished(JobState state) { return state != JobState::kPending && state != JobState::kRunning; }
 
+// As `tpuemu jobs` and /metrics name it: "pending", "succeeded", ...
+inline const char* JobStateName(JobState state) {
+  switch (state) {
+    case JobState::kPending: return "pending";
+    case JobState::kRunning: return "running";
+    case JobState::kSucceeded: return "succeeded";
+    case JobState::kFailed: return "failed";
+    case JobState::kCancelled: return "cancelled";
+    case JobState::kInterrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
 // Priorities run from -kMaxPriority to kMaxPriority; 0 is the default.
 inline constexpr int kMaxPriority = 1000;
 

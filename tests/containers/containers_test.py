@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "../.."))
@@ -126,10 +127,12 @@ class Compose(Case):
     def setUp(self):
         self.project = f"tpuemutest{os.getpid()}"
         self.port = str(free_port())
+        self.metrics_port = str(free_port())
         self.addCleanup(self.down)
 
     def compose(self, *args, check=True, **env):
-        e = dict(ENV, COMPOSE_PROJECT_NAME=self.project, TPUEMU_PORT=self.port, **{k: str(v) for k, v in env.items()})
+        e = dict(ENV, COMPOSE_PROJECT_NAME=self.project, TPUEMU_PORT=self.port, TPUEMU_METRICS_PORT=self.metrics_port,
+                 **{k: str(v) for k, v in env.items()})
         return run("bash", "scripts/compose.sh", *args, cwd=ROOT, env=e, check=check, timeout=600)
 
     def down(self):
@@ -186,6 +189,12 @@ class ComposeTest(Compose):
             return json.loads(jobs[jobs.index("{"):jobs.rindex("}") + 1])["jobs"]
         before = listed()
         self.assertEqual([j["state"] for j in before], ["succeeded", "succeeded"])
+        # The coordinator's metrics, scraped from the host as Prometheus would.
+        with urllib.request.urlopen(f"http://localhost:{self.metrics_port}/metrics", timeout=10) as r:
+            metrics = dict(line.rsplit(" ", 1) for line in r.read().decode().splitlines() if not line.startswith("#"))
+        self.assertEqual(float(metrics['tpuemu_jobs{state="succeeded"}']), 2)
+        self.assertEqual(float(metrics['tpuemu_steps_total{kind="train"}']), len(job["steps"]))
+        self.assertEqual(float(metrics['tpuemu_steps_total{kind="collective"}']), 1)
 
         # The coordinator killed and started again: its job store is on a volume.
         kill9_and_start(self.containers("coordinator")[0])
