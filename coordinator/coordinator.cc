@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/job/kinds.h"
+#include "core/train/job.h"
 #include "spdlog/spdlog.h"
 #include "services/cluster_conv.h"
 #include "services/job_proto.h"
@@ -155,7 +156,7 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& reque
     return absl::InvalidArgumentError(absl::StrCat("priority: ", request.priority(), ": must be from ", -kMaxPriority,
                                                    " to ", kMaxPriority, " (higher runs first; 0 is the default)"));
   }
-  auto spec = JobSpecFromProto(request);
+  auto spec = request.has_train_yaml() ? TrainJobFromText(request.train_yaml()) : JobSpecFromProto(request);
   if (!spec.ok()) return spec.status();
   auto kind = FindJobKind(spec->kind());
   if (!kind.ok()) return kind.status();
@@ -180,6 +181,16 @@ absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& id) {
   auto record = store_.Get(id);
   if (!record.ok()) return record.status();
   return Published(*record);
+}
+
+absl::StatusOr<JobSpec> Coordinator::TrainJobFromText(const std::string& yaml) {
+  if (yaml.size() > kMaxJobFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("the job file is ", yaml.size(), " bytes; a job file is at most ",
+                                                   kMaxJobFileBytes, " (real ones are a few hundred)"));
+  }
+  auto spec = ParseTrainSpec(yaml, "the job file");
+  if (!spec.ok()) return spec.status();
+  return JobSpec(*std::move(spec));
 }
 
 std::string Coordinator::MetricsText() const {

@@ -61,6 +61,8 @@ class Coordinator : public CoordinatorBackend {
   // The store's records read back: jobs that were running are interrupted,
   // pending ones planned again on this pod and queued.
   absl::Status RestoreJobs();
+  // A training job file's text, read and checked (SubmitJobRequest.train_yaml).
+  static absl::StatusOr<JobSpec> TrainJobFromText(const std::string& yaml);
   // A spec planned on this pod.
   absl::StatusOr<std::shared_ptr<const PlannedJob>> Plan(const JobSpec& spec) const;
   // A record as users see it, with its place in the queue.

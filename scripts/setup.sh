@@ -16,7 +16,7 @@ BUILD=(
 TEST=(
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
-  python3 python3-yaml iproute2 procps util-linux
+  python3 python3-yaml python3-grpcio python3-protobuf iproute2 procps util-linux
   clang libclang-rt-dev
   # Real containers for the deployment tests (docker-compose.yml, deploy/):
   # podman with runc, netavark and aardvark-dns (containers find each other

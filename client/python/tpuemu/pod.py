@@ -1,0 +1,206 @@
+"""A tpuemu pod from Python: submit jobs, follow their steps, read results, as plain dicts.
+
+    from tpuemu import Pod
+    pod = Pod()                                  # the local pod `tpuemu cluster up` started
+    job = pod.submit("examples/jobs/dp.yaml")    # or a dict of the job file's keys
+    for step in pod.watch(job["id"]):
+        print(step["step"], step["loss"], step["emulated_step_s"])
+    print(pod.job(job["id"])["train_summary"]["param_l2"])
+
+Everything goes over the coordinator's gRPC API (proto/tpuemu/v1), with the stubs the build
+generates; a training job's file is read and checked by the coordinator, as the CLI reads one.
+Messages become dicts field by field: numbers stay numbers (64-bit ones too), enums become their
+lower-case names ("succeeded"); every number and string is there (0 or "" when unset), a nested
+message only when the coordinator set it (a collective job has "result", a training job "steps").
+"""
+
+import json
+import os
+
+import grpc
+import yaml
+
+from tpuemu.v1 import collective_pb2, coordinator_pb2, matmul_pb2, services_pb2_grpc
+
+
+class TpuemuError(Exception):
+    """A call the coordinator refused or could not make: its gRPC code and message."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code.name.lower()}: {message}")
+        self.code = code
+        self.message = message
+
+
+def to_dict(message):
+    """A protobuf message as a plain dict (see the module's docstring)."""
+    out = {}
+    for field in message.DESCRIPTOR.fields:
+        singular_message = field.type == field.TYPE_MESSAGE and field.label != field.LABEL_REPEATED
+        if (singular_message or field.containing_oneof is not None) and not message.HasField(field.name):
+            continue
+        out[field.name] = _value(field, getattr(message, field.name))
+    return out
+
+
+def _value(field, value):
+    if field.type == field.TYPE_MESSAGE:
+        if field.message_type.GetOptions().map_entry:
+            entry = field.message_type.fields_by_name["value"]
+            return {k: _scalar(entry, v) for k, v in value.items()}
+        if field.label == field.LABEL_REPEATED:
+            return [to_dict(v) for v in value]
+        return to_dict(value)
+    if field.label == field.LABEL_REPEATED:
+        return [_scalar(field, v) for v in value]
+    return _scalar(field, value)
+
+
+def _scalar(field, value):
+    if field.type == field.TYPE_MESSAGE:
+        return to_dict(value)
+    if field.type == field.TYPE_ENUM:
+        name = field.enum_type.values_by_number[value].name
+        prefix = "JOB_STATE_"
+        return name[len(prefix):].lower() if name.startswith(prefix) else name.lower()
+    return value
+
+
+def default_address():
+    """$TPUEMU_COORDINATOR, else the local pod `tpuemu cluster up` recorded in $TPUEMU_HOME."""
+    if os.environ.get("TPUEMU_COORDINATOR"):
+        return os.environ["TPUEMU_COORDINATOR"]
+    home = os.environ.get("TPUEMU_HOME") or os.path.join(os.environ.get("HOME") or "/tmp", ".tpuemu")
+    try:
+        with open(os.path.join(home, "pod.json")) as f:
+            return json.load(f)["coordinator"]
+    except OSError:
+        raise TpuemuError(grpc.StatusCode.NOT_FOUND,
+                          f"no pod recorded in {home}: start one with `tpuemu cluster up --local ...`, "
+                          "or give Pod() the coordinator's HOST:PORT") from None
+
+
+TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
+
+
+class Pod:
+    """A running pod's coordinator at `address` (HOST:PORT; default: default_address())."""
+
+    def __init__(self, address=None, timeout_s=30):
+        self.address = address or default_address()
+        self.timeout_s = timeout_s
+        self._channel = grpc.insecure_channel(self.address)
+        self._stub = services_pb2_grpc.CoordinatorServiceStub(self._channel)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, method, request, timeout_s=None):
+        try:
+            return method(request, timeout=timeout_s or self.timeout_s)
+        except grpc.RpcError as e:
+            raise TpuemuError(e.code(), e.details()) from None
+
+    # ---- the pod ----------------------------------------------------------------------------
+    def status(self):
+        """The pod: topology, workers (alive, memory), readiness; as `tpuemu cluster status`."""
+        return to_dict(self._call(self._stub.GetClusterStatus, coordinator_pb2.ClusterStatusRequest()))
+
+    # ---- jobs -------------------------------------------------------------------------------
+    def submit(self, job, priority=0, wait=False):
+        """Submits a training job: a dict of job file keys, a path to a job file, or its YAML text.
+
+        Returns the job as the coordinator took it (its "id", "state", ...), or with wait=True
+        as it finished. A bad job raises TpuemuError naming the key, as `tpuemu submit` would.
+        """
+        if isinstance(job, dict):
+            text = yaml.safe_dump(job)
+        elif isinstance(job, str) and "\n" not in job and os.path.exists(job):
+            with open(job) as f:
+                text = f.read()
+        else:
+            text = job
+        request = coordinator_pb2.SubmitJobRequest(train_yaml=text, priority=priority)
+        return self._submitted(request, wait)
+
+    def bench_collective(self, op="all-gather", axes=("x",), bytes=8 << 20, algorithm="auto", dtype="bf16",
+                         seed=0):
+        """Runs one collective on the pod and returns its result: emulated_s, predicted_s, busbw, links..."""
+        spec = collective_pb2.CollectiveSpec(op=op, axes=list(axes), bytes=bytes, algorithm=algorithm,
+                                             dtype_bytes=_dtype_bytes(dtype), seed=seed)
+        return self._result(self._submitted(coordinator_pb2.SubmitJobRequest(collective=spec), True), "result")
+
+    def matmul(self, expr, dims, mesh="", dtype="bf16", values="uniform", seed=0):
+        """Runs one sharded matmul in the seeds' notation and returns its result (plan, times, check)."""
+        spec = matmul_pb2.MatmulSpec(expr=expr, dims=dims, mesh=mesh, dtype_bytes=_dtype_bytes(dtype),
+                                     values=values, seed=seed)
+        return self._result(self._submitted(coordinator_pb2.SubmitJobRequest(matmul=spec), True), "matmul_result")
+
+    def job(self, job_id):
+        """A job as the coordinator records it: state, steps, results, placement, queue place."""
+        return to_dict(self._call(self._stub.GetJob, coordinator_pb2.GetJobRequest(id=job_id)))
+
+    def jobs(self):
+        """Every job the coordinator keeps, oldest first."""
+        out = []
+        try:
+            for piece in self._stub.StreamJobs(coordinator_pb2.ListJobsRequest(), timeout=self.timeout_s):
+                out.extend(to_dict(j) for j in piece.jobs)
+        except grpc.RpcError as e:
+            raise TpuemuError(e.code(), e.details()) from None
+        return out
+
+    def watch(self, job_id):
+        """Yields the job's steps (dicts) as they finish, until it ends; then pod.job(id) has the rest."""
+        seen = 0
+        try:
+            for event in self._stub.WatchJob(coordinator_pb2.WatchJobRequest(id=job_id)):
+                job = event.job
+                first = job.steps_dropped
+                for k in range(max(seen, first), first + len(job.steps)):
+                    yield to_dict(job.steps[k - first])
+                seen = max(seen, first + len(job.steps))
+        except grpc.RpcError as e:
+            raise TpuemuError(e.code(), e.details()) from None
+
+    def wait(self, job_id):
+        """The job once it has ended."""
+        for _ in self.watch(job_id):
+            pass
+        return self.job(job_id)
+
+    def cancel(self, job_id):
+        return to_dict(self._call(self._stub.CancelJob, coordinator_pb2.CancelJobRequest(id=job_id)))
+
+    def _submitted(self, request, wait):
+        job = to_dict(self._call(self._stub.SubmitJob, request))
+        return self.wait(job["id"]) if wait else job
+
+    @staticmethod
+    def _result(job, field):
+        if job.get("state") != "succeeded":
+            raise TpuemuError(grpc.StatusCode.ABORTED, f"{job['id']} {job.get('state')}: {job.get('error', '')}")
+        return job[field]
+
+
+def _dtype_bytes(dtype):
+    sizes = {"bf16": 2, "f32": 4}
+    if dtype not in sizes:
+        raise ValueError(f"dtype {dtype!r}: allowed: bf16, f32")
+    return sizes[dtype]
+
+
+def steps_frame(job):
+    """A training job's steps as a pandas DataFrame, one row per step (a list of dicts without pandas)."""
+    steps = job.get("steps", [])
+    try:
+        import pandas
+    except ImportError:
+        return steps
+    return pandas.DataFrame(steps).set_index("step") if steps else pandas.DataFrame()

@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""The Python client (client/python/tpuemu) against a real local pod: a training job submitted as
+a dict and followed step by step, a collective, a bad job and a cancel, each compared with what
+`tpuemu status --json` says of the same job. Runs on Debian's python3 (its python3-grpcio and
+python3-protobuf), with the stubs the build generated in build/python.
+
+Reuses cli_e2e_test's Pod: its own TPUEMU_HOME, every process stopped."""
+
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.environ["TPUEMU_BIN"], "..", "python"))
+from cli_e2e_test import Pod  # noqa: E402
+
+import tpuemu  # noqa: E402
+
+JOB = {
+    "name": "from-python", "ici_fsdp_parallelism": -1, "emb_dim": 64, "mlp_dim": 256, "num_layers": 2,
+    "global_batch_tokens": 256, "steps": 4, "seed": 3, "opt_type": "adam", "learning_rate": 0.01,
+}
+
+
+class PythonClientTest(Pod):
+    def status_json(self, job_id):
+        r = self.cli("status", job_id, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_jobs_from_python_are_the_pods_jobs(self):
+        self.up("--topology", "v5p:2x2", "--slices", "2", "--chips-per-host", "2")
+        os.environ["TPUEMU_HOME"] = self.home  # Pod() finds the pod `cluster up` recorded
+        os.environ.pop("TPUEMU_COORDINATOR", None)
+        with tpuemu.Pod() as pod:
+            status = pod.status()
+            self.assertTrue(status["ready"])
+            self.assertEqual(len(status["workers"]), 4)
+
+            # A training job as a dict, its steps as they finish.
+            job = pod.submit(JOB)
+            steps = list(pod.watch(job["id"]))
+            done = pod.job(job["id"])
+            cli = self.status_json(job["id"])
+            self.assertEqual(done["state"], "succeeded")
+            self.assertEqual([s["step"] for s in steps], [0, 1, 2, 3])
+            self.assertEqual([s["loss"] for s in steps], [s["loss"] for s in cli["steps"]])
+            self.assertEqual([s["emulated_step_s"] for s in steps], [s["emulated_step_s"] for s in cli["steps"]])
+            self.assertEqual(done["train_summary"]["param_l2"], cli["summary"]["param_l2"])
+            self.assertEqual(len(tpuemu.steps_frame(done)), 4)  # a DataFrame with pandas, else the list
+
+            # A collective: its result as the CLI shows it.
+            result = pod.bench_collective(op="all-reduce", axes=("x", "dcn"), bytes=1 << 20)
+            self.assertTrue(result["correct"])
+            listed = pod.jobs()
+            gathered = self.status_json(listed[-1]["id"])
+            self.assertEqual(result["emulated_s"], gathered["result"]["emulated_s"])
+            self.assertEqual(result["busbw_gbps"], gathered["result"]["busbw_gbps"])
+            self.assertEqual([j["id"] for j in listed],
+                             [j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"]])
+
+            # A bad job is refused naming the key, as `tpuemu submit` would.
+            with self.assertRaises(tpuemu.TpuemuError) as refused:
+                pod.submit(dict(JOB, ici_data_parallelism=3))
+            self.assertIn("ici_data_parallelism", refused.exception.message)
+            self.assertEqual(refused.exception.code.name, "INVALID_ARGUMENT")
+
+            # A job file by path.
+            path = os.path.join(self.home, "job.yaml")
+            with open(path, "w") as f:
+                f.write("".join(f"{k}: {v}\n" for k, v in dict(JOB, steps=1).items()))
+            self.assertEqual(pod.submit(path, wait=True)["state"], "succeeded")
+
+            # A cancel.
+            long = pod.submit(dict(JOB, steps=100000), priority=2)
+            self.assertEqual(long["priority"], 2)
+            next(pod.watch(long["id"]))
+            pod.cancel(long["id"])
+            self.assertEqual(pod.wait(long["id"])["state"], "cancelled")
+            self.assertEqual(self.status_json(long["id"])["state"], "cancelled")
+
+
+if __name__ == "__main__":
+    unittest.main()
