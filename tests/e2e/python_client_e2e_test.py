@@ -60,6 +60,11 @@ class PythonClientTest(Pod):
             self.assertEqual([j["id"] for j in listed],
                              [j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"]])
 
+            # A sharded matmul in the seeds' notation, checked against one device by the pod.
+            product = pod.matmul("A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]", "I=64,J=32,K=64")
+            self.assertTrue(product["correct"])
+            self.assertEqual(product["emulated_s"], self.status_json(pod.jobs()[-1]["id"])["result"]["emulated_s"]["total"])
+
             # A bad job is refused naming the key, as `tpuemu submit` would.
             with self.assertRaises(tpuemu.TpuemuError) as refused:
                 pod.submit(dict(JOB, ici_data_parallelism=3))
