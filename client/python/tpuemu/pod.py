@@ -121,11 +121,15 @@ class Pod:
         """
         if isinstance(job, dict):
             text = yaml.safe_dump(job)
-        elif isinstance(job, str) and "\n" not in job and os.path.exists(job):
-            with open(job) as f:
-                text = f.read()
+        elif "\n" in job or job.lstrip().startswith("{"):
+            text = job  # the file's text
         else:
-            text = job
+            try:
+                with open(job) as f:
+                    text = f.read()
+            except OSError as e:
+                raise TpuemuError(grpc.StatusCode.NOT_FOUND, f"{job}: {e.strerror}; give a job file's path, "
+                                  "its text, or a dict of its keys") from None
         request = coordinator_pb2.SubmitJobRequest(train_yaml=text, priority=priority)
         return self._submitted(request, wait)
 
