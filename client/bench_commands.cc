@@ -10,6 +10,7 @@
 #include "client/pod_state.h"
 #include "client/job_json.h"
 #include "client/job_wait.h"
+#include "client/plots.h"
 #include "client/worker_memory.h"
 #include "core/collective/spec.h"
 #include "core/base/units.h"
@@ -28,6 +29,7 @@ struct BenchOptions {
   uint64_t seed = 1;
   std::string chunk = "1MiB";
   std::string coordinator;
+  std::string plot;  // an SVG of the sweep, if given
   bool json = false;
 };
 
@@ -70,6 +72,10 @@ int Bench(const BenchOptions& o) {
     done.push_back(*job);
   }
 
+  if (!o.plot.empty()) {
+    if (auto s = WriteChart(CollectiveSweepChart(done), o.plot); !s.ok()) return Fail(s);
+    if (!o.json) std::printf("plotted bus bandwidth against size in %s\n", o.plot.c_str());
+  }
   if (o.json) {
     nlohmann::json results = nlohmann::json::array();
     for (const auto& job : done) results.push_back(CollectiveJson(job));
@@ -128,6 +134,9 @@ void AddBenchCommands(CLI::App& app, int* exit_code) {
   c->add_option("--coordinator", o->coordinator, "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, "
                                                  "else the pod `cluster up` started)");
   c->add_flag("--json", o->json, "print {\"results\": [...]} for scripts");
+  c->add_option("--plot", o->plot,
+                "also draw the sweep as an SVG chart in this file: bus bandwidth on the emulated clock against\n"
+                "size, beside the closed form's and the seed's rule's (docs/plots/)");
   c->callback([o, exit_code] { *exit_code = Bench(*o); });
 }
 

@@ -7,6 +7,7 @@
 #include "client/job_commands.h"
 #include "client/health_command.h"
 #include "client/matmul_command.h"
+#include "client/plots.h"
 #include "client/reference_command.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   tpuemu::AddClusterCommands(app, &exit_code);
   tpuemu::AddBenchCommands(app, &exit_code);
+  tpuemu::AddPlotCommand(app, &exit_code);
   tpuemu::AddMatmulCommand(app, &exit_code);
   tpuemu::AddReferenceCommand(app, &exit_code);
   tpuemu::AddJobCommands(app, &exit_code);
