@@ -30,6 +30,7 @@ struct BenchOptions {
   std::string chunk = "1MiB";
   std::string coordinator;
   std::string plot;  // an SVG of the sweep, if given
+  int num_slices = 0;
   bool json = false;
 };
 
@@ -64,6 +65,7 @@ int Bench(const BenchOptions& o) {
     spec.dtype_bytes = o.dtype == "bf16" ? 2 : 4;
     spec.seed = o.seed;
     spec.chunk_bytes = *chunk;
+    spec.num_slices = o.num_slices;
     v1::SubmitJobRequest req;
     *req.mutable_collective() = ToProto(spec);
     auto job = RunJob(client, req, absl::StrCat(o.op, " of ", FormatBytes(bytes), " over ", o.axes));
@@ -131,6 +133,10 @@ void AddBenchCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   c->add_option("--seed", o->seed, "seed of the deterministic inputs")->capture_default_str();
   c->add_option("--chunk", o->chunk, "wire chunk size (host bytes)")->capture_default_str();
+  c->add_option("--num-slices", o->num_slices,
+                "run on this many of the pod's slices (the lowest free ones), beside jobs on the others;\n"
+                "0, the default, takes the whole pod")
+      ->capture_default_str();
   c->add_option("--coordinator", o->coordinator, "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, "
                                                  "else the pod `cluster up` started)");
   c->add_flag("--json", o->json, "print {\"results\": [...]} for scripts");

@@ -20,6 +20,7 @@ std::string WithFlagNames(absl::string_view message) {
       {Field("dims"), "--dims"},
       {Field("dtype"), "--dtype"},
       {Field("mesh"), "--mesh"},
+      {Field("num_slices"), "--num-slices"},
       {Field("op"), "--op"},
       {Field("slices"), "--slices"},
       {Field("time_scale"), "--time-scale"},

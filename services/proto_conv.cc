@@ -48,6 +48,7 @@ v1::CollectiveSpec ToProto(const CollectiveSpec& spec) {
   p.set_dtype_bytes(spec.dtype_bytes);
   p.set_seed(spec.seed);
   p.set_chunk_bytes(spec.chunk_bytes);
+  p.set_num_slices(spec.num_slices);
   return p;
 }
 
@@ -68,6 +69,7 @@ absl::StatusOr<CollectiveSpec> FromProto(const v1::CollectiveSpec& p) {
   if (p.dtype_bytes() != 0) spec.dtype_bytes = p.dtype_bytes();
   if (p.seed() != 0) spec.seed = p.seed();
   if (p.chunk_bytes() != 0) spec.chunk_bytes = p.chunk_bytes();
+  spec.num_slices = p.num_slices();
   return spec;
 }
 

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "absl/strings/str_cat.h"
+#include "core/base/field.h"
 #include "core/collective/host.h"
 #include "core/collective/plan.h"
 #include "core/collective/report.h"
@@ -11,7 +13,10 @@ namespace {
 
 class PlannedCollective : public PlannedJob {
  public:
-  PlannedCollective(CollectivePlan plan, const Topology& topo) : plan_(std::move(plan)), topo_(topo) {}
+  PlannedCollective(CollectivePlan plan, const Topology& topo, PodPart part)
+      : plan_(std::move(plan)), topo_(topo), part_(part) {}
+
+  PodPart part() const override { return part_; }
 
   absl::StatusOr<std::unique_ptr<HostJob>> MakeHostJob(HostNetwork& net, const RunOptions& options) const override {
     // The host's chips' share only: the whole pod's transfers on every host
@@ -32,7 +37,8 @@ class PlannedCollective : public PlannedJob {
 
  private:
   const CollectivePlan plan_;
-  const Topology topo_;
+  const Topology topo_;  // the job's own: the pod's, or the slices it runs on
+  const PodPart part_;
 };
 
 class CollectiveKind : public JobKind {
@@ -41,9 +47,19 @@ class CollectiveKind : public JobKind {
 
   absl::StatusOr<std::unique_ptr<PlannedJob>> Plan(const JobSpec& spec, const Topology& topo,
                                                    double) const override {
-    auto plan = PlanCollectiveJob(topo, *spec.get<CollectiveSpec>());
+    const CollectiveSpec& collective = *spec.get<CollectiveSpec>();
+    // num_slices fewer than the pod's: planned on those slices alone (a pod of its own).
+    if (collective.num_slices < 0 || collective.num_slices > topo.slices()) {
+      return absl::InvalidArgumentError(absl::StrCat(Field("num_slices"), " ", collective.num_slices, ": the pod has ",
+                                                     topo.slices(), " slice(s); give 1 to ", topo.slices(),
+                                                     ", or 0 for all of them"));
+    }
+    const PodPart part{collective.num_slices == topo.slices() ? 0 : collective.num_slices, {0, 0, 0}};
+    auto placed = part == PodPart{} ? absl::StatusOr<Topology>(topo) : PlacedTopology(topo, part);
+    if (!placed.ok()) return placed.status();
+    auto plan = PlanCollectiveJob(*placed, collective);
     if (!plan.ok()) return plan.status();
-    return std::make_unique<PlannedCollective>(*std::move(plan), topo);
+    return std::make_unique<PlannedCollective>(*std::move(plan), *placed, part);
   }
 };
 

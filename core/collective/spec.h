@@ -29,6 +29,7 @@ struct CollectiveSpec {
   int dtype_bytes = 2;         // emulated element size (bf16 = 2, f32 = 4)
   uint64_t seed = 1;
   uint64_t chunk_bytes = 1 << 20;  // host bytes per wire chunk
+  int num_slices = 0;              // slices it runs on (0: all the pod's); fewer leave the rest to other jobs
 
   uint64_t elements() const { return bytes / dtype_bytes; }
 };

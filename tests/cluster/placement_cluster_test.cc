@@ -157,6 +157,40 @@ TEST(PlacementClusterTest, AJobWaitsInQueueOrderUntilAllItsSlicesAreFree) {
   EXPECT_GE(s.started_unix_s(), w.finished_unix_s());
 }
 
+// A collective on one slice of two runs beside a training job on the other,
+// exactly as on a pod of one slice.
+TEST(PlacementClusterTest, ACollectiveOnOneSliceRunsBesideATrainingJobAsOnASliceOfItsOwn) {
+  CollectiveSpec gather;
+  gather.op = CollectiveOp::kAllGather;
+  gather.axes = {Axis::kX, Axis::kY};
+  gather.bytes = 1 << 20;
+  v1::Job own;
+  {
+    TestPod one({"v5p:2x2", 1, 2, "auto"}, 0);
+    own = one.Run(gather);
+  }
+  TestPod pod({"v5p:2x2", 2, 2, "auto"}, 0);
+  auto refused = pod.Submit([&] {
+    CollectiveSpec too_many = gather;
+    too_many.num_slices = 3;
+    return too_many;
+  }());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("`num_slices` 3: the pod has 2 slice(s)"));
+  auto training = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));
+  ASSERT_TRUE(training.ok()) << training.status();
+  WaitForSteps(pod, training->id(), 1);
+  gather.num_slices = 1;
+  const v1::Job ran = pod.Run(gather);
+  ASSERT_EQ(ran.state(), v1::JOB_STATE_SUCCEEDED) << ran.error();
+  EXPECT_TRUE(ran.result().correct());
+  EXPECT_EQ(ran.placement().first_slice(), 1);
+  EXPECT_EQ(ran.result().emulated_s(), own.result().emulated_s());
+  EXPECT_EQ(pod.coordinator().GetJob(training->id())->state(), v1::JOB_STATE_RUNNING);  // never stopped for it
+  ASSERT_TRUE(pod.coordinator().CancelJob(training->id()).ok());
+  pod.Wait(training->id());
+}
+
 TEST(PlacementClusterTest, AHigherPriorityGoesAheadOfQueuedJobsButNotOfRunningOnes) {
   TestPod pod({"v5p:2x2", 1, 2, "auto"}, 0);
   auto refused = pod.Submit(Job("", 1), 1001);

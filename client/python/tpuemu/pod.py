@@ -134,10 +134,12 @@ class Pod:
         return self._submitted(request, wait)
 
     def bench_collective(self, op="all-gather", axes=("x",), bytes=8 << 20, algorithm="auto", dtype="bf16",
-                         seed=0):
-        """Runs one collective on the pod and returns its result: emulated_s, predicted_s, busbw, links..."""
+                         seed=0, num_slices=0):
+        """Runs one collective and returns its result: emulated_s, predicted_s, busbw, links...
+
+        num_slices: run on that many of the pod's slices, beside jobs on the others (0: all)."""
         spec = collective_pb2.CollectiveSpec(op=op, axes=list(axes), bytes=bytes, algorithm=algorithm,
-                                             dtype_bytes=_dtype_bytes(dtype), seed=seed)
+                                             dtype_bytes=_dtype_bytes(dtype), seed=seed, num_slices=num_slices)
         return self._result(self._submitted(coordinator_pb2.SubmitJobRequest(collective=spec), True), "result")
 
     def matmul(self, expr, dims, mesh="", dtype="bf16", values="uniform", seed=0):
