@@ -350,8 +350,12 @@ class KubernetesTest(Kubernetes):
 
         # The worker restarted with the same identity takes its place again.
         engine("start", "tpuemu-worker-s1-0-worker")
-        wait_until("the pod to be ready again",
-                   lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0)
+        try:
+            # As long as the first wait for the pod: a CI replica saw 60 s pass here.
+            wait_until("the pod to be ready again",
+                       lambda: self.cli("health", "tpuemu-coordinator:50051").returncode == 0, timeout=120)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.diagnosis()}") from None
         status = json.loads(self.cli("cluster", "status", "--json").stdout)
         self.assertIn("tpuemu-worker-s1-0:8471", [w["address"] for w in status["workers"]])
         self.assert_equals_reference(self.train("/examples/jobs/dp.yaml"), reference(DP_JOB))
