@@ -97,7 +97,22 @@ def kill9_and_start(container):
     wait_until(f"{container} to exit", lambda: state()[0] in ("exited", "stopped") or
                (state()[0] == "running" and state()[1] != pid), timeout=30, every=0.1)
     if state()[0] != "running":
-        engine("start", container)
+        start(container)
+
+
+def start(container, timeout=60):
+    """`start`, tried again while the engine still settles the container's pod:
+    a pod made by `kube play` stops its infra container once its last container
+    exits, and a start during that fails with "container state improper" (a CI
+    run saw it right after the coordinator's SIGKILL)."""
+    deadline = time.time() + timeout
+    while True:
+        r = engine("start", container, check=False)
+        if r.returncode == 0:
+            return
+        if "state improper" not in r.stderr or time.time() > deadline:
+            raise AssertionError(f"{ENGINE} start {container} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
+        time.sleep(0.5)
 
 
 class Case(unittest.TestCase):
@@ -349,7 +364,7 @@ class KubernetesTest(Kubernetes):
         self.assertIn("tpuemu-worker-s1-0", job["error"])
 
         # The worker restarted with the same identity takes its place again.
-        engine("start", "tpuemu-worker-s1-0-worker")
+        start("tpuemu-worker-s1-0-worker")
         try:
             # As long as the first wait for the pod: a CI replica saw 60 s pass here.
             wait_until("the pod to be ready again",
