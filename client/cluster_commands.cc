@@ -73,7 +73,7 @@ int ClusterUp(const ClusterUpOptions& o) {
   }
   if (o.http_port != -1 && (o.http_port < 1 || o.http_port > 65535)) {
     return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--http-port ", o.http_port, ": must be a port from 1 to 65535 (leave it out for no metrics)")));
+        absl::StrCat("--http-port ", o.http_port, ": must be a port from 1 to 65535 (leave it out for no web view or metrics)")));
   }
   if (auto existing = LoadPodState(); existing.ok()) {
     if (CoordinatorClient(existing->coordinator).Status(1).ok()) {
@@ -104,7 +104,8 @@ int ClusterUp(const ClusterUpOptions& o) {
               << " s)\n"
               << "coordinator " << state.coordinator << ", logs in " << logs << ", jobs kept in " << StateDir()
               << "/jobs\n"
-              << (o.http_port > 0 ? absl::StrCat("metrics at http://127.0.0.1:", o.http_port, "/metrics\n") : "")
+              << (o.http_port > 0 ? absl::StrCat("web view at http://127.0.0.1:", o.http_port, "/ (metrics at /metrics)\n")
+                                  : "")
               << "next: tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n";
   }
   return 0;
@@ -204,8 +205,9 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
                  "Seconds, or with a unit (500ms, 30s, 2m). Default: 3, or 0.1 per chip per core of this\n"
                  "machine when that is more (12.8 for 256 chips on 2 cores): the whole pod shares its cores");
   up->add_option("--http-port", up_opts->http_port,
-                 "serve the pod's Prometheus metrics at http://127.0.0.1:PORT/metrics (jobs by state, the\n"
-                 "queue, step times on both clocks, link bytes, workers' liveness and memory; docs/metrics.md).\n"
+                 "serve the web view at http://127.0.0.1:PORT/ (the torus, jobs, steps, timelines, live;\n"
+                 "docs/web-view.md) and Prometheus metrics at /metrics (jobs by state, the queue, step\n"
+                 "times on both clocks, link bytes, workers' liveness and memory; docs/metrics.md).\n"
                  "Default: none");
   up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")->capture_default_str();
   up->add_flag("--json", up_opts->json, "print the pod's status as JSON");

@@ -6,18 +6,18 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "client/chrome_trace.h"
+#include "views/chrome_trace.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "services/flag_names.h"
 #include "client/job_file.h"
-#include "client/job_json.h"
-#include "client/job_views.h"
+#include "views/job_json.h"
+#include "views/job_views.h"
 #include "client/job_wait.h"
 #include "client/pod_state.h"
 #include "client/progress.h"
 #include "client/reference_command.h"
-#include "client/worker_memory.h"
+#include "views/worker_memory.h"
 #include "services/coordinator_service.h"
 #include "services/train_proto.h"
 

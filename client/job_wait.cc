@@ -1,7 +1,7 @@
 #include "client/job_wait.h"
 
 #include "absl/strings/str_cat.h"
-#include "client/job_json.h"
+#include "views/job_json.h"
 #include "client/progress.h"
 
 namespace tpuemu {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
-#include "client/job_json.h"
+#include "views/job_json.h"
 #include "client/job_wait.h"
 #include "client/pod_state.h"
 #include "core/matmul/spec.h"

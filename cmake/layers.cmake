@@ -8,12 +8,12 @@
 # a test shows that it refuses.
 
 # The module an #include names: "core/<part>", "services", "coordinator",
-# "worker", "client", "proto" (generated messages and gRPC), or "" for a
+# "worker", "client", "views", "web", "proto" (generated messages and gRPC), or "" for a
 # header from outside the project.
 function(tpuemu_module_of header out)
   if(header MATCHES "^core/([a-z_]+)/")
     set(${out} "core/${CMAKE_MATCH_1}" PARENT_SCOPE)
-  elseif(header MATCHES "^(services|coordinator|worker|client)/")
+  elseif(header MATCHES "^(services|coordinator|worker|client|views|web)/")
     set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
   elseif(header MATCHES "^(tpuemu/v1/|grpc/|grpcpp/|google/protobuf/)")
     set(${out} "proto" PARENT_SCOPE)

@@ -9,6 +9,7 @@
 #include "services/flag_names.h"
 #include "services/flags.h"
 #include "services/http_server.h"
+#include "web/web_view.h"
 #include "services/process_env.h"
 #include "services/server.h"
 #include "services/worker_client.h"
@@ -91,8 +92,9 @@ int main(int argc, char** argv) {
              "TPUEMU_DATA_DIR");
   int http_port = -1;
   env_option(app.add_option("--http-port", http_port,
-                            "serve Prometheus metrics over HTTP at /metrics on this port, on --listen's address\n"
-                            "(0 picks a free port; -1, the default, serves none). docs/metrics.md"),
+                            "serve the web view at / and Prometheus metrics at /metrics over HTTP on this port,\n"
+                            "on --listen's address (0 picks a free port; -1, the default, serves none).\n"
+                            "docs/web-view.md, docs/metrics.md"),
              "TPUEMU_HTTP_PORT")
       ->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port here once serving");
@@ -138,13 +140,15 @@ int main(int argc, char** argv) {
   if (http_port >= 0) {
     const std::string host = listen.substr(0, listen.rfind(':'));
     Coordinator* c = coordinator->get();
-    auto started = HttpServer::Start(host, http_port, {{"/metrics", {kPrometheusTextType, [c] { return c->MetricsText(); }}}});
+    std::map<std::string, HttpHandler> routes = WebViewRoutes(*c, c->topology());
+    routes["/metrics"] = Constant(kPrometheusTextType, [c] { return c->MetricsText(); });
+    auto started = HttpServer::Start(host, http_port, std::move(routes));
     if (!started.ok()) {
       spdlog::error("--http-port {}: {}", http_port, std::string(started.status().message()));
       return 1;
     }
     http = *std::move(started);
-    spdlog::info("metrics at http://{}:{}/metrics", host, http->port());
+    spdlog::info("web view at http://{}:{}/, metrics at /metrics", host, http->port());
   }
   spdlog::info("coordinator for {} serving on port {}; job store {}", (*coordinator)->topology().Describe(),
                server->port, options.data_dir.empty() ? "in memory only" : options.data_dir + "/jobs.db");

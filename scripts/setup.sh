@@ -25,6 +25,8 @@ TEST=(
   # no registry is reachable, and iptables, which netavark runs to set up
   # container networks (not a dependency of Debian's package).
   podman podman-compose runc netavark aardvark-dns catatonit debootstrap iptables
+  # Headless Chromium drives the web view's test (tests/e2e/web_view_e2e_test.py).
+  chromium
 )
 
 case "${1:-all}" in

@@ -5,8 +5,14 @@
 
 namespace tpuemu {
 
+HttpHandler Constant(std::string content_type, std::function<std::string()> body) {
+  return [content_type = std::move(content_type), body = std::move(body)](const HttpRequest&) {
+    return HttpResponse{200, content_type, body()};
+  };
+}
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& host, int port,
-                                                              std::map<std::string, HttpRoute> routes) {
+                                                              std::map<std::string, HttpHandler> routes) {
   std::unique_ptr<HttpServer> http(new HttpServer());
   http->server_ = std::make_unique<httplib::Server>();
   httplib::Server& server = *http->server_;
@@ -14,9 +20,19 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   server.set_read_timeout(5, 0);
   server.set_write_timeout(5, 0);
   server.set_payload_max_length(64 * 1024);
-  for (auto& [path, route] : routes) {
-    server.Get(path, [route](const httplib::Request&, httplib::Response& res) {
-      res.set_content(route.body(), route.content_type.c_str());
+  for (auto& [pattern, handler] : routes) {
+    server.Get(pattern, [handler](const httplib::Request& req, httplib::Response& res) {
+      HttpRequest request;
+      for (size_t i = 1; i < req.matches.size(); ++i) request.groups.push_back(req.matches[i].str());
+      for (const auto& [key, value] : req.params) request.params.emplace(key, value);
+      HttpResponse response;
+      try {
+        response = handler(request);
+      } catch (const std::exception& e) {  // a bug, answered as one rather than with an empty page
+        response = {500, "text/plain; charset=utf-8", absl::StrCat("internal error: ", e.what(), "\n")};
+      }
+      res.status = response.status;
+      res.set_content(std::move(response.body), response.content_type.c_str());
     });
   }
   const int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);

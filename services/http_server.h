@@ -1,7 +1,8 @@
 // A small HTTP server beside a process's gRPC one (issue 20): GET routes
-// whose bodies a function makes at request time, e.g. the coordinator's
-// /metrics. Built on cpp-httplib (Debian's libcpp-httplib-dev): a thread
-// pool serves requests; nothing but GET is answered.
+// whose answers a function makes at request time, e.g. the coordinator's
+// /metrics and its web view (web/). Built on cpp-httplib (Debian's
+// libcpp-httplib-dev): a thread pool serves requests; nothing but GET is
+// answered.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -21,16 +23,29 @@ namespace tpuemu {
 // What Prometheus scrapes (its text exposition format, version 0.0.4).
 inline constexpr const char* kPrometheusTextType = "text/plain; version=0.0.4; charset=utf-8";
 
-struct HttpRoute {
-  std::string content_type;
-  std::function<std::string()> body;
+struct HttpRequest {
+  std::vector<std::string> groups;            // the route pattern's capture groups
+  std::map<std::string, std::string> params;  // the query string's
 };
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type;
+  std::string body;
+};
+
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+// A route whose answer never depends on the request.
+HttpHandler Constant(std::string content_type, std::function<std::string()> body);
 
 class HttpServer {
  public:
-  // Serves `routes` (by path) on host:port (port 0: a free one).
+  // Serves `routes` on host:port (port 0: a free one). A route's key is a
+  // path or a regular expression matching whole paths; its groups reach
+  // the handler. Other paths get 404.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& host, int port,
-                                                           std::map<std::string, HttpRoute> routes);
+                                                           std::map<std::string, HttpHandler> routes);
   ~HttpServer();  // stops serving and joins its thread
 
   int port() const { return port_; }

@@ -1,4 +1,4 @@
-#include "client/chrome_trace.h"
+#include "views/chrome_trace.h"
 
 #include <algorithm>
 #include <cctype>

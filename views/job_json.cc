@@ -1,7 +1,7 @@
-#include "client/job_json.h"
+#include "views/job_json.h"
 
-#include "client/job_views.h"
-#include "client/worker_memory.h"
+#include "views/job_views.h"
+#include "views/worker_memory.h"
 #include "core/pod/placement.h"
 #include "services/flag_names.h"
 #include "services/proto_conv.h"

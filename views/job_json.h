@@ -15,7 +15,7 @@ nlohmann::json MatmulJson(const v1::MatmulResult& r, const std::string& job);
 nlohmann::json TrainStepJson(const v1::TrainStep& step, const v1::TrainSummary& summary);
 // A training job's keys: source, steps, steps_dropped, summary.
 void AddTrainJson(const v1::Job& job, nlohmann::json& out);
-// Any job: id, state, error, kind, times and the kind's keys (client/job_views.h).
+// Any job: id, state, error, kind, times and the kind's keys (views/job_views.h).
 nlohmann::json JobJson(const v1::Job& job);
 // "pending" | "running" | "succeeded" | "failed" | "cancelled" | "interrupted"
 std::string JobState(const v1::Job& job);

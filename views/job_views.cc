@@ -1,11 +1,11 @@
-#include "client/job_views.h"
+#include "views/job_views.h"
 
 #include <cmath>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/job_json.h"
+#include "views/job_json.h"
 #include "core/base/units.h"
 
 namespace tpuemu {

@@ -1,4 +1,4 @@
-#include "client/worker_memory.h"
+#include "views/worker_memory.h"
 
 #include <algorithm>
 

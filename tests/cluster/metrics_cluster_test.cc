@@ -70,7 +70,7 @@ CollectiveSpec AllGather() {
 TEST(MetricsClusterTest, ScrapedMetricsAreWhatTheJobsAndWorkersSay) {
   TestPod pod({"v5p:2x2", 2, 2, "auto"}, 0, {.heartbeat_timeout = absl::Seconds(1), .retention = {}});
   auto http = HttpServer::Start("127.0.0.1", 0,
-                                {{"/metrics", {kPrometheusTextType, [&] { return pod.coordinator().MetricsText(); }}}});
+                                {{"/metrics", Constant(kPrometheusTextType, [&] { return pod.coordinator().MetricsText(); })}});
   ASSERT_TRUE(http.ok()) << http.status();
   const int port = (*http)->port();
 

@@ -210,6 +210,11 @@ class ComposeTest(Compose):
         self.assertEqual(float(metrics['tpuemu_jobs{state="succeeded"}']), 2)
         self.assertEqual(float(metrics['tpuemu_steps_total{kind="train"}']), len(job["steps"]))
         self.assertEqual(float(metrics['tpuemu_steps_total{kind="collective"}']), 1)
+        # The web view on the same port: its page, and its job list is the CLI's.
+        with urllib.request.urlopen(f"http://localhost:{self.metrics_port}/", timeout=10) as r:
+            self.assertIn('<svg id="torus"', r.read().decode())
+        with urllib.request.urlopen(f"http://localhost:{self.metrics_port}/api/jobs", timeout=10) as r:
+            self.assertEqual([j["id"] for j in json.loads(r.read())["jobs"]], [j["id"] for j in before])
 
         # The coordinator killed and started again: its job store is on a volume.
         kill9_and_start(self.containers("coordinator")[0])

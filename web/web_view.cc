@@ -1,0 +1,97 @@
+#include "web/web_view.h"
+
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+#include "nlohmann/json.hpp"
+#include "views/chrome_trace.h"
+#include "views/job_json.h"
+#include "views/job_views.h"
+#include "web/pod_json.h"
+#include "web/web_assets.h"
+
+namespace tpuemu {
+namespace {
+
+constexpr const char* kJsonType = "application/json";
+// A job id as the coordinator makes them ("job-12"), and nothing that could
+// reach another route.
+constexpr const char* kJobId = "([A-Za-z0-9_.-]+)";
+
+HttpResponse Json(const nlohmann::json& body) { return {200, kJsonType, body.dump()}; }
+
+HttpResponse Error(const absl::Status& status) {
+  const int code = absl::IsNotFound(status) ? 404 : absl::IsInvalidArgument(status) ? 400 : 503;
+  return {code, kJsonType, nlohmann::json{{"error", std::string(status.message())}}.dump()};
+}
+
+// A job as the list shows it: JobJson without the per-step records.
+nlohmann::json JobRow(const v1::Job& job) {
+  nlohmann::json row = JobJson(job);
+  for (const char* heavy : {"steps", "summary", "link_bytes", "worker_memory", "plan", "alternatives"}) row.erase(heavy);
+  row["steps_done"] = StepsDone(job);
+  row["steps_total"] = ViewOf(job).steps(job);
+  row["what"] = ViewOf(job).what(job);
+  return row;
+}
+
+}  // namespace
+
+std::map<std::string, HttpHandler> WebViewRoutes(CoordinatorBackend& backend, const Topology& topo) {
+  std::map<std::string, HttpHandler> routes;
+  for (const WebAsset& asset : WebAssets()) {
+    routes[std::string(asset.path)] = [&asset](const HttpRequest&) {
+      return HttpResponse{200, std::string(asset.content_type), std::string(asset.body)};
+    };
+  }
+  routes["/api/pod"] = [&backend, &topo](const HttpRequest&) { return Json(PodJson(topo, backend.ClusterStatus())); };
+  routes["/api/jobs"] = [&backend](const HttpRequest&) {
+    const v1::ListJobsResponse list = backend.ListJobs();
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const v1::Job& job : list.jobs()) jobs.push_back(JobRow(job));
+    return Json({{"jobs", jobs}, {"finished_jobs_dropped", list.finished_jobs_dropped()}});
+  };
+  routes[std::string("/api/jobs/") + kJobId] = [&backend](const HttpRequest& req) {
+    auto job = backend.GetJob(req.groups.at(0));
+    if (!job.ok()) return Error(job.status());
+    nlohmann::json out = JobJson(*job);
+    // ?steps=N: only the latest N step records (what a page shows of a long job).
+    if (auto n = req.params.find("steps"); n != req.params.end() && out.contains("steps")) {
+      size_t keep = 0;
+      if (!absl::SimpleAtoi(n->second, &keep)) {
+        return Error(absl::InvalidArgumentError(
+            absl::StrCat("steps=", n->second, ": give how many of the latest steps to send, e.g. steps=50")));
+      }
+      nlohmann::json& steps = out["steps"];
+      if (steps.size() > keep) steps.erase(steps.begin(), steps.end() - static_cast<std::ptrdiff_t>(keep));
+    }
+    out["steps_done"] = StepsDone(*job);
+    out["steps_total"] = ViewOf(*job).steps(*job);
+    return Json(out);
+  };
+  routes[std::string("/api/jobs/") + kJobId + "/links"] = [&backend](const HttpRequest& req) {
+    auto job = backend.GetJob(req.groups.at(0));
+    if (!job.ok()) return Error(job.status());
+    std::unique_ptr<JobTraceReader> trace;
+    if (job->has_train()) {
+      auto reader = backend.ReadJobTrace(job->id());
+      if (reader.ok()) trace = *std::move(reader);
+    }
+    return Json(JobLinksJson(*job, trace.get()));
+  };
+  routes[std::string("/api/jobs/") + kJobId + "/trace\\.json"] = [&backend](const HttpRequest& req) {
+    auto reader = backend.ReadJobTrace(req.groups.at(0));
+    if (!reader.ok()) return Error(reader.status());
+    std::ostringstream out;
+    ChromeTraceWriter writer(out);
+    v1::JobTrace piece;
+    while ((*reader)->Next(1 << 20, &piece)) writer.Add(piece);
+    writer.Finish();
+    return HttpResponse{200, kJsonType, out.str()};
+  };
+  return routes;
+}
+
+}  // namespace tpuemu
