@@ -39,6 +39,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libblis4-openmp libgomp1 \
       libyaml-cpp0.7 libspdlog1.10 libfmt9 libc-ares2 libre2-9 libssl3 libsqlite3-0 libcpp-httplib0.11 ca-certificates \
+      librsvg2-2 libcairo2 fonts-dejavu-core \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
  && groupadd --system --gid 10001 tpuemu \
  && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/tpuemu --create-home tpuemu

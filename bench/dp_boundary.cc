@@ -5,7 +5,8 @@
 // chip B/X pass C / W_ici = 4.59e14 / 1.8e11 = 2550. Every figure below is
 // what the emulated chips and links did in a real training step (real
 // matmuls, real bytes); the seed's numbers are printed beside them.
-//   build/bin/dp_boundary [D=F] [tokens per chip,...]
+//   build/bin/dp_boundary [--plot FILE.svg|FILE.png] [D=F] [tokens per chip,...]
+// --plot draws both times against B/X with the seed's lines and the boundary.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/plot_flag.h"
+#include "client/plots.h"
 #include "core/train/host.h"
 #include "core/job/inprocess_pod.h"
 #include "core/train/job.h"
@@ -57,6 +60,7 @@ Point Measure(const Topology& topo, int64_t width, int64_t tokens_per_chip) {
 
 int main(int argc, char** argv) {
   using namespace tpuemu;
+  const std::string plot = TakePlotFlag(argc, argv);
   int64_t width = 3072;
   std::vector<int64_t> tokens = {1024, 2048, 3072, 4096};
   if (argc > 1) width = std::atoll(argv[1]);
@@ -105,6 +109,29 @@ int main(int argc, char** argv) {
     const int m = static_cast<int>(std::lround(50 * p.math_s / top)), k = static_cast<int>(std::lround(50 * p.comm_s / top));
     std::printf("  %6lld math  |%s\n         comms |%s\n", static_cast<long long>(p.tokens_per_chip),
                 std::string(m, '#').c_str(), std::string(k, '=').c_str());
+  }
+  if (!plot.empty()) {
+    Chart chart;
+    chart.title = "DP's compute/communication boundary on v5p:16 (emulated clock)";
+    chart.subtitle = absl::StrCat("per layer and step, D = F = ", width, ", bf16; measured boundary B/X = ",
+                                  std::lround(boundary), ", seed's C / W_ici = ", std::lround(c / w));
+    chart.x = {"B/X, tokens per chip", false, 10, nullptr};
+    chart.y = {"time per layer (us, emulated clock)", false, 10, nullptr};
+    PlotSeries math{"backward matmuls (emulated)", {}, false}, comms{"gradient all-reduce (emulated)", {}, false},
+        seed_math{"seed: 8 (B/X) D F / C", {}, true}, seed_comms{"seed: 8 D F / W_ici", {}, true};
+    for (const Point& p : points) {
+      const double x = static_cast<double>(p.tokens_per_chip);
+      math.points.push_back({x, p.math_s * 1e6});
+      comms.points.push_back({x, p.comm_s * 1e6});
+      seed_math.points.push_back({x, 8.0 * x * width * width / c * 1e6});
+      seed_comms.points.push_back({x, 8.0 * width * width / w * 1e6});
+    }
+    chart.series = {math, comms, seed_math, seed_comms};
+    if (auto s = WriteChart(chart, plot); !s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::printf("\nplotted both times against B/X in %s\n", plot.c_str());
   }
   return 0;
 }

@@ -7,9 +7,11 @@
 // it the link, not the stage, sets the pace and the bubble is well above
 // the formula; well above it the bubble comes down to the formula. The
 // last table runs on a v5p whose compute is 1e5 times slower (a profile
-// file), where transfers are negligible. Every figure is a real training
-// step on the in-memory pod (real matmuls, real bytes).
-//   build/bin/pipeline_bubble [tokens per microbatch] [F,...]
+// file), where transfers are negligible; the last sweeps the number of
+// microbatches M on both. Every figure is a real training step on the
+// in-memory pod (real matmuls, real bytes).
+//   build/bin/pipeline_bubble [--plot FILE.svg|FILE.png] [tokens per microbatch] [F,...]
+// --plot draws the microbatch sweep: the bubble against M beside the formula.
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +23,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/plot_flag.h"
+#include "client/plots.h"
 #include "core/train/host.h"
 #include "core/job/inprocess_pod.h"
 #include "core/train/job.h"
@@ -34,15 +38,19 @@ struct Schedule {
   int repeats;
 };
 constexpr int kStages = 4, kMicrobatches = 8, kLayers = 8;
+constexpr int kSweptMicrobatches[] = {1, 2, 4, 8, 16, 32};
 
 constexpr int64_t kWidth = 256;  // D
 
-void Row(const std::string& chip, int64_t mlp, int64_t tokens, const Schedule& s) {
+// One step on a v5p ring of 4 stages (`chip`: v5p or a profile file); its row
+// printed, its bubble returned.
+StepReport Row(const std::string& chip, int64_t mlp, int64_t tokens, const Schedule& s,
+               int microbatches = kMicrobatches) {
   auto topo = Topology::Create({absl::StrCat(chip, ":4"), 1, 4, "auto"});
   const std::string yaml = absl::StrCat(
       "ici_pipeline_parallelism: 4\nici_fsdp_parallelism: 1\npipeline_schedule: ", s.name,
-      "\nnum_pipeline_repeats: ", s.repeats, "\nnum_pipeline_microbatches: ", kMicrobatches, "\nemb_dim: ", kWidth,
-      "\nmlp_dim: ", mlp, "\nnum_layers: ", kLayers, "\nglobal_batch_tokens: ", tokens * kMicrobatches,
+      "\nnum_pipeline_repeats: ", s.repeats, "\nnum_pipeline_microbatches: ", microbatches, "\nemb_dim: ", kWidth,
+      "\nmlp_dim: ", mlp, "\nnum_layers: ", kLayers, "\nglobal_batch_tokens: ", tokens * microbatches,
       "\nopt_type: sgd\nlearning_rate: 0.1\n");
   auto spec = ParseTrainSpec(yaml, "sweep");
   auto job = !topo.ok() ? topo.status() : spec.ok() ? PlanTrainJob(*spec, *topo, 0) : spec.status();
@@ -60,12 +68,14 @@ void Row(const std::string& chip, int64_t mlp, int64_t tokens, const Schedule& s
   }
   const StepReport r = SummarizeStep(job->config, job->mesh, *topo, *chips);
   // A stage's forward and backward of one microbatch through one group.
-  const double per_op = r.compute_s / (kMicrobatches * s.repeats);
+  const double per_op = r.compute_s / (microbatches * s.repeats);
   const double intensity = 2.0 * mlp * kLayers / (kStages * s.repeats);
   std::printf("%-9s %3d %3d %7d %6lld %7lld %10.0f %12.2f %9.4f %9.4f %7.3f %9.4f %12.1f %10.1f\n", s.name, kStages,
-              kMicrobatches, s.repeats, static_cast<long long>(tokens), static_cast<long long>(mlp), intensity,
+              microbatches, s.repeats, static_cast<long long>(tokens), static_cast<long long>(mlp), intensity,
               per_op * 1e6, r.bubble_fraction, r.bubble_formula, r.bubble_fraction / r.bubble_formula,
               r.bubble_with_transfers, r.peak_activation_bytes / 1024.0, r.emulated_s * 1e6);
+  std::fflush(stdout);
+  return r;
 }
 
 void Header() {
@@ -79,10 +89,11 @@ void Header() {
 
 int main(int argc, char** argv) {
   using namespace tpuemu;
+  const std::string plot = TakePlotFlag(argc, argv);
   int64_t tokens = 128;
   std::vector<int64_t> mlps = {512, 2048, 8192, 32768};
   if (argc > 1 && (!absl::SimpleAtoi(argv[1], &tokens) || tokens <= 0)) {
-    std::fprintf(stderr, "usage: pipeline_bubble [tokens per microbatch] [F,...]\n");
+    std::fprintf(stderr, "usage: pipeline_bubble [--plot FILE.svg|FILE.png] [tokens per microbatch] [F,...]\n");
     return 2;
   }
   if (argc > 2) {
@@ -109,6 +120,35 @@ int main(int argc, char** argv) {
   std::printf("\nthe same on a v5p whose compute is 1e5 times slower (transfers negligible)\n");
   Header();
   for (const Schedule& s : schedules) Row(slow, mlps.front(), tokens, s);
+
+  // The bubble against M, 1F1B: on the slow-compute v5p it follows the
+  // formula; on v5p at the smallest F the stage hops add to it.
+  std::printf("\n1f1b against the number of microbatches M (F = %lld)\n", static_cast<long long>(mlps.front()));
+  Header();
+  Chart chart;
+  chart.title = "Pipeline bubble against microbatches: 1F1B on a v5p ring of 4 stages";
+  chart.subtitle = absl::StrCat("D = ", kWidth, ", F = ", mlps.front(), ", ", kLayers, " layers, ", tokens,
+                                " tokens per microbatch; emulated clock, one training step per point");
+  chart.x = {"M, microbatches per step", true, 2, nullptr};
+  chart.y = {"bubble (idle fraction of the stages' span)", false, 10, nullptr};
+  PlotSeries on_v5p{"emulated, v5p", {}, false}, on_slow{"emulated, 1e5x slower compute", {}, false},
+      formula{"seeds' formula (S-1)/(M+S-1)", {}, true}, with_hops{"formula with stage hops (v5p)", {}, true};
+  for (int m : kSweptMicrobatches) {
+    const StepReport fast = Row("v5p", mlps.front(), tokens, schedules[1], m);
+    const StepReport slowed = Row(slow, mlps.front(), tokens, schedules[1], m);
+    on_v5p.points.push_back({m, fast.bubble_fraction});
+    on_slow.points.push_back({m, slowed.bubble_fraction});
+    formula.points.push_back({m, fast.bubble_formula});
+    with_hops.points.push_back({m, fast.bubble_with_transfers});
+  }
   std::remove(slow.c_str());
+  chart.series = {on_v5p, on_slow, formula, with_hops};
+  if (!plot.empty()) {
+    if (auto s = WriteChart(chart, plot); !s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::printf("\nplotted the bubble against M in %s\n", plot.c_str());
+  }
   return 0;
 }

@@ -29,7 +29,7 @@ struct BenchOptions {
   uint64_t seed = 1;
   std::string chunk = "1MiB";
   std::string coordinator;
-  std::string plot;  // an SVG of the sweep, if given
+  std::string plot;  // a chart of the sweep (.svg or .png), if given
   int num_slices = 0;
   bool json = false;
 };
@@ -49,6 +49,9 @@ int Bench(const BenchOptions& o) {
   if (!chunk.ok()) return Fail(chunk.status());
   if (o.dtype != "bf16" && o.dtype != "f32") {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--dtype '", o.dtype, "': allowed: bf16, f32")));
+  }
+  if (!o.plot.empty()) {
+    if (auto s = CheckChartPath("--plot", o.plot); !s.ok()) return Fail(s);
   }
   auto address = ResolveCoordinator(o.coordinator);
   if (!address.ok()) return Fail(address.status());
@@ -141,8 +144,8 @@ void AddBenchCommands(CLI::App& app, int* exit_code) {
                                                  "else the pod `cluster up` started)");
   c->add_flag("--json", o->json, "print {\"results\": [...]} for scripts");
   c->add_option("--plot", o->plot,
-                "also draw the sweep as an SVG chart in this file: bus bandwidth on the emulated clock against\n"
-                "size, beside the closed form's and the seed's rule's (docs/plots/)");
+                "also draw the sweep as a chart in this file (FILE.svg or FILE.png): bus bandwidth on the\n"
+                "emulated clock against size, beside the closed form's and the seed's rule's (docs/plots.md)");
   c->callback([o, exit_code] { *exit_code = Bench(*o); });
 }
 

@@ -5,7 +5,9 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "client/cli_errors.h"
+#include "client/png_render.h"
 #include "client/coordinator_client.h"
 #include "client/pod_state.h"
 #include "core/base/units.h"
@@ -60,11 +62,24 @@ Chart TrainStepsChart(const v1::Job& job) {
   return chart;
 }
 
+absl::Status CheckChartPath(const std::string& flag, const std::string& path) {
+  if (absl::EndsWith(path, ".svg") || absl::EndsWith(path, ".png")) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      flag, " ", path, ": a chart is written as SVG or PNG, chosen by the name's end: give FILE.svg or FILE.png"));
+}
+
 absl::Status WriteChart(const Chart& chart, const std::string& path) {
+  if (auto s = CheckChartPath("the chart's file", path); !s.ok()) return s;
+  std::string bytes = RenderSvg(chart);
+  if (absl::EndsWith(path, ".png")) {
+    auto png = RenderPng(bytes);
+    if (!png.ok()) return png.status();
+    bytes = *std::move(png);
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary);
-    out << RenderSvg(chart);
+    out << bytes;
     if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp, ": check the directory exists"));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -80,6 +95,7 @@ struct PlotOptions {
 };
 
 int Plot(const PlotOptions& o) {
+  if (auto s = CheckChartPath("-o", o.output); !s.ok()) return Fail(s);
   auto address = ResolveCoordinator(o.coordinator);
   if (!address.ok()) return Fail(address.status());
   auto job = CoordinatorClient(*address).Get(o.id);
@@ -102,12 +118,13 @@ void AddPlotCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<PlotOptions>();
   auto* plot = app.add_subcommand(
       "plot",
-      "draw a training job's steps as an SVG chart: emulated step time, compute and exposed communication\n"
-      "by mesh axis, step by step. Example:\n"
+      "draw a training job's steps as a chart (SVG, or PNG when the file ends in .png): emulated step time,\n"
+      "compute and exposed communication by mesh axis, step by step. Examples:\n"
       "  tpuemu plot job-3 -o steps.svg\n"
+      "  tpuemu plot job-3 -o steps.png\n"
       "A collective sweep: tpuemu bench collective --op all-gather --axes x --bytes 64KiB,1MiB,16MiB --plot bw.svg");
   plot->add_option("job", o->id, "job id, e.g. job-3")->required();
-  plot->add_option("-o,--output", o->output, "the SVG file to write")->required();
+  plot->add_option("-o,--output", o->output, "the file to write: FILE.svg or FILE.png")->required();
   plot->add_option("--coordinator", o->coordinator,
                    "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, else the pod `cluster up` started)");
   plot->callback([o, exit_code] { *exit_code = Plot(*o); });

@@ -18,7 +18,10 @@ Chart CollectiveSweepChart(const std::vector<v1::Job>& jobs);
 // A training job's steps: emulated step time, compute and exposed
 // communication by mesh axis, step by step.
 Chart TrainStepsChart(const v1::Job& job);
-// Writes `chart` to `path` whole (a temporary file renamed into place).
+// OK when `path` names a chart file (.svg or .png); else an error naming `flag`.
+absl::Status CheckChartPath(const std::string& flag, const std::string& path);
+// Writes `chart` to `path` whole (a temporary file renamed into place), as
+// SVG, or as PNG when the path ends in .png.
 absl::Status WriteChart(const Chart& chart, const std::string& path);
 
 // tpuemu plot JOB -o FILE.svg

@@ -1,53 +1,11 @@
 #include "coordinator/metrics.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 
 namespace tpuemu {
-namespace {
-
-std::string Escaped(const std::string& value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-// The shortest text that reads back as the same double: a scrape carries
-// the figures the job's results carry, to the last bit.
-std::string Number(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  char text[32];
-  return std::string(text, std::to_chars(text, text + sizeof(text), v).ptr);
-}
-
-}  // namespace
-
-void WriteMetricHeader(std::string& out, const std::string& name, const std::string& type, const std::string& help) {
-  absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
-}
-
-void WriteSample(std::string& out, const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels,
-                 double value) {
-  out += name;
-  if (!labels.empty()) {
-    out += '{';
-    for (size_t i = 0; i < labels.size(); ++i) {
-      absl::StrAppend(&out, i ? "," : "", labels[i].first, "=\"", Escaped(labels[i].second), "\"");
-    }
-    out += '}';
-  }
-  absl::StrAppend(&out, " ", Number(value), "\n");
-}
 
 void Histogram::Observe(double v) {
   const auto bucket = std::lower_bound(bounds_.begin(), bounds_.end(), v);
@@ -60,7 +18,7 @@ void Histogram::Write(std::string& out, const std::string& name, const std::stri
   uint64_t cumulative = 0;
   for (size_t i = 0; i < bounds_.size(); ++i) {
     cumulative += counts_[i];
-    WriteSample(out, name + "_bucket", {{"kind", kind}, {"le", Number(bounds_[i])}}, cumulative);
+    WriteSample(out, name + "_bucket", {{"kind", kind}, {"le", PrometheusNumber(bounds_[i])}}, cumulative);
   }
   WriteSample(out, name + "_bucket", {{"kind", kind}, {"le", "+Inf"}}, count_);
   WriteSample(out, name + "_sum", {{"kind", kind}}, sum_);

@@ -1,8 +1,8 @@
 // The pod's metrics in Prometheus' text exposition format (issue 20, scraped
 // from the coordinator's HTTP port at /metrics): what jobs did, counted as
 // their steps finish (StepMetrics, fed by the scheduler), and what the pod
-// is now, read when scraped (the Coordinator writes those gauges). The
-// format's two helpers are here so that every metric is written one way.
+// is now, read when scraped (the Coordinator writes those gauges), in the
+// format core/base/prometheus_text.h writes.
 #pragma once
 
 #include <cstdint>
@@ -11,15 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "core/base/prometheus_text.h"
 #include "core/host/chip_result.h"
 
 namespace tpuemu {
-
-// "# HELP name help\n# TYPE name type\n".
-void WriteMetricHeader(std::string& out, const std::string& name, const std::string& type, const std::string& help);
-// "name{a="1",b="x"} value\n", label values escaped as the format asks.
-void WriteSample(std::string& out, const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels,
-                 double value);
 
 // A cumulative histogram with fixed upper bounds (seconds).
 class Histogram {

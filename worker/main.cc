@@ -12,6 +12,7 @@
 #include "services/flag_names.h"
 #include "services/flags.h"
 #include "services/grpc_fabric.h"
+#include "services/http_server.h"
 #include "services/peer_service.h"
 #include "services/process_env.h"
 #include "services/registrar_client.h"
@@ -81,6 +82,13 @@ int main(int argc, char** argv) {
                             "resumed job reads them back, so keep it across restarts"),
              "TPUEMU_CHECKPOINT_DIR")
       ->capture_default_str();
+  int http_port = -1;
+  env_option(app.add_option("--http-port", http_port,
+                            "serve this worker's Prometheus metrics at /metrics over HTTP on this port, on\n"
+                            "--listen's address (0 picks a free port; -1, the default, serves none): its chips\n"
+                            "and links, calls, errors, aborts, frames received, link bytes, memory. docs/metrics.md"),
+             "TPUEMU_HTTP_PORT")
+      ->capture_default_str();
   app.add_flag("--check-config", check_config,
                "check flags and environment, print the place and addresses they give, and exit\n"
                "(0 if usable, 2 if not) without contacting anyone");
@@ -121,6 +129,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   SetReady(*server, false);
+  std::unique_ptr<HttpServer> http;
+  if (http_port >= 0) {
+    const std::string http_host = listen.substr(0, listen.rfind(':'));
+    auto started = HttpServer::Start(http_host, http_port,
+                                     {{"/metrics", Constant(kPrometheusTextType, [&node] { return node.MetricsText(); })}});
+    if (!started.ok()) {
+      spdlog::error("--http-port {}: {}", http_port, std::string(started.status().message()));
+      return 1;
+    }
+    http = *std::move(started);
+    spdlog::info("metrics at http://{}:{}/metrics", http_host, http->port());
+  }
   const std::string address = absl::StrCat(advertised_host, ":", server->port);
   CoordinatorSession session(MakeGrpcRegistrar(*coordinator_address), *coordinator_address, address, *place,
                              [&node](int global_host, uint64_t incarnation) {
@@ -156,5 +176,6 @@ int main(int argc, char** argv) {
   session.Stop();
   registration.join();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  http.reset();
   return exit_code;
 }

@@ -240,29 +240,47 @@ absl::Status WorkerNode::Configure(uint64_t incarnation, const PodConfig& config
 absl::Status WorkerNode::PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
                                    Cancellation&) {
   if (auto s = CheckIncarnation(incarnation, "PrepareJob"); !s.ok()) return s;
-  return Prepare(job, spec, placement);
+  absl::Status prepared = Prepare(job, spec, placement);
+  prepared.ok() ? metrics_.Succeeded(WorkerMetrics::kPrepare) : metrics_.Failed(WorkerMetrics::kPrepare);
+  return prepared;
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnation, uint64_t job, int step,
                                                               Cancellation&) {
   if (auto s = CheckIncarnation(incarnation, "RunJob"); !s.ok()) return s;
-  return Run(job, step);
+  auto ran = Run(job, step);
+  if (ran.ok()) {
+    metrics_.Succeeded(WorkerMetrics::kRun);
+    metrics_.StepRan(*ran);
+  } else {
+    metrics_.Failed(WorkerMetrics::kRun);
+  }
+  return ran;
 }
 
 absl::StatusOr<HostCheck> WorkerNode::CheckJob(uint64_t incarnation, uint64_t job, Cancellation&) {
   if (auto s = CheckIncarnation(incarnation, "CheckJob"); !s.ok()) return s;
-  return Check(job);
+  auto checked = Check(job);
+  checked.ok() ? metrics_.Succeeded(WorkerMetrics::kCheck) : metrics_.Failed(WorkerMetrics::kCheck);
+  return checked;
 }
 
 absl::Status WorkerNode::Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration) {
   if (auto s = CheckIncarnation(incarnation, "Abort"); !s.ok()) return s;
+  metrics_.Aborted();
   AbortJob(job, reason);
   return absl::OkStatus();
 }
 
 void WorkerNode::DeliverPeerFrame(Frame&& frame) {
+  metrics_.FrameReceived(frame.elements() * sizeof(float));
   std::shared_ptr<Pod> p = pod();
   if (p) p->net->mailbox().Put(std::move(frame));
+}
+
+std::string WorkerNode::MetricsText() {
+  std::shared_ptr<Pod> p = pod();
+  return metrics_.Text(Status(), p ? &p->topo : nullptr);
 }
 
 absl::StatusOr<WorkerStatusView> WorkerNode::Status(absl::Duration) { return Status(); }

@@ -15,6 +15,7 @@
 #include "core/host/job_kind.h"
 #include "core/wire/host_network.h"
 #include "core/wire/placed_network.h"
+#include "worker/worker_metrics.h"
 
 namespace tpuemu {
 
@@ -45,6 +46,9 @@ class WorkerNode : public WorkerInterface {
 
   // PeerService hands every received frame here.
   void DeliverPeerFrame(Frame&& frame);
+
+  // This process's metrics in Prometheus' text format (worker_metrics.h).
+  std::string MetricsText();
 
  private:
   struct Pod {
@@ -88,6 +92,7 @@ class WorkerNode : public WorkerInterface {
   // step per RunJob in between).
   std::map<uint64_t, PreparedJob> jobs_;
   std::mutex run_mu_;  // one job at a time
+  WorkerMetrics metrics_;
 };
 
 }  // namespace tpuemu

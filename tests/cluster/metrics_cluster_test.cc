@@ -2,7 +2,7 @@
 // HTTP as Prometheus would and parsed by a small reader of the text format:
 // jobs by state and the queue as the job records say, finished steps' times
 // as the jobs' own results say, workers' liveness, while jobs run and after
-// a worker is lost.
+// a worker is lost; and each worker's own (worker/worker_metrics.h).
 #include <map>
 #include <sstream>
 #include <thread>
@@ -109,6 +109,36 @@ TEST(MetricsClusterTest, ScrapedMetricsAreWhatTheJobsAndWorkersSay) {
     }
     EXPECT_TRUE(found) << "no tpuemu_worker_up for host " << host;
   }
+
+  // Each worker's own metrics, served as tpuemu-worker --http-port serves them:
+  // its chips and links as the topology has them, a run call per step it ran,
+  // and link bytes that add up, over the workers, to the coordinator's.
+  double worker_ici = 0, worker_dcn = 0;
+  for (int host = 0; host < 4; ++host) {
+    auto served = HttpServer::Start("127.0.0.1", 0,
+                                    {{"/metrics", Constant(kPrometheusTextType, [&] { return pod.node(host).MetricsText(); })}});
+    ASSERT_TRUE(served.ok()) << served.status();
+    Samples w = Scrape((*served)->port());
+    const std::string h = absl::StrCat("host=\"", host, "\"");
+    int ici_links = 0, dcn_links = 0;
+    for (int chip : pod.coordinator().topology().ChipsOfHost(host)) {
+      for (const auto& l : pod.coordinator().topology().OutgoingLinks(chip)) ++(l.axis == Axis::kDcn ? dcn_links : ici_links);
+    }
+    EXPECT_EQ(w["tpuemu_worker_configured{" + h + "}"], 1);
+    EXPECT_EQ(w["tpuemu_worker_chips{" + h + "}"], 2);
+    EXPECT_EQ(w["tpuemu_worker_links{" + h + ",link=\"ici\"}"], ici_links);
+    EXPECT_EQ(w["tpuemu_worker_links{" + h + ",link=\"dcn\"}"], dcn_links);
+    // The training job ran its 3 steps on slice 0 (hosts 0 and 1); the all-gather everywhere.
+    EXPECT_EQ(w["tpuemu_worker_calls_total{" + h + ",call=\"run\"}"], host < 2 ? 4 : 1);
+    EXPECT_EQ(w["tpuemu_worker_calls_total{" + h + ",call=\"prepare\"}"], host < 2 ? 2 : 1);
+    EXPECT_EQ(w["tpuemu_worker_errors_total{" + h + ",call=\"run\"}"], 0);
+    EXPECT_GT(w["tpuemu_worker_frames_received_total{" + h + "}"], 0);
+    EXPECT_GT(w["tpuemu_worker_resident_bytes{" + h + "}"], 0);
+    worker_ici += w["tpuemu_worker_link_emulated_bytes_total{" + h + ",link=\"ici\"}"];
+    worker_dcn += w["tpuemu_worker_link_emulated_bytes_total{" + h + ",link=\"dcn\"}"];
+  }
+  EXPECT_EQ(worker_ici, m["tpuemu_link_emulated_bytes_total{link=\"ici\"}"]);
+  EXPECT_EQ(worker_dcn, m["tpuemu_link_emulated_bytes_total{link=\"dcn\"}"]);
 
   // While a job runs and another waits, and after a worker is lost.
   auto running = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));

@@ -215,6 +215,17 @@ class ComposeTest(Compose):
             self.assertIn('<svg id="torus"', r.read().decode())
         with urllib.request.urlopen(f"http://localhost:{self.metrics_port}/api/jobs", timeout=10) as r:
             self.assertEqual([j["id"] for j in json.loads(r.read())["jobs"]], [j["id"] for j in before])
+        # Each worker's own metrics on its container's port 9090, read at its address on the
+        # compose network: its chips, and the steps it ran.
+        for worker in self.containers("worker"):
+            ip = engine("inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                        worker).stdout.strip()
+            with urllib.request.urlopen(f"http://{ip}:9090/metrics", timeout=10) as r:
+                own = dict(line.rsplit(" ", 1) for line in r.read().decode().splitlines() if not line.startswith("#"))
+            chips = [float(v) for k, v in own.items() if k.startswith("tpuemu_worker_chips{")]
+            runs = [float(v) for k, v in own.items() if k.startswith("tpuemu_worker_calls_total{") and 'call="run"' in k]
+            self.assertEqual(chips, [2], worker)
+            self.assertEqual(runs, [len(job["steps"]) + 1], worker)  # the training job's steps and the all-reduce
 
         # The coordinator killed and started again: its job store is on a volume.
         kill9_and_start(self.containers("coordinator")[0])

@@ -20,7 +20,7 @@ const SPAN_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#e
 // (tests/e2e/web_view_e2e_test.py): `polls` counts the updates it applied.
 const view = {
   pod: null, podKey: "", jobs: [], job: null, links: {}, linksKey: "", linksAt: 0,
-  trace: null, traceKey: "", traceAt: 0, polls: 0, errors: 0, lastError: "",
+  trace: null, stepLinks: null, stepShown: -1, traceKey: "", traceAt: 0, polls: 0, errors: 0, lastError: "",
 };
 window.tpuemuView = view;
 
@@ -210,12 +210,15 @@ function heat(t) {
   return `rgb(${lo.map((v, i) => Math.round(v + (hi[i] - v) * t)).join(",")})`;
 }
 
+// The selected job's links (a training job's: the step the timeline shows,
+// or every step the coordinator kept) from light orange to red at its busiest.
 function colourLinks() {
   const metric = $("#colour-by").value;
-  const values = Object.values(view.links).map((l) => l[metric] || 0);
+  const links = view.stepLinks || view.links;
+  const values = Object.values(links).map((l) => l[metric] || 0);
   const max = Math.max(0, ...values);
   for (const path of document.querySelectorAll("#torus [data-link]")) {
-    const use = view.links[path.dataset.link] || {};
+    const use = links[path.dataset.link] || {};
     const v = use[metric] || 0;
     path.dataset.bytes = use.bytes || 0;
     path.dataset.busy = use.busy_s || 0;
@@ -226,7 +229,8 @@ function colourLinks() {
   }
   const job = view.job;
   $("#links-of").textContent = job ? `of ${job.id} (${metric === "bytes" ? "emulated bytes" : "emulated busy time"}` +
-    `${job.kind === "train" ? ", the steps the coordinator kept" : ""})` : "of no job: choose one in the list";
+    `${job.kind !== "train" ? "" : view.stepLinks ? `, step ${view.stepShown}` : ", every step the coordinator kept"})`
+    : "of no job: choose one in the list";
 }
 
 // ---- jobs ---------------------------------------------------------------
@@ -347,6 +351,20 @@ function drawTimeline() {
   picker.value = [...picker.options].some((o) => o.value === chosen) ? chosen : "latest";
   const step = picker.value === "latest" ? steps[steps.length - 1] : Number(picker.value);
   const inStep = picker.value === "all" ? spans : spans.filter((e) => stepOf(e) === step);
+  // The torus shows the same step's link traffic.
+  view.stepLinks = null;
+  if (picker.value !== "all" && inStep.length) {
+    view.stepLinks = {};
+    view.stepShown = step;
+    for (const e of inStep) {
+      const track = names.get(`${e.pid}/${e.tid}`) || "";
+      if (!track.startsWith("link ")) continue;
+      const use = view.stepLinks[track.slice(5)] ||= { bytes: 0, busy_s: 0 };
+      use.bytes += (e.args && e.args.bytes) || 0;
+      use.busy_s += e.dur / 1e6;
+    }
+  }
+  colourLinks();
   const shown = inStep.slice(-TIMELINE_SPANS);
   $("#timeline-note").textContent = shown.length < inStep.length
     ? `the latest ${shown.length} of ${inStep.length} spans drawn` : `${shown.length} spans`;
@@ -458,5 +476,10 @@ async function loop() {
 
 $("#colour-by").addEventListener("change", colourLinks);
 $("#timeline-step").addEventListener("change", drawTimeline);
-window.addEventListener("hashchange", () => { view.linksKey = ""; view.traceKey = ""; view.trace = null; });
+window.addEventListener("hashchange", () => {
+  view.linksKey = "";
+  view.traceKey = "";
+  view.trace = null;
+  view.stepLinks = null;
+});
 loop();
