@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
@@ -11,6 +12,7 @@
 #include "views/job_json.h"
 #include "client/job_wait.h"
 #include "client/plots.h"
+#include "core/pod/faults.h"
 #include "views/worker_memory.h"
 #include "core/collective/spec.h"
 #include "core/base/units.h"
@@ -31,6 +33,7 @@ struct BenchOptions {
   std::string coordinator;
   std::string plot;  // a chart of the sweep (.svg or .png), if given
   int num_slices = 0;
+  std::vector<std::string> slow_links, stragglers;  // faults on purpose (core/pod/faults.h)
   bool json = false;
 };
 
@@ -53,6 +56,13 @@ int Bench(const BenchOptions& o) {
   if (!o.plot.empty()) {
     if (auto s = CheckChartPath("--plot", o.plot); !s.ok()) return Fail(s);
   }
+  Faults faults;
+  for (const std::string& text : o.slow_links) {
+    if (auto s = ParseSlowLink(text, "--slow-link", &faults.slow_links.emplace_back()); !s.ok()) return Fail(s);
+  }
+  for (const std::string& text : o.stragglers) {
+    if (auto s = ParseStraggler(text, "--straggler", &faults.stragglers.emplace_back()); !s.ok()) return Fail(s);
+  }
   auto address = ResolveCoordinator(o.coordinator);
   if (!address.ok()) return Fail(address.status());
   CoordinatorClient client(*address);
@@ -69,6 +79,7 @@ int Bench(const BenchOptions& o) {
     spec.seed = o.seed;
     spec.chunk_bytes = *chunk;
     spec.num_slices = o.num_slices;
+    spec.faults = faults;
     v1::SubmitJobRequest req;
     *req.mutable_collective() = ToProto(spec);
     auto job = RunJob(client, req, absl::StrCat(o.op, " of ", FormatBytes(bytes), " over ", o.axes));
@@ -98,6 +109,10 @@ int Bench(const BenchOptions& o) {
                   seed ? Micros(r.seed_formula_s()).c_str() : "-",
                   seed ? absl::StrFormat("%.4f", r.seed_ratio()).c_str() : "-", r.wall_s() * 1e3, r.algbw_gbps(),
                   r.busbw_gbps(), r.correct() ? "yes" : "NO", WorkerMemoryCell(job).c_str());
+    }
+    if (!done.empty() && done.front().result().faults_size() > 0) {
+      std::printf("\nfaults on purpose: %s (predicted_us and seed_us are for healthy links: ratio is what they cost)\n",
+                  absl::StrJoin(done.front().result().faults(), "; ").c_str());
     }
     std::printf("\npredicted: the exact closed form of the algorithm run (its busiest link's bytes over the\n"
                 "link's bandwidth, plus its hops' latency); ratio = emulated / predicted. seed_us: the seed's\n"
@@ -136,6 +151,12 @@ void AddBenchCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   c->add_option("--seed", o->seed, "seed of the deterministic inputs")->capture_default_str();
   c->add_option("--chunk", o->chunk, "wire chunk size (host bytes)")->capture_default_str();
+  c->add_option("--slow-link", o->slow_links,
+                "a slow link on purpose (repeatable): LINKS@FRACTION[+LATENCY][ from STEP], e.g. x@0.5 (every\n"
+                "x link at half its bandwidth), x+@1+2us (x+ links 2 us later per hop), '0->1 x+@0.25'.\n"
+                "Both clocks obey it; docs/faults.md");
+  c->add_option("--straggler", o->stragglers,
+                "a chip whose compute (the reductions' adds) runs slower (repeatable): CHIP@FACTOR, e.g. 3@2");
   c->add_option("--num-slices", o->num_slices,
                 "run on this many of the pod's slices (the lowest free ones), beside jobs on the others;\n"
                 "0, the default, takes the whole pod")

@@ -9,7 +9,10 @@ namespace {
 // SubmitJobRequest and RunJobRequest carry the same oneof of specs.
 template <class Request>
 absl::StatusOr<JobSpec> SpecOf(const Request& r) {
-  if (r.has_train()) return JobSpec(FromProto(r.train()));
+  if (r.has_train()) {
+    if (auto faults = FromProto(r.train().config().faults()); !faults.ok()) return faults.status();
+    return JobSpec(FromProto(r.train()));
+  }
   if (r.has_matmul()) {
     auto m = FromProto(r.matmul());
     if (!m.ok()) return m.status();

@@ -39,6 +39,42 @@ v1::LinkUse ToProto(const LinkUse& l) {
 
 }  // namespace
 
+v1::Faults ToProto(const Faults& faults) {
+  v1::Faults p;
+  for (const SlowLink& s : faults.slow_links) {
+    v1::SlowLink& m = *p.add_slow_links();
+    m.set_axis(AxisName(s.axis));
+    m.set_dir(s.dir);
+    m.set_one_link(s.src >= 0);
+    m.set_src(s.src);
+    m.set_dst(s.dst);
+    m.set_bandwidth(s.bandwidth);
+    m.set_extra_latency_s(s.extra_latency_s);
+    m.set_from_step(s.from_step);
+  }
+  for (const Straggler& s : faults.stragglers) {
+    v1::Straggler& m = *p.add_stragglers();
+    m.set_chip(s.chip);
+    m.set_factor(s.factor);
+    m.set_from_step(s.from_step);
+  }
+  return p;
+}
+
+absl::StatusOr<Faults> FromProto(const v1::Faults& p) {
+  Faults faults;
+  for (const v1::SlowLink& m : p.slow_links()) {
+    auto axis = ParseAxis(m.axis());
+    if (!axis.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("faults: slow_link axis '", m.axis(), "': allowed: x, y, z, dcn"));
+    }
+    faults.slow_links.push_back({*axis, m.dir(), m.one_link() ? m.src() : -1, m.one_link() ? m.dst() : -1,
+                                 m.bandwidth(), m.extra_latency_s(), m.from_step()});
+  }
+  for (const v1::Straggler& m : p.stragglers()) faults.stragglers.push_back({m.chip(), m.factor(), m.from_step()});
+  return faults;
+}
+
 v1::CollectiveSpec ToProto(const CollectiveSpec& spec) {
   v1::CollectiveSpec p;
   p.set_op(OpName(spec.op));
@@ -49,6 +85,7 @@ v1::CollectiveSpec ToProto(const CollectiveSpec& spec) {
   p.set_seed(spec.seed);
   p.set_chunk_bytes(spec.chunk_bytes);
   p.set_num_slices(spec.num_slices);
+  if (!spec.faults.empty()) *p.mutable_faults() = ToProto(spec.faults);
   return p;
 }
 
@@ -70,6 +107,9 @@ absl::StatusOr<CollectiveSpec> FromProto(const v1::CollectiveSpec& p) {
   if (p.seed() != 0) spec.seed = p.seed();
   if (p.chunk_bytes() != 0) spec.chunk_bytes = p.chunk_bytes();
   spec.num_slices = p.num_slices();
+  auto faults = FromProto(p.faults());
+  if (!faults.ok()) return faults.status();
+  spec.faults = *std::move(faults);
   return spec;
 }
 
@@ -152,6 +192,7 @@ v1::CollectiveResult ToProto(const CollectiveReport& r) {
   p.set_ratio(r.ratio);
   p.set_seed_formula_s(r.seed_formula_s);
   p.set_seed_ratio(r.seed_ratio);
+  for (const std::string& f : r.faults) p.add_faults(f);
   p.set_wall_s(r.wall_s);
   p.set_algbw_gbps(r.algbw_gbps);
   p.set_busbw_gbps(r.busbw_gbps);
@@ -301,6 +342,7 @@ v1::TrainStep ToProto(const StepReport& r) {
   p.set_bubble_microbatch_compute_s(r.bubble_microbatch_compute_s);
   p.set_bubble_hop_s(r.bubble_hop_s);
   p.set_peak_activation_bytes(r.peak_activation_bytes);
+  for (const std::string& f : r.faults) p.add_faults(f);
   return p;
 }
 

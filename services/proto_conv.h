@@ -17,6 +17,10 @@
 
 namespace tpuemu {
 
+v1::Faults ToProto(const Faults& faults);
+// Fails only on an axis name that is no axis; CheckFaults checks the rest.
+absl::StatusOr<Faults> FromProto(const v1::Faults& proto);
+
 v1::CollectiveSpec ToProto(const CollectiveSpec& spec);
 absl::StatusOr<CollectiveSpec> FromProto(const v1::CollectiveSpec& proto);
 

@@ -34,6 +34,7 @@ nlohmann::json CollectiveJson(const v1::Job& job) {
           {"emulated_busbw_gbps", r.emulated_busbw_gbps()},
           {"host_lag_s", r.host_lag_s()},
           {"link_bytes", links},
+          {"faults", std::vector<std::string>(r.faults().begin(), r.faults().end())},
           {"correct", r.correct()},
           {"mismatches", r.mismatches()},
           {"worker_memory", WorkerMemoryJson(job)}};
@@ -122,6 +123,7 @@ nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& sum
           {"bubble_with_transfers", s.bubble_with_transfers()},
           {"bubble_microbatch_compute_s", s.bubble_microbatch_compute_s()},
           {"bubble_hop_s", s.bubble_hop_s()},
+          {"faults", std::vector<std::string>(s.faults().begin(), s.faults().end())},
           {"peak_activation_bytes", s.peak_activation_bytes()}};
 }
 

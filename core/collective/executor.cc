@@ -36,14 +36,22 @@ absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, 
   uint64_t elements = 0;
   for (const Range& r : ranges) elements += r.len;
   const double emu_bytes = static_cast<double>(elements) * dtype_bytes;
-  auto [it, _] = links.try_emplace({static_cast<int>(axis), dir}, net.topology().Link(axis));
+  const LinkParams base = net.topology().Link(axis);
+  const LinkParams params =
+      options.faults != nullptr ? options.faults->Link(base, chip, peer, axis, dir, options.step) : base;
+  auto [it, _] = links.try_emplace({static_cast<int>(axis), dir}, params);
+  it->second.set_params(params);
   const EmuLink::Booking booking = it->second.Book(emu_bytes, ready);
+  const bool degraded = params.bw_dir != base.bw_dir || params.latency != base.latency;
   if (options.trace != nullptr) {
-    options.trace->push_back({absl::StrCat("link ", chip, "->", peer, " ", AxisName(axis), dir > 0 ? "+" : "-"), what,
-                              booking.start, booking.end, static_cast<uint64_t>(emu_bytes)});
+    options.trace->push_back({absl::StrCat("link ", chip, "->", peer, " ", AxisName(axis), dir > 0 ? "+" : "-"),
+                              degraded ? absl::StrCat(what, " (slow link)") : what, booking.start, booking.end,
+                              static_cast<uint64_t>(emu_bytes)});
   }
   Frame frame;
   frame.header = {options.job, chip, peer, tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
+  frame.pace_bandwidth = params.bw_dir / base.bw_dir;
+  frame.pace_extra_latency_s = params.latency - base.latency;
   if (options.wire_bf16) {
     frame.payload.resize(elements);
     float* out = frame.payload.data();
@@ -197,7 +205,8 @@ class ChipCollective::Impl {
       // when the data and the chip's own partial sums are ready, at the
       // unit's first idle moment from then on.
       const double n = static_cast<double>(op.elements);
-      const double add = RooflineSeconds(profile_, n, 3 * n * dtype_);
+      const double add = RooflineSeconds(profile_, n, 3 * n * dtype_) *
+                         (options_.faults != nullptr ? options_.faults->ComputeFactor(chip_, options_.step) : 1);
       done = vector_unit_.Book(std::max(done, ReadyTime(op)), add) + add;
       Accumulate(*frame, op.ranges);
       for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);

@@ -16,10 +16,19 @@ uint64_t ReceivedBytes(const CollectivePlan& plan, const HostNetwork& net) {
   return bytes;
 }
 
+// The job's options with its faults (plan_'s, which outlives them).
+RunOptions WithFaults(RunOptions options, const Faults* faults) {
+  options.faults = faults;
+  return options;
+}
+
 }  // namespace
 
 HostCollective::HostCollective(CollectivePlan plan, HostNetwork& net, const RunOptions& options)
-    : HostJob(net, options.job, ReceivedBytes(plan, net)), plan_(std::move(plan)), net_(net), options_(options) {}
+    : HostJob(net, options.job, ReceivedBytes(plan, net)),
+      plan_(std::move(plan)),
+      net_(net),
+      options_(WithFaults(options, &plan_.spec().faults)) {}
 
 absl::Status HostCollective::Prepare() {
   for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipCollective>(plan_, chip, net_, options_));

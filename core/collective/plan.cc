@@ -364,6 +364,7 @@ double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo) {
 }
 
 absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const CollectiveSpec& spec) {
+  if (auto s = CheckFaults(spec.faults, topo, Field("faults")); !s.ok()) return s;
   auto plan = CollectivePlan::CreateFor(topo, spec, {});
   if (!plan.ok()) return plan.status();
   if (auto s = CheckPodHostBytes(CollectiveHostBytes(*plan, topo), topo.num_chips(),

@@ -36,6 +36,7 @@ CollectiveReport Summarize(const CollectivePlan& plan, const Topology& topo, con
   r.ratio = r.predicted_s > 0 ? r.emulated_s / r.predicted_s : 0;
   r.seed_formula_s = SeedFormulaSeconds(plan, topo);
   r.seed_ratio = r.seed_formula_s > 0 ? r.emulated_s / r.seed_formula_s : 0;
+  r.faults = spec.faults.ActiveAt(0);
   // nccl-tests sizes: the full array for AllGather, ReduceScatter and
   // AllReduce; one rank's buffer (V / n) for AllToAll.
   const double per = spec.op == CollectiveOp::kAllToAll ? r.n : 1;

@@ -29,6 +29,9 @@ struct CollectiveReport {
   double host_lag_s = 0;     // paced runs: worst chip
   bool correct = false;
   uint64_t mismatches = 0;
+  // The faults in force, in words; predicted_s and seed_formula_s are for
+  // healthy links, so `ratio` shows what the faults cost.
+  std::vector<std::string> faults;
   std::vector<LinkUse> links;  // every directed link that carried data
 };
 

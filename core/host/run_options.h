@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "core/host/chip_result.h"
+#include "core/pod/faults.h"
 #include "core/wire/job_abort.h"
 
 namespace tpuemu {
@@ -31,6 +32,10 @@ struct RunOptions {
   absl::Duration recv_timeout = absl::Seconds(120);
   // Where the host's chips keep checkpoints (training's checkpoint_every).
   std::string checkpoint_dir;
+  // Faults the job asked for (core/pod/faults.h), in force from their steps
+  // on; `step` is the one running. Null: none.
+  const Faults* faults = nullptr;
+  int step = 0;
 };
 
 }  // namespace tpuemu

@@ -30,6 +30,10 @@ WallClock::time_point WallPacer::Book(double bytes, WallClock::time_point ready)
   return free_;
 }
 
+WallClock::duration WallPacer::Stretched(double emulated_s) const {
+  return std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(emulated_s * scale_));
+}
+
 double RooflineSeconds(const ChipProfile& chip, double flops, double hbm_bytes) {
   return std::max(flops / chip.flops_bf16, hbm_bytes / chip.hbm_bw);
 }

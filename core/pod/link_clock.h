@@ -27,6 +27,8 @@ class EmuLink {
   Booking Book(double bytes, double ready);
   double bytes_sent() const { return bytes_; }
   const LinkParams& params() const { return params_; }
+  // A degraded link from now on (core/pod/faults.h): later bookings only.
+  void set_params(LinkParams params) { params_ = params; }
 
  private:
   LinkParams params_;
@@ -46,6 +48,8 @@ class WallPacer {
   WallClock::time_point Book(double bytes, WallClock::time_point ready);
   // Latency the receiver adds before the data is usable.
   WallClock::duration latency() const { return latency_; }
+  // Emulated seconds as this link's wall time (0 when unpaced).
+  WallClock::duration Stretched(double emulated_s) const;
 
  private:
   LinkParams params_;

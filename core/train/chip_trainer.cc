@@ -29,7 +29,7 @@ ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int c
       activation_(ActivationNamed(c_.activation)),
       chip_(chip),
       abort_(std::move(abort)),
-      clock_(chip, net, *abort_, c_.dtype_bytes),
+      clock_(chip, net, *abort_, c_.dtype_bytes, &c_.faults),
       comm_(c_, mesh, chip, net, job, abort_, clock_),
       fsdp_(c_, mesh, weights_, comm_, clock_),
       stage_links_(mesh, chip, comm_, clock_) {

@@ -267,6 +267,32 @@ absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std
       field);
 }
 
+// faults: a list of `slow_link: TEXT` and `straggler: TEXT` entries, in
+// the command line's forms (core/pod/faults.h).
+absl::Status ReadFaults(const YAML::Node& list, const std::string& source, Faults& faults) {
+  static const char* kForm =
+      "a list of entries such as '- slow_link: x@0.5' or '- straggler: 3@2 from 5' (docs/faults.md)";
+  if (!list.IsSequence() || list.size() > 64) return KeyError(source, "faults", kForm);
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node& entry = list[i];
+    if (!entry.IsMap() || entry.size() != 1 || !entry.begin()->first.IsScalar() || !entry.begin()->second.IsScalar()) {
+      return KeyError(source, "faults", absl::StrCat("entry ", i + 1, ": expected ", kForm));
+    }
+    const std::string kind = entry.begin()->first.Scalar(), text = entry.begin()->second.Scalar();
+    const std::string where = absl::StrCat("faults entry ", i + 1, " ", kind);
+    absl::Status s;
+    if (kind == "slow_link") {
+      s = ParseSlowLink(text, where, &faults.slow_links.emplace_back());
+    } else if (kind == "straggler") {
+      s = ParseStraggler(text, where, &faults.stragglers.emplace_back());
+    } else {
+      s = absl::InvalidArgumentError(absl::StrCat(where, ": unknown fault; allowed: slow_link, straggler"));
+    }
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const std::vector<TrainKey>& TrainKeys() {
@@ -313,6 +339,9 @@ const std::vector<TrainKey>& TrainKeys() {
        "write every chip's parameters and optimizer state every N steps (0: never); `tpuemu resume` continues from "
        "the latest"},
       {"max_restarts", "int", "0", "resume from the latest checkpoint by itself, up to K times, after a worker is lost"},
+      {"faults", "list", "(none)",
+       "faults on purpose, from a step on: '- slow_link: x@0.5' (links at a fraction of their bandwidth, +LATENCY "
+       "per hop), '- straggler: 3@2' (a chip computing 2x slower); docs/faults.md"},
   };
   return keys;
 }
@@ -352,6 +381,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
                                    "; every key is listed in docs/jobs.md"));
     }
     seen[key] = true;
+    if (key == "faults") {
+      if (auto s = ReadFaults(kv.second, source, c.faults); !s.ok()) return s;
+      continue;
+    }
     if (!kv.second.IsScalar()) return KeyError(source, key, absl::StrCat("expected a single ", spec->type, " value"));
     try {
       if (auto s = ReadValue(kv.second, source, key, fields.at(key)); !s.ok()) return s;
@@ -375,6 +408,10 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
   const std::map<std::string, FieldRef> fields = Fields(c);
   for (const TrainKey& k : TrainKeys()) {
     const std::string& key = k.name;
+    if (key == "faults") {  // a list, not a field: its ranges here, the pod's names at plan time
+      if (auto s = CheckFaultValues(c.faults, absl::StrCat(source, ": faults")); !s.ok()) return s;
+      continue;
+    }
     absl::Status s = std::visit(
         Overloaded{
             // 0 slices or chips and time_scale -1 are "the pod's", which a file says by leaving the key out.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/pod/faults.h"
 #include "core/pod/topology.h"
 
 namespace tpuemu {
@@ -69,6 +70,9 @@ struct TrainConfig {
   // resumes from the latest complete one, at most `max_restarts` times.
   int checkpoint_every = 0;
   int max_restarts = 0;
+  // Faults on purpose (issue 17, core/pod/faults.h): slow links and
+  // stragglers, in the job's own chip numbers.
+  Faults faults;
 
   int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
   bool operator==(const TrainConfig&) const = default;

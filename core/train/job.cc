@@ -28,6 +28,7 @@ absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& top
   auto mesh = TrainMesh::Create(config, topo);
   if (!mesh.ok()) return mesh.status();
   if (auto s = CheckMemory(config, *mesh, topo); !s.ok()) return s;
+  if (auto s = CheckFaults(config.faults, topo, "faults"); !s.ok()) return s;
   if (auto s = CheckMeshCollectives(config, *mesh, topo); !s.ok()) return s;
   const double host = ChipHostBytes(config, *mesh) * topo.num_chips();
   if (auto s = CheckPodHostBytes(host, topo.num_chips(),

@@ -46,6 +46,8 @@ RunOptions MeshComm::Options() {
   options.abort = abort_;
   options.trace = clock_.trace();
   options.wire_bf16 = c_.wire_dtype_bytes == 2;
+  options.faults = &c_.faults;
+  options.step = clock_.step();
   return options;
 }
 

@@ -134,6 +134,7 @@ StepReport SummarizeStep(const TrainConfig& c, const TrainMesh& mesh, const Topo
     r.tokens_per_s_emulated = tokens / r.emulated_s;
   }
   if (r.wall_s > 0) r.tokens_per_s_wall = tokens / r.wall_s;
+  r.faults = c.faults.ActiveAt(r.step);
   return r;
 }
 

@@ -64,6 +64,7 @@ struct StepReport {
   double bubble_microbatch_compute_s = 0;
   double bubble_hop_s = 0;
   uint64_t peak_activation_bytes = 0;
+  std::vector<std::string> faults;  // in force during the step, in words (core/pod/faults.h)
 };
 
 // Model flops of one step: forward 2 matmuls of 2 B D F per layer, backward

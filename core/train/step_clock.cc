@@ -7,8 +7,8 @@
 
 namespace tpuemu {
 
-StepClock::StepClock(int chip, HostNetwork& net, const JobAbort& abort, int dtype_bytes)
-    : chip_(chip), net_(net), abort_(abort), dtype_bytes_(dtype_bytes) {}
+StepClock::StepClock(int chip, HostNetwork& net, const JobAbort& abort, int dtype_bytes, const Faults* faults)
+    : chip_(chip), net_(net), abort_(abort), dtype_bytes_(dtype_bytes), faults_(faults) {}
 
 void StepClock::Start(int step) {
   wall_start_ = WallClock::now();
@@ -25,8 +25,12 @@ std::string StepClock::Track() const { return absl::StrCat("chip ", chip_); }
 
 void StepClock::Compute(ComputeKind kind, double flops, double hbm_bytes) {
   static const char* kNames[] = {"forward matmul", "backward matmul", "elementwise"};
-  const double dt = RooflineSeconds(net_.topology().profile(), flops, hbm_bytes);
-  result_.trace.push_back({Track(), kNames[static_cast<int>(kind)], now_, now_ + dt, 0});
+  const double slower = faults_ != nullptr ? faults_->ComputeFactor(chip_, result_.step) : 1;
+  const double dt = RooflineSeconds(net_.topology().profile(), flops, hbm_bytes) * slower;
+  result_.trace.push_back({Track(),
+                           slower > 1 ? absl::StrCat(kNames[static_cast<int>(kind)], " (straggler ", slower, "x)")
+                                      : std::string(kNames[static_cast<int>(kind)]),
+                           now_, now_ + dt, 0});
   // Paced: the op (computed since the last mark) takes at least dt stretched.
   const double scale = net_.time_scale();
   if (scale > 0) {

@@ -15,6 +15,7 @@
 
 #include "core/collective/executor.h"
 #include "core/host/chip_result.h"
+#include "core/pod/faults.h"
 #include "core/pod/link_clock.h"
 #include "core/train/mesh.h"
 #include "core/wire/host_network.h"
@@ -27,11 +28,14 @@ enum class ComputeKind { kForwardMatmul = 0, kBackwardMatmul = 1, kOther = 2 };
 
 class StepClock {
  public:
-  StepClock(int chip, HostNetwork& net, const JobAbort& abort, int dtype_bytes);
+  // `faults`: the job's (null: none); a straggler's compute takes longer on
+  // both clocks.
+  StepClock(int chip, HostNetwork& net, const JobAbort& abort, int dtype_bytes, const Faults* faults = nullptr);
 
   // At 0 on the emulated clock, with a fresh result for `step`.
   void Start(int step);
   double now() const { return now_; }
+  int step() const { return result_.step; }
   // Where the step's spans go; collectives and permutes record their link
   // transfers here too.
   std::vector<TraceEvent>* trace() { return &result_.trace; }
@@ -69,6 +73,7 @@ class StepClock {
   HostNetwork& net_;
   const JobAbort& abort_;
   const int dtype_bytes_;
+  const Faults* faults_;
   WallClock::time_point wall_start_;
   WallClock::time_point wall_mark_;  // paced runs: when the last op ended on the wall clock
   double now_ = 0;

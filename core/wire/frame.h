@@ -95,6 +95,11 @@ struct Frame {
   Payload payload;
   std::vector<Segment> lent;
   std::unique_ptr<TransportBytes> received;
+  // A degraded link (core/pod/faults.h), for the sender's wall pacing only
+  // (never on the wire): the fraction of the link's bandwidth it gets and
+  // the latency it adds, in emulated seconds.
+  double pace_bandwidth = 1;
+  double pace_extra_latency_s = 0;
 
   size_t elements() const;
   // Contiguous aligned floats, or nullptr when only CopyOut can read them.

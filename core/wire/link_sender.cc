@@ -71,12 +71,12 @@ void LinkSender::Run() {
     // Transit through the host overlaps the emulated transmission.
     WallClock::time_point tx_end{};
     if (pacer_.paced()) {
-      tx_end = pacer_.Book(static_cast<double>(frame.header.emu_bytes), ready);
+      tx_end = pacer_.Book(static_cast<double>(frame.header.emu_bytes) / frame.pace_bandwidth, ready);
       auto ns = [](WallClock::time_point t) {
         return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
       };
       frame.header.sent_at_ns = ns(WallClock::now());
-      frame.header.due_at_ns = ns(tx_end + pacer_.latency());
+      frame.header.due_at_ns = ns(tx_end + pacer_.latency() + pacer_.Stretched(frame.pace_extra_latency_s));
     }
     const uint64_t job = frame.header.job;
     absl::Status status = deliver_(std::move(frame));

@@ -48,6 +48,7 @@ const std::map<std::string, std::string> kNotDefault = {
     {"hbm_bytes", "1.5e9"},
     {"checkpoint_every", "5"},
     {"max_restarts", "2"},
+    {"faults", "\n  - slow_link: '0->1 x+@0.25+3us from 2'\n  - slow_link: y@0.5\n  - straggler: 3@2 from 1"},
 };
 
 TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {

@@ -261,20 +261,26 @@ function showJobs(list) {
   $("#no-jobs").hidden = list.jobs.length > 0;
 }
 
+// A job's figures as `tpuemu status --json` has them (views/job_json.cc).
 function resultRows(job) {
-  if (job.kind === "collective") {
-    return [["op", job.op], ["axes", job.axes], ["bytes", formatBytes(job.bytes)], ["algorithm", job.algorithm],
-      ["emulated", formatSeconds(job.emulated_s)], ["predicted (closed form)", formatSeconds(job.predicted_s)],
-      ["emulated / predicted", job.ratio?.toFixed(3)], ["emulated bus bandwidth", `${job.emulated_busbw_gbps?.toFixed(1)} GB/s`],
-      ["correct", String(job.correct)]];
+  const r = job.result;
+  if (job.kind === "collective" && r) {
+    const rows = [["op", r.op], ["axes", r.axes], ["bytes", formatBytes(r.bytes)], ["algorithm", r.algorithm],
+      ["emulated", formatSeconds(r.emulated_s)], ["predicted (closed form)", formatSeconds(r.predicted_s)],
+      ["emulated / predicted", r.ratio?.toFixed(3)], ["emulated bus bandwidth", `${r.emulated_busbw_gbps?.toFixed(1)} GB/s`],
+      ["correct", String(r.correct)]];
+    if (r.faults?.length) rows.push(["faults on purpose", r.faults.join("; ")]);
+    return rows;
   }
-  if (job.kind === "matmul" && job.plan_summary) {
-    return [["expression", job.expr], ["mesh", job.mesh], ["plan", job.plan_summary],
-      ["predicted", formatSeconds(job.predicted_s?.total)], ["emulated", formatSeconds(job.emulated_s)]];
+  if (job.kind === "matmul" && r) {
+    return [["expression", r.expr], ["mesh", r.mesh], ["plan", r.plan_summary],
+      ["predicted", formatSeconds(r.predicted_s?.total)], ["emulated", formatSeconds(r.emulated_s?.total)]];
   }
   if (job.kind === "train" && job.summary) {
     const rows = [["mesh", job.summary.mesh]];
     if (job.summary.param_l2) rows.push(["final parameters L2", job.summary.param_l2.toPrecision(9)]);
+    const last = (job.steps || []).at(-1);
+    if (last?.faults?.length) rows.push(["faults on purpose (latest step)", last.faults.join("; ")]);
     return rows;
   }
   return [];

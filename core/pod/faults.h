@@ -1,0 +1,74 @@
+// Faults a job asks for on purpose (issue 17): links that carry less, or
+// later, and chips that compute slower, each from a step on. Both clocks
+// obey them: the emulated clock books the degraded link and charges the
+// slower compute exactly, and a paced pod's links and chips really slow down
+// by as much (core/wire/link_sender.cc, core/train/step_clock.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/pod/topology.h"
+
+namespace tpuemu {
+
+// The links along `axis` (both directions, or only `dir`), or one directed
+// link src->dst along it, at `bandwidth` of their rate and `extra_latency_s`
+// more per hop.
+struct SlowLink {
+  Axis axis = Axis::kX;
+  int dir = 0;       // +1 / -1: that direction only; 0: both
+  int src = -1;      // >= 0: only the link from chip src to chip dst
+  int dst = -1;
+  double bandwidth = 1;  // fraction of the link's bandwidth, (0, 1]
+  double extra_latency_s = 0;
+  int from_step = 0;
+
+  bool Covers(int link_src, int link_dst, Axis link_axis, int link_dir) const;
+  bool operator==(const SlowLink&) const = default;
+  // "links x+ at 1/2 bandwidth, +1 us per hop, from step 3", "link 0->1 x+ ..."
+  std::string Describe() const;
+};
+
+// A chip whose compute runs `factor` times slower.
+struct Straggler {
+  int chip = 0;
+  double factor = 1;
+  int from_step = 0;
+
+  std::string Describe() const;  // "chip 3 computes 2x slower, from step 5"
+  bool operator==(const Straggler&) const = default;
+};
+
+struct Faults {
+  std::vector<SlowLink> slow_links;
+  std::vector<Straggler> stragglers;
+
+  bool empty() const { return slow_links.empty() && stragglers.empty(); }
+  bool operator==(const Faults&) const = default;
+  // A link's parameters at `step`, every slow link that covers it applied.
+  LinkParams Link(LinkParams base, int src, int dst, Axis axis, int dir, int step) const;
+  // How many times slower `chip` computes at `step` (1: not a straggler).
+  double ComputeFactor(int chip, int step) const;
+  // What is in force at `step`, in words, for the step's report.
+  std::vector<std::string> ActiveAt(int step) const;
+};
+
+// OK when every fault's values are in range, whatever the pod; errors name
+// `field`, the entry and the value.
+absl::Status CheckFaultValues(const Faults& faults, const std::string& field);
+
+// OK when every fault names what `topo` has (an axis it has, a directed link
+// between neighbours, a chip) with values in range; else an error naming
+// `field` ("faults" in job files), the entry, the value and what is allowed.
+absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::string& field);
+
+// The command line's forms: "x@0.5", "x+@0.5+2us", "0->1 x+@0.25" (a slow
+// link: which, @ its bandwidth fraction, + extra latency per hop) and
+// "3@2" (a straggler: chip @ its slowdown), optionally "...from 5" (from
+// step 5). Errors name `flag`.
+absl::Status ParseSlowLink(const std::string& text, const std::string& flag, SlowLink* out);
+absl::Status ParseStraggler(const std::string& text, const std::string& flag, Straggler* out);
+
+}  // namespace tpuemu
