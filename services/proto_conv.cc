@@ -58,6 +58,13 @@ v1::Faults ToProto(const Faults& faults) {
     m.set_factor(s.factor);
     m.set_from_step(s.from_step);
   }
+  for (const WorkerFault& w : faults.workers) {
+    v1::WorkerFault& m = *p.add_workers();
+    m.set_kill(w.kill);
+    m.set_host(w.host);
+    m.set_at_step(w.at_step);
+    m.set_pause_s(w.pause_s);
+  }
   return p;
 }
 
@@ -72,6 +79,7 @@ absl::StatusOr<Faults> FromProto(const v1::Faults& p) {
                                  m.bandwidth(), m.extra_latency_s(), m.from_step()});
   }
   for (const v1::Straggler& m : p.stragglers()) faults.stragglers.push_back({m.chip(), m.factor(), m.from_step()});
+  for (const v1::WorkerFault& m : p.workers()) faults.workers.push_back({m.kill(), m.host(), m.at_step(), m.pause_s()});
   return faults;
 }
 

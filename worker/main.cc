@@ -21,6 +21,7 @@
 #include "spdlog/spdlog.h"
 #include "worker/coordinator_session.h"
 #include "worker/huge_pages.h"
+#include "worker/self_faults.h"
 #include "worker/worker_node.h"
 #include "worker/worker_place.h"
 
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
   spdlog::info("{}", HugePagesReport());
   WorkerNode node(-1, GrpcFabricFactory());
   node.set_checkpoint_dir(checkpoint_dir);
+  node.set_worker_fault_action(CarryOutOnThisProcess);
   WorkerServiceImpl worker_service(&node);
   PeerServiceImpl peer_service([&node](Frame&& f) { node.DeliverPeerFrame(std::move(f)); });
   auto server = StartServer(listen, {&worker_service, &peer_service});

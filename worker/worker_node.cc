@@ -133,6 +133,7 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec, const Placem
   RunOptions options;
   options.job = job;
   options.checkpoint_dir = checkpoint_dir_;
+  options.worker_fault_action = worker_fault_action_;
   HostNetwork* net = p->net.get();
   std::shared_ptr<PlacedNetwork> placed;
   if (!placement.whole_pod()) {

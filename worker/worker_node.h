@@ -30,6 +30,9 @@ class WorkerNode : public WorkerInterface {
   void AwaitRegistration();
   // Where this host's chips keep training checkpoints (before any job).
   void set_checkpoint_dir(std::string dir) { checkpoint_dir_ = std::move(dir); }
+  // How the process carries out a training job's kill_worker and
+  // pause_worker (worker/self_faults.h); none: such a job fails, saying so.
+  void set_worker_fault_action(WorkerFaultAction action) { worker_fault_action_ = std::move(action); }
 
   // The calls do the work themselves: a job's calls end when the job is
   // aborted, not when `cancel` is; timeouts do not apply.
@@ -84,6 +87,7 @@ class WorkerNode : public WorkerInterface {
   int host_;
   const FabricFactory make_fabric_;
   std::string checkpoint_dir_;
+  WorkerFaultAction worker_fault_action_;
   uint64_t incarnation_ = 0;  // 0 until the first registration is answered
   bool awaiting_registration_ = false;
   std::shared_ptr<Pod> pod_;

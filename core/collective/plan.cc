@@ -365,6 +365,10 @@ double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo) {
 
 absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const CollectiveSpec& spec) {
   if (auto s = CheckFaults(spec.faults, topo, Field("faults")); !s.ok()) return s;
+  if (!spec.faults.workers.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(Field("faults"), ": kill_worker and pause_worker are for training "
+                                                   "jobs (a collective has one step)"));
+  }
   auto plan = CollectivePlan::CreateFor(topo, spec, {});
   if (!plan.ok()) return plan.status();
   if (auto s = CheckPodHostBytes(CollectiveHostBytes(*plan, topo), topo.num_chips(),

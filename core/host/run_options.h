@@ -36,6 +36,9 @@ struct RunOptions {
   // on; `step` is the one running. Null: none.
   const Faults* faults = nullptr;
   int step = 0;
+  // How this process kills or freezes itself for a training job's
+  // kill_worker or pause_worker; empty in-process.
+  WorkerFaultAction worker_fault_action;
 };
 
 }  // namespace tpuemu

@@ -55,6 +55,15 @@ absl::Status CheckValues(const SlowLink& s, const std::string& at) {
   return absl::OkStatus();
 }
 
+absl::Status CheckValues(const WorkerFault& w, const std::string& at) {
+  if (w.host < 0) return Bad(at + " host", absl::StrCat(w.host), "a host of the job, 0 or more");
+  if (w.at_step < 0) return Bad(at + " step", absl::StrCat(w.at_step), "a step, 0 or more");
+  if (!w.kill && !(w.pause_s > 0 && w.pause_s <= 600)) {
+    return Bad(at + " for", absl::StrCat(w.pause_s, "s"), "how long it stays frozen: above 0 and at most 600 s");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckValues(const Straggler& s, const std::string& at) {
   if (!(s.factor > 1 && s.factor <= 1000)) {
     return Bad(at + " factor", absl::StrCat(s.factor), "how many times slower it computes, above 1 and at most 1000");
@@ -78,6 +87,11 @@ std::string SlowLink::Describe() const {
   if (bandwidth < 1) how = absl::StrCat(" at ", Fraction(bandwidth), " bandwidth");
   if (extra_latency_s > 0) absl::StrAppend(&how, how.empty() ? " " : ", ", "+", FormatSeconds(extra_latency_s), " per hop");
   return absl::StrCat(which, how, FromStep(from_step));
+}
+
+std::string WorkerFault::Describe() const {
+  return kill ? absl::StrCat("worker of host ", host, " killed at step ", at_step)
+              : absl::StrCat("worker of host ", host, " frozen for ", FormatSeconds(pause_s), " at step ", at_step);
 }
 
 std::string Straggler::Describe() const {
@@ -119,6 +133,10 @@ absl::Status CheckFaultValues(const Faults& faults, const std::string& field) {
   for (size_t i = 0; i < faults.stragglers.size(); ++i) {
     if (auto bad = CheckValues(faults.stragglers[i], absl::StrCat(field, ": straggler ", i + 1)); !bad.ok()) return bad;
   }
+  for (size_t i = 0; i < faults.workers.size(); ++i) {
+    const std::string at = absl::StrCat(field, ": ", faults.workers[i].kill ? "kill_worker " : "pause_worker ", i + 1);
+    if (auto bad = CheckValues(faults.workers[i], at); !bad.ok()) return bad;
+  }
   return absl::OkStatus();
 }
 
@@ -145,6 +163,15 @@ absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::
     const std::string at = absl::StrCat(field, ": straggler ", i + 1);
     if (s.chip < 0 || s.chip >= topo.num_chips()) {
       return Bad(at + " chip", absl::StrCat(s.chip), absl::StrCat("a chip of this pod, 0 to ", topo.num_chips() - 1));
+    }
+  }
+  for (size_t i = 0; i < faults.workers.size(); ++i) {
+    const WorkerFault& w = faults.workers[i];
+    const std::string at = absl::StrCat(field, ": ", w.kill ? "kill_worker " : "pause_worker ", i + 1);
+    if (w.host >= topo.num_hosts()) {
+      return Bad(at + " host", absl::StrCat(w.host),
+                 absl::StrCat("a host of the job, 0 to ", topo.num_hosts() - 1, " (", topo.chips_per_host(),
+                              " chips each, numbered as `tpuemu cluster status` numbers a whole pod's)"));
     }
   }
   return absl::OkStatus();
@@ -184,6 +211,24 @@ absl::Status ParseSlowLink(const std::string& input, const std::string& flag, Sl
     auto latency = ParseDuration(plus[1], flag + " extra latency", absl::Seconds(1));
     if (!latency.ok()) return latency.status();
     out->extra_latency_s = absl::ToDoubleSeconds(*latency);
+  }
+  return CheckValues(*out, absl::StrCat(flag, " '", input, "'"));
+}
+
+absl::Status ParseWorkerFault(const std::string& input, bool kill, const std::string& flag, WorkerFault* out) {
+  const char* form = kill ? "give HOST at STEP: 1 at 3 (the job's host 1, as it starts step 3)"
+                          : "give HOST at STEP for TIME: 1 at 3 for 5s";
+  out->kill = kill;
+  std::vector<std::string> words = absl::StrSplit(input, ' ', absl::SkipEmpty());
+  const size_t want = kill ? 3 : 5;
+  if (words.size() != want || words[1] != "at" || (!kill && words[3] != "for") ||
+      !absl::SimpleAtoi(words[0], &out->host) || !absl::SimpleAtoi(words[2], &out->at_step)) {
+    return Bad(flag, input, form);
+  }
+  if (!kill) {
+    auto pause = ParseDuration(words[4], flag + " for", absl::Seconds(600));
+    if (!pause.ok()) return pause.status();
+    out->pause_s = absl::ToDoubleSeconds(*pause);
   }
   return CheckValues(*out, absl::StrCat(flag, " '", input, "'"));
 }

@@ -5,6 +5,7 @@
 // by as much (core/wire/link_sender.cc, core/train/step_clock.cc).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,11 +42,29 @@ struct Straggler {
   bool operator==(const Straggler&) const = default;
 };
 
+// A worker process killed (SIGKILL) or frozen (SIGSTOP, then SIGCONT after
+// `pause_s`) as it starts step `at_step` of a training job's first attempt:
+// the process holding the job's host `host` (the job's own host numbering).
+struct WorkerFault {
+  bool kill = true;
+  int host = 0;
+  int at_step = 0;
+  double pause_s = 0;
+
+  std::string Describe() const;  // "worker of host 1 killed at step 3"
+  bool operator==(const WorkerFault&) const = default;
+};
+
+// What a worker process does for a WorkerFault (worker/self_faults.h);
+// empty where there is no worker process to kill (the in-process pod).
+using WorkerFaultAction = std::function<void(const WorkerFault&)>;
+
 struct Faults {
   std::vector<SlowLink> slow_links;
   std::vector<Straggler> stragglers;
+  std::vector<WorkerFault> workers;
 
-  bool empty() const { return slow_links.empty() && stragglers.empty(); }
+  bool empty() const { return slow_links.empty() && stragglers.empty() && workers.empty(); }
   bool operator==(const Faults&) const = default;
   // A link's parameters at `step`, every slow link that covers it applied.
   LinkParams Link(LinkParams base, int src, int dst, Axis axis, int dir, int step) const;
@@ -70,5 +89,8 @@ absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::
 // step 5). Errors name `flag`.
 absl::Status ParseSlowLink(const std::string& text, const std::string& flag, SlowLink* out);
 absl::Status ParseStraggler(const std::string& text, const std::string& flag, Straggler* out);
+// "1 at 3" (kill_worker) and "1 at 3 for 5s" (pause_worker): the job's host,
+// the step, and how long it stays frozen.
+absl::Status ParseWorkerFault(const std::string& text, bool kill, const std::string& flag, WorkerFault* out);
 
 }  // namespace tpuemu

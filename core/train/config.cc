@@ -271,7 +271,8 @@ absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std
 // the command line's forms (core/pod/faults.h).
 absl::Status ReadFaults(const YAML::Node& list, const std::string& source, Faults& faults) {
   static const char* kForm =
-      "a list of entries such as '- slow_link: x@0.5' or '- straggler: 3@2 from 5' (docs/faults.md)";
+      "a list of entries such as '- slow_link: x@0.5', '- straggler: 3@2 from 5', '- kill_worker: 1 at 3' or "
+      "'- pause_worker: 1 at 3 for 5s' (docs/faults.md)";
   if (!list.IsSequence() || list.size() > 64) return KeyError(source, "faults", kForm);
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node& entry = list[i];
@@ -285,8 +286,11 @@ absl::Status ReadFaults(const YAML::Node& list, const std::string& source, Fault
       s = ParseSlowLink(text, where, &faults.slow_links.emplace_back());
     } else if (kind == "straggler") {
       s = ParseStraggler(text, where, &faults.stragglers.emplace_back());
+    } else if (kind == "kill_worker" || kind == "pause_worker") {
+      s = ParseWorkerFault(text, kind == "kill_worker", where, &faults.workers.emplace_back());
     } else {
-      s = absl::InvalidArgumentError(absl::StrCat(where, ": unknown fault; allowed: slow_link, straggler"));
+      s = absl::InvalidArgumentError(
+          absl::StrCat(where, ": unknown fault; allowed: slow_link, straggler, kill_worker, pause_worker"));
     }
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   }
@@ -340,8 +344,9 @@ const std::vector<TrainKey>& TrainKeys() {
        "the latest"},
       {"max_restarts", "int", "0", "resume from the latest checkpoint by itself, up to K times, after a worker is lost"},
       {"faults", "list", "(none)",
-       "faults on purpose, from a step on: '- slow_link: x@0.5' (links at a fraction of their bandwidth, +LATENCY "
-       "per hop), '- straggler: 3@2' (a chip computing 2x slower); docs/faults.md"},
+       "faults on purpose: '- slow_link: x@0.5' (links at a fraction of their bandwidth, +LATENCY per hop), "
+       "'- straggler: 3@2' (a chip computing 2x slower), each 'from STEP'; '- kill_worker: 1 at 3', "
+       "'- pause_worker: 1 at 3 for 5s' (the job's host 1's process killed, or frozen, at step 3); docs/faults.md"},
   };
   return keys;
 }

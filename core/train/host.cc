@@ -1,6 +1,7 @@
 #include "core/train/host.h"
 
 #include <algorithm>
+#include <set>
 
 #include "core/tensor/blis_kernel.h"
 #include "core/pod/host_memory.h"
@@ -22,8 +23,14 @@ absl::Status FirstError(const std::vector<absl::Status>& chips) {
 }  // namespace
 
 HostTrainer::HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job,
-                         std::shared_ptr<JobAbort> abort, TrainCheckpoints checkpoints)
-    : HostJob(net, job, kPodHostBytes), config_(config), mesh_(mesh), net_(net), checkpoints_(std::move(checkpoints)) {
+                         std::shared_ptr<JobAbort> abort, TrainCheckpoints checkpoints,
+                         WorkerFaultAction worker_fault_action)
+    : HostJob(net, job, kPodHostBytes),
+      config_(config),
+      mesh_(mesh),
+      net_(net),
+      checkpoints_(std::move(checkpoints)),
+      worker_fault_action_(std::move(worker_fault_action)) {
   options_.job = job;
   options_.abort = std::move(abort);
 }
@@ -70,7 +77,26 @@ absl::Status HostTrainer::SaveCheckpoint(int done) {
   return FirstError(saved);
 }
 
+absl::Status HostTrainer::WorkerFaultsAt(int step) {
+  if (config_.faults.workers.empty()) return absl::OkStatus();
+  // A worker holds one host's chips; the in-process pod holds them all.
+  std::set<int> hosts;
+  for (int chip : net_.local_chips()) hosts.insert(net_.topology().HostOf(chip));
+  for (const WorkerFault& fault : config_.faults.workers) {
+    if (!hosts.contains(fault.host) || fault.at_step != step) continue;
+    if (!worker_fault_action_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          fault.Describe(), ": kill_worker and pause_worker need a pod of worker processes (tpuemu cluster up)"));
+    }
+    // A resumed attempt (core/host/run_number.h) runs on: the fault happened once.
+    if (options_.job % kMaxAttempts != 0) continue;
+    worker_fault_action_(fault);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<ChipRunResult>> HostTrainer::Run(int step) {
+  if (auto s = WorkerFaultsAt(step); !s.ok()) return s;
   std::vector<absl::StatusOr<ChipRunResult>> results(chips_.size(), absl::UnknownError("not run"));
   auto ran = RunChips(
       net_, options_, chips_.size(),

@@ -22,7 +22,8 @@ struct TrainCheckpoints {
 class HostTrainer : public HostJob {
  public:
   HostTrainer(const TrainConfig& config, const TrainMesh& mesh, HostNetwork& net, uint64_t job,
-              std::shared_ptr<JobAbort> abort = std::make_shared<JobAbort>(), TrainCheckpoints checkpoints = {});
+              std::shared_ptr<JobAbort> abort = std::make_shared<JobAbort>(), TrainCheckpoints checkpoints = {},
+              WorkerFaultAction worker_fault_action = {});
   absl::Status Prepare() override;
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step) override;
   std::vector<ChipCheck> Check() override;  // the chips' parameter squares
@@ -31,12 +32,16 @@ class HostTrainer : public HostJob {
  private:
   // Every local chip's state after `done` steps.
   absl::Status SaveCheckpoint(int done);
+  // The job's kill_worker and pause_worker due on this host at `step`, on its
+  // first attempt: carried out by the process (an error without one).
+  absl::Status WorkerFaultsAt(int step);
 
   const TrainConfig config_;
   const TrainMesh mesh_;
   HostNetwork& net_;
   RunOptions options_;  // the job and its abort
   const TrainCheckpoints checkpoints_;
+  const WorkerFaultAction worker_fault_action_;
   std::vector<std::unique_ptr<ChipTrainer>> chips_;
 };
 

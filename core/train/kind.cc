@@ -31,7 +31,8 @@ class PlannedTraining : public PlannedJob {
           ", but this worker has no checkpoint directory; start it with --checkpoint-dir"));
     }
     return std::make_unique<HostTrainer>(job_.config, job_.mesh, net, options.job, options.abort,
-                                         TrainCheckpoints{options.checkpoint_dir, job_.resume_step});
+                                         TrainCheckpoints{options.checkpoint_dir, job_.resume_step},
+                                         options.worker_fault_action);
   }
 
   JobReport Preview() const override { return PreviewTraining(job_.config, job_.mesh, topo_); }

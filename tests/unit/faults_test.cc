@@ -76,6 +76,35 @@ TEST(FaultsTest, BadFormsNameTheFlagTheValueAndWhatIsAllowed) {
   EXPECT_THAT(std::string(ParseStraggler("three", "--straggler", &s).message()), HasSubstr("CHIP@FACTOR"));
 }
 
+TEST(FaultsTest, WorkerFaultsNameTheHostTheStepAndHowLong) {
+  WorkerFault kill, pause;
+  ASSERT_TRUE(ParseWorkerFault("1 at 3", true, "kill_worker", &kill).ok());
+  EXPECT_EQ(kill.Describe(), "worker of host 1 killed at step 3");
+  ASSERT_TRUE(ParseWorkerFault("0 at 2 for 1.5s", false, "pause_worker", &pause).ok());
+  EXPECT_EQ(pause.pause_s, 1.5);
+  EXPECT_EQ(pause.Describe(), "worker of host 0 frozen for 1.5 s at step 2");
+  WorkerFault bad;
+  EXPECT_THAT(std::string(ParseWorkerFault("1", true, "kill_worker", &bad).message()), HasSubstr("HOST at STEP"));
+  EXPECT_THAT(std::string(ParseWorkerFault("1 at 2 for 20m", false, "pause_worker", &bad).message()),
+              HasSubstr("at most 10m"));
+  auto topo = Topology::Create({"v5p:2x2", 1, 2, "auto"});
+  ASSERT_TRUE(topo.ok());
+  EXPECT_THAT(std::string(CheckFaults({{}, {}, {{true, 2, 1, 0}}}, *topo, "faults").message()),
+              HasSubstr("faults: kill_worker 1 host '2': a host of the job, 0 to 1"));
+}
+
+TEST(FaultsTest, WorkerFaultsNeedWorkerProcesses) {
+  auto topo = Topology::Create({"v5p:2x2", 1, 2, "auto"});
+  ASSERT_TRUE(topo.ok());
+  auto spec = ParseTrainSpec("emb_dim: 32\nmlp_dim: 64\nglobal_batch_tokens: 64\nsteps: 2\n"
+                             "faults:\n  - kill_worker: 1 at 1\n", "kill.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  InProcessPod pod(*topo, 0);
+  auto run = pod.Run(JobSpec(*spec));
+  ASSERT_FALSE(run.ok());
+  EXPECT_THAT(std::string(run.status().message()), HasSubstr("need a pod of worker processes"));
+}
+
 TEST(FaultsTest, EachFaultIsInForceOnItsLinksFromItsStep) {
   Faults f;
   f.slow_links = {ParsedLink("x+@0.5 from 2"), ParsedLink("0->1 y+@1+1us")};

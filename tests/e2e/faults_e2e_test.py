@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""A training job's kill_worker and pause_worker (docs/faults.md) on a real local pod: the worker
+process really dies, or really freezes and comes back by itself; the job fails over and, with
+max_restarts, resumes from its checkpoint and ends with every loss equal to the same job run
+without the fault.
+
+Reuses cli_e2e_test's Pod: its own TPUEMU_HOME, every process stopped."""
+
+import json
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from cli_e2e_test import Pod  # noqa: E402
+
+JOB = """name: faulty
+ici_data_parallelism: -1
+ici_fsdp_parallelism: 1
+emb_dim: 128
+mlp_dim: 512
+num_layers: 2
+global_batch_tokens: 256
+steps: 8
+seed: 4
+checkpoint_every: 2
+max_restarts: 1
+"""
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class WorkerFaultsTest(Pod):
+    def submit(self, text, name):
+        path = os.path.join(self.home, name)
+        with open(path, "w") as f:
+            f.write(text)
+        r = self.cli("submit", path, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["id"]
+
+    def job(self, job_id):
+        r = self.cli("status", job_id, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def wait_for(self, job_id, states, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            job = self.job(job_id)
+            if job["state"] in states:
+                return job
+            time.sleep(0.2)
+        self.fail(f"{job_id} not {states} within {timeout} s: {self.job(job_id)}")
+
+    def healthy_losses(self):
+        job = self.wait_for(self.submit(JOB, "healthy.yaml"), ("succeeded", "failed"))
+        self.assertEqual(job["state"], "succeeded", job.get("error"))
+        return [s["loss"] for s in job["steps"]]
+
+    def test_a_worker_killed_at_a_step_dies_and_the_job_resumes_once_it_is_back(self):
+        self.up("--topology", "v5p:2x2", "--chips-per-host", "2")
+        healthy = self.healthy_losses()
+        victim = self.pids()[2]  # host 1's worker
+        job_id = self.submit(JOB + "faults:\n  - kill_worker: 1 at 3\n", "kill.yaml")
+        deadline = time.time() + 60
+        while alive(victim):
+            self.assertLess(time.time(), deadline, "the worker of host 1 was not killed")
+            time.sleep(0.1)
+        killed = time.time()
+        # With max_restarts the job goes back to pending, waiting for the worker.
+        job = self.wait_for(job_id, ("pending",), timeout=30)
+        print(f"\nkill_worker: the job was queued again {time.time() - killed:.2f} s after the kill: "
+              f"{job['waiting_for']}", file=sys.stderr)
+        self.assertIn("host 1", job["waiting_for"])
+        r = self.cli("cluster", "restart-worker", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = self.wait_for(job_id, ("succeeded", "failed"))
+        self.assertEqual(job["state"], "succeeded", job.get("error"))
+        self.assertEqual(job["restarts"], 1)
+        self.assertIn("was lost", job["restart_reason"])
+        self.assertIn("from the checkpoint after step 2", job["restart_reason"])
+        self.assertEqual([s["loss"] for s in job["steps"]], healthy)
+
+    def test_a_worker_frozen_at_a_step_comes_back_by_itself_and_the_job_resumes(self):
+        self.up("--topology", "v5p:2x2", "--chips-per-host", "2", "--heartbeat-timeout", "1s")
+        healthy = self.healthy_losses()
+        frozen = self.pids()[2]
+        started = time.time()
+        job_id = self.submit(JOB + "faults:\n  - pause_worker: 1 at 3 for 4s\n", "pause.yaml")
+        job = self.wait_for(job_id, ("succeeded", "failed"), timeout=180)
+        print(f"\npause_worker: done {time.time() - started:.1f} s after submit, {job['restarts']} restart: "
+              f"{job.get('restart_reason')}", file=sys.stderr)
+        self.assertEqual(job["state"], "succeeded", job.get("error"))
+        self.assertEqual(job["restarts"], 1)
+        self.assertIn("from the checkpoint after step 2", job["restart_reason"])
+        self.assertEqual([s["loss"] for s in job["steps"]], healthy)
+        # The same process came back: frozen, not replaced.
+        self.assertTrue(alive(frozen))
+        self.assertEqual(self.pids()[2], frozen)
+        status = json.loads(self.cli("cluster", "status", "--json").stdout)
+        self.assertTrue(status["ready"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
