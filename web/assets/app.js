@@ -20,7 +20,7 @@ const SPAN_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#e
 // (tests/e2e/web_view_e2e_test.py): `polls` counts the updates it applied.
 const view = {
   pod: null, podKey: "", jobs: [], job: null, links: {}, linksKey: "", linksAt: 0,
-  trace: null, stepLinks: null, stepShown: -1, traceKey: "", traceAt: 0, polls: 0, errors: 0, lastError: "",
+  trace: null, traceLinks: null, stepShown: -1, traceKey: "", traceAt: 0, polls: 0, errors: 0, lastError: "",
 };
 window.tpuemuView = view;
 
@@ -210,11 +210,11 @@ function heat(t) {
   return `rgb(${lo.map((v, i) => Math.round(v + (hi[i] - v) * t)).join(",")})`;
 }
 
-// The selected job's links (a training job's: the step the timeline shows,
-// or every step the coordinator kept) from light orange to red at its busiest.
+// The selected job's links (a training job's: the link spans of the step the
+// timeline shows, or of every step kept) from light orange to red at its busiest.
 function colourLinks() {
   const metric = $("#colour-by").value;
-  const links = view.stepLinks || view.links;
+  const links = (view.job?.kind === "train" ? view.traceLinks : view.links) || {};
   const values = Object.values(links).map((l) => l[metric] || 0);
   const max = Math.max(0, ...values);
   for (const path of document.querySelectorAll("#torus [data-link]")) {
@@ -229,7 +229,7 @@ function colourLinks() {
   }
   const job = view.job;
   $("#links-of").textContent = job ? `of ${job.id} (${metric === "bytes" ? "emulated bytes" : "emulated busy time"}` +
-    `${job.kind !== "train" ? "" : view.stepLinks ? `, step ${view.stepShown}` : ", every step the coordinator kept"})`
+    `${job.kind !== "train" ? "" : view.stepShown >= 0 ? `, step ${view.stepShown}` : ", every step the coordinator kept"})`
     : "of no job: choose one in the list";
 }
 
@@ -357,18 +357,16 @@ function drawTimeline() {
   picker.value = [...picker.options].some((o) => o.value === chosen) ? chosen : "latest";
   const step = picker.value === "latest" ? steps[steps.length - 1] : Number(picker.value);
   const inStep = picker.value === "all" ? spans : spans.filter((e) => stepOf(e) === step);
-  // The torus shows the same step's link traffic.
-  view.stepLinks = null;
-  if (picker.value !== "all" && inStep.length) {
-    view.stepLinks = {};
-    view.stepShown = step;
-    for (const e of inStep) {
-      const track = names.get(`${e.pid}/${e.tid}`) || "";
-      if (!track.startsWith("link ")) continue;
-      const use = view.stepLinks[track.slice(5)] ||= { bytes: 0, busy_s: 0 };
-      use.bytes += (e.args && e.args.bytes) || 0;
-      use.busy_s += e.dur / 1e6;
-    }
+  // The torus shows the same spans' link traffic (from the trace already here,
+  // not asked for again).
+  view.traceLinks = {};
+  view.stepShown = picker.value === "all" ? -1 : step;
+  for (const e of inStep) {
+    const track = names.get(`${e.pid}/${e.tid}`) || "";
+    if (!track.startsWith("link ")) continue;
+    const use = view.traceLinks[track.slice(5)] ||= { bytes: 0, busy_s: 0 };
+    use.bytes += (e.args && e.args.bytes) || 0;
+    use.busy_s += e.dur / 1e6;
   }
   colourLinks();
   const shown = inStep.slice(-TIMELINE_SPANS);
@@ -447,7 +445,8 @@ async function refresh() {
     // once it has ended, once more.
     const key = `${job.id}|${job.state}|${job.steps_done}`;
     const now = Date.now();
-    if (key !== view.linksKey && (job.state !== "running" || now - view.linksAt > 2000)) {
+    // Collectives and matmuls: their result's links; a training job's come from its trace.
+    if (job.kind !== "train" && key !== view.linksKey && (job.state !== "running" || now - view.linksAt > 2000)) {
       view.links = (await get(`/api/jobs/${id}/links`)).links;
       view.linksKey = key;
       view.linksAt = now;
@@ -486,6 +485,6 @@ window.addEventListener("hashchange", () => {
   view.linksKey = "";
   view.traceKey = "";
   view.trace = null;
-  view.stepLinks = null;
+  view.traceLinks = null;
 });
 loop();
