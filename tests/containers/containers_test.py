@@ -256,6 +256,28 @@ class ComposePacedTest(Compose):
             self.assertLessEqual(ratio, 1.15)
 
 
+# kube play makes a volume for each claim and each ConfigMap a pod mounts.
+KUBE_VOLUMES = ["tpuemu-coordinator-state", "tpuemu-profiles"]
+
+
+def remove_leftovers(pods):
+    """What a run killed before its teardown left under the manifests' fixed
+    names (a CI run once met a killed replica's pod and volume, and every
+    Kubernetes test failed with "pod already exists"): removed first, and said.
+    Networks of other runs are removed only when no container uses them."""
+    left_pods = [p for p in engine("pod", "ls", "--format", "{{.Name}}").stdout.split() if p in pods]
+    left_volumes = [v for v in engine("volume", "ls", "--format", "{{.Name}}").stdout.split() if v in KUBE_VOLUMES]
+    if left_pods or left_volumes:
+        print(f"\nremoving what an earlier run left: {', '.join(left_pods + left_volumes)}", file=sys.stderr)
+    for p in left_pods:
+        engine("pod", "rm", "-f", "-t", "0", p, check=False)
+    for v in left_volumes:
+        engine("volume", "rm", "-f", v, check=False)
+    for n in engine("network", "ls", "--format", "{{.Name}}").stdout.split():
+        if n.startswith("tpuemu-k8s-") and not n.startswith(f"tpuemu-k8s-{os.getpid()}-"):
+            engine("network", "rm", n, check=False)
+
+
 class Kubernetes(Case):
     """An overlay rendered, turned into Pods and played on a network of its own."""
 
@@ -268,6 +290,7 @@ class Kubernetes(Case):
             f.write(rendered)
         names = run(sys.executable, os.path.join(HERE, "kube_pods.py"), os.path.join(self.dir, "rendered.yaml"),
                     os.path.join(self.dir, "pods")).stdout.split()
+        remove_leftovers(names)
         # A network of its own per test: one re-created under a name a finished
         # test used is where a CI run saw names resolve nowhere for a minute.
         self.network = f"tpuemu-k8s-{os.getpid()}-{self._testMethodName[5:30].replace('_', '-')}"
@@ -316,13 +339,11 @@ class Kubernetes(Case):
         engine("rm", "-f", "-t", "0", self.cli_container, check=False)
         for p in self.pods:
             engine("pod", "rm", "-f", "-t", "2", p, check=False)
-        # kube play makes a volume for each claim and each ConfigMap a pod mounts.
-        volumes = ["tpuemu-coordinator-state", "tpuemu-profiles"]
-        for v in volumes:
+        for v in KUBE_VOLUMES:
             engine("volume", "rm", "-f", v, check=False)
         engine("network", "rm", "-f", self.network, check=False)
         left = [n for n in engine("pod", "ls", "--format", "{{.Name}}").stdout.split() if n in self.pods]
-        left += [v for v in engine("volume", "ls", "--format", "{{.Name}}").stdout.split() if v in volumes]
+        left += [v for v in engine("volume", "ls", "--format", "{{.Name}}").stdout.split() if v in KUBE_VOLUMES]
         self.assertEqual(left, [], "pods or volumes left behind")
 
     def cli(self, *args):
