@@ -33,7 +33,8 @@ struct BenchOptions {
   std::string coordinator;
   std::string plot;  // a chart of the sweep (.svg or .png), if given
   int num_slices = 0;
-  std::vector<std::string> slow_links, stragglers;  // faults on purpose (core/pod/faults.h)
+  std::vector<std::string> slow_links, stragglers, down_links;  // faults on purpose (core/pod/faults.h)
+  std::string on_down_link = "fail";
   bool json = false;
 };
 
@@ -63,6 +64,10 @@ int Bench(const BenchOptions& o) {
   for (const std::string& text : o.stragglers) {
     if (auto s = ParseStraggler(text, "--straggler", &faults.stragglers.emplace_back()); !s.ok()) return Fail(s);
   }
+  for (const std::string& text : o.down_links) {
+    if (auto s = ParseDownLink(text, "--down-link", &faults.down_links.emplace_back()); !s.ok()) return Fail(s);
+  }
+  if (auto s = ParseOnDownLink(o.on_down_link, "--on-down-link", &faults.route_around); !s.ok()) return Fail(s);
   auto address = ResolveCoordinator(o.coordinator);
   if (!address.ok()) return Fail(address.status());
   CoordinatorClient client(*address);
@@ -157,6 +162,13 @@ void AddBenchCommands(CLI::App& app, int* exit_code) {
                 "Both clocks obey it; docs/faults.md");
   c->add_option("--straggler", o->stragglers,
                 "a chip whose compute (the reductions' adds) runs slower (repeatable): CHIP@FACTOR, e.g. 3@2");
+  c->add_option("--down-link", o->down_links,
+                "a link that carries nothing (repeatable): SRC->DST AXIS+|-, e.g. '0->1 x+'. A collective that\n"
+                "needs it fails, naming it, unless --on-down-link route");
+  c->add_option("--on-down-link", o->on_down_link,
+                "fail | route: with route, an axis whose ring wraps runs its one-way ring the other way round\n"
+                "(every phase against the down link), so the collective completes at the one-way ring's time")
+      ->capture_default_str();
   c->add_option("--num-slices", o->num_slices,
                 "run on this many of the pod's slices (the lowest free ones), beside jobs on the others;\n"
                 "0, the default, takes the whole pod")

@@ -4,8 +4,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "views/chrome_trace.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
@@ -55,6 +58,7 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
   Progress progress(true);
   int64_t printed = 0;  // steps
   int total = 0;        // steps the job will run
+  std::vector<std::string> faults;  // in force at the last step printed
   auto last = WaitForJob(client, id, [&](const v1::Job& job) {
     // The job holds its latest steps' records only: those of steps this
     // follower fell behind on may be gone.
@@ -66,7 +70,14 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
                     static_cast<long long>(printed), static_cast<long long>(job.steps_dropped() - 1));
         printed = job.steps_dropped() - 1;
       } else {
-        std::printf("%s\n", StepLine(job.steps(static_cast<int>(printed - job.steps_dropped()))).c_str());
+        const v1::TrainStep& step = job.steps(static_cast<int>(printed - job.steps_dropped()));
+        std::vector<std::string> now(step.faults().begin(), step.faults().end());
+        if (now != faults) {  // said when they change, not on every row
+          std::printf("faults on purpose from step %d: %s\n", step.step(),
+                      now.empty() ? "none" : absl::StrJoin(now, "; ").c_str());
+          faults = std::move(now);
+        }
+        std::printf("%s\n", StepLine(step).c_str());
       }
       std::fflush(stdout);
     }

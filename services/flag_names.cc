@@ -21,7 +21,7 @@ std::string WithFlagNames(absl::string_view message) {
       {Field("dtype"), "--dtype"},
       {Field("mesh"), "--mesh"},
       {Field("num_slices"), "--num-slices"},
-      {Field("faults"), "--slow-link/--straggler"},
+      {Field("faults"), "--slow-link/--straggler/--down-link"},
       {Field("op"), "--op"},
       {Field("slices"), "--slices"},
       {Field("time_scale"), "--time-scale"},

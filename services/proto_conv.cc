@@ -1,5 +1,7 @@
 #include "services/proto_conv.h"
 
+#include <algorithm>
+
 namespace tpuemu {
 namespace {
 
@@ -50,14 +52,26 @@ v1::Faults ToProto(const Faults& faults) {
     m.set_dst(s.dst);
     m.set_bandwidth(s.bandwidth);
     m.set_extra_latency_s(s.extra_latency_s);
-    m.set_from_step(s.from_step);
+    m.set_from_step(s.when.from_step);
+    m.set_until_step(std::max(0, s.when.until_step));
   }
   for (const Straggler& s : faults.stragglers) {
     v1::Straggler& m = *p.add_stragglers();
     m.set_chip(s.chip);
     m.set_factor(s.factor);
-    m.set_from_step(s.from_step);
+    m.set_from_step(s.when.from_step);
+    m.set_until_step(std::max(0, s.when.until_step));
   }
+  for (const DownLink& d : faults.down_links) {
+    v1::DownLink& m = *p.add_down_links();
+    m.set_axis(AxisName(d.axis));
+    m.set_dir(d.dir);
+    m.set_src(d.src);
+    m.set_dst(d.dst);
+    m.set_from_step(d.when.from_step);
+    m.set_until_step(std::max(0, d.when.until_step));
+  }
+  p.set_route_around(faults.route_around);
   for (const WorkerFault& w : faults.workers) {
     v1::WorkerFault& m = *p.add_workers();
     m.set_kill(w.kill);
@@ -70,15 +84,27 @@ v1::Faults ToProto(const Faults& faults) {
 
 absl::StatusOr<Faults> FromProto(const v1::Faults& p) {
   Faults faults;
-  for (const v1::SlowLink& m : p.slow_links()) {
-    auto axis = ParseAxis(m.axis());
+  auto window = [](const auto& m) { return StepWindow{m.from_step(), m.until_step() > 0 ? m.until_step() : -1}; };
+  auto axis_of = [](const std::string& kind, const std::string& name) -> absl::StatusOr<Axis> {
+    auto axis = ParseAxis(name);
     if (!axis.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("faults: slow_link axis '", m.axis(), "': allowed: x, y, z, dcn"));
+      return absl::InvalidArgumentError(absl::StrCat("faults: ", kind, " axis '", name, "': allowed: x, y, z, dcn"));
     }
+    return axis;
+  };
+  for (const v1::SlowLink& m : p.slow_links()) {
+    auto axis = axis_of("slow_link", m.axis());
+    if (!axis.ok()) return axis.status();
     faults.slow_links.push_back({*axis, m.dir(), m.one_link() ? m.src() : -1, m.one_link() ? m.dst() : -1,
-                                 m.bandwidth(), m.extra_latency_s(), m.from_step()});
+                                 m.bandwidth(), m.extra_latency_s(), window(m)});
   }
-  for (const v1::Straggler& m : p.stragglers()) faults.stragglers.push_back({m.chip(), m.factor(), m.from_step()});
+  for (const v1::Straggler& m : p.stragglers()) faults.stragglers.push_back({m.chip(), m.factor(), window(m)});
+  for (const v1::DownLink& m : p.down_links()) {
+    auto axis = axis_of("down_link", m.axis());
+    if (!axis.ok()) return axis.status();
+    faults.down_links.push_back({*axis, m.dir(), m.src(), m.dst(), window(m)});
+  }
+  faults.route_around = p.route_around();
   for (const v1::WorkerFault& m : p.workers()) faults.workers.push_back({m.kill(), m.host(), m.at_step(), m.pause_s()});
   return faults;
 }
@@ -93,7 +119,7 @@ v1::CollectiveSpec ToProto(const CollectiveSpec& spec) {
   p.set_seed(spec.seed);
   p.set_chunk_bytes(spec.chunk_bytes);
   p.set_num_slices(spec.num_slices);
-  if (!spec.faults.empty()) *p.mutable_faults() = ToProto(spec.faults);
+  if (!spec.faults.empty() || spec.faults.route_around) *p.mutable_faults() = ToProto(spec.faults);
   return p;
 }
 

@@ -49,7 +49,7 @@ v1::TrainConfig ToProto(const TrainConfig& c) {
   m.set_checkpoint_every(c.checkpoint_every);
   m.set_max_restarts(c.max_restarts);
   m.set_num_chips(c.num_chips);
-  if (!c.faults.empty()) *m.mutable_faults() = ToProto(c.faults);
+  if (!c.faults.empty() || c.faults.route_around) *m.mutable_faults() = ToProto(c.faults);
   return m;
 }
 

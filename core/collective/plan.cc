@@ -68,6 +68,75 @@ std::vector<Range> Merge(std::vector<Range> ranges, bool keep_order) {
   return out;
 }
 
+// What a phase of `kind` on axis `ap` sends: a one-way ring routed around a
+// down link sends every phase `ap.way`; otherwise the schedules' defaults.
+std::vector<Hop> PhaseHops(const AxisPlan& ap, PhaseKind kind) {
+  switch (kind) {
+    case PhaseKind::kGather: return AllGatherHops(ap.size, ap.algorithm, ap.way != 0 ? ap.way : +1);
+    case PhaseKind::kReduceScatter: return ReduceScatterHops(ap.size, ap.algorithm, ap.way != 0 ? ap.way : -1);
+    case PhaseKind::kAllToAll: return AllToAllHops(ap.size, ap.algorithm, ap.way != 0 ? ap.way : +1);
+  }
+  return {};
+}
+
+std::vector<PhaseKind> PhaseKinds(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllGather: return {PhaseKind::kGather};
+    case CollectiveOp::kReduceScatter: return {PhaseKind::kReduceScatter};
+    case CollectiveOp::kAllReduce: return {PhaseKind::kReduceScatter, PhaseKind::kGather};
+    case CollectiveOp::kAllToAll: return {PhaseKind::kAllToAll};
+  }
+  return {};
+}
+
+// The first down link in `down` that the phases of `op` on `ap` send over
+// (every line of the axis runs the same hops), or null.
+const DownLink* FirstUsed(const Topology& topo, CollectiveOp op, const AxisPlan& ap,
+                          const std::vector<const DownLink*>& down) {
+  for (PhaseKind kind : PhaseKinds(op)) {
+    for (const Hop& h : PhaseHops(ap, kind)) {
+      for (const DownLink* d : down) {
+        if (h.dir == d->dir && h.from == topo.CoordOf(d->src).Get(ap.axis)) return d;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// Leaves `ap` alone when its schedule needs none of the down links in force
+// along its axis; routes it the other way round its ring when the spec asks
+// and a ring can (one-way, against the links that are down); else an error
+// naming the link.
+absl::Status AvoidDownLinks(const Topology& topo, const CollectiveSpec& spec, AxisPlan* ap) {
+  std::vector<const DownLink*> down;
+  for (int i : spec.faults.DownAt(spec.fault_step)) {
+    if (spec.faults.down_links[i].axis == ap->axis) down.push_back(&spec.faults.down_links[i]);
+  }
+  const DownLink* used = FirstUsed(topo, spec.op, *ap, down);
+  if (used == nullptr) return absl::OkStatus();
+  // Plain words, not Field(): a training job's file and bench collective's flags both meet this.
+  const std::string needs = absl::StrCat("faults: ", used->Describe(), ": the ", OpName(spec.op), " over ",
+                                         AxisName(ap->axis), " (", AlgorithmName(ap->algorithm), ") needs it");
+  if (ap->algorithm == RingAlgorithm::kLine) {
+    return absl::InvalidArgumentError(absl::StrCat(needs, ", and the axis does not wrap: there is no other way round"));
+  }
+  if (!spec.faults.route_around) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        needs, "; to go the other way round the ring instead, give on_down_link: route (a job file's key) or "
+               "--on-down-link route (bench collective)"));
+  }
+  for (const DownLink* d : down) {
+    if (d->dir != used->dir) {
+      return absl::InvalidArgumentError(absl::StrCat(needs, ", and ", d->Describe(),
+                                                     " blocks the other way round: links are down both ways along ",
+                                                     AxisName(ap->axis)));
+    }
+  }
+  ap->algorithm = RingAlgorithm::kUniRing;
+  ap->way = -used->dir;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 uint64_t PlannedTransfer::elements() const {
@@ -126,7 +195,9 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
   for (Axis a : spec.axes) {
     auto alg = ResolveAlgorithm(spec.algorithm, topo.AxisWraps(a), AxisName(a), topo.Describe());
     if (!alg.ok()) return alg.status();
-    plan.axes_.push_back({a, topo.AxisSize(a), *alg});
+    AxisPlan ap{a, topo.AxisSize(a), *alg};
+    if (auto s = AvoidDownLinks(topo, spec, &ap); !s.ok()) return s;
+    plan.axes_.push_back(ap);
     sizes.push_back(topo.AxisSize(a));
     plan.group_size_ *= topo.AxisSize(a);
     if (a == Axis::kDcn) has_dcn = true; else ici.push_back(a);
@@ -210,9 +281,7 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
       }
       const int m_a = spec_index[a];
       const AxisPlan& ap = plan.axes_[m_a];
-      std::vector<Hop> hops = phase.kind == PhaseKind::kGather        ? AllGatherHops(ap.size, ap.algorithm)
-                              : phase.kind == PhaseKind::kReduceScatter ? ReduceScatterHops(ap.size, ap.algorithm)
-                                                                        : AllToAllHops(ap.size, ap.algorithm);
+      std::vector<Hop> hops = PhaseHops(ap, phase.kind);
       const bool split = ap.algorithm == RingAlgorithm::kBiRing && ap.size % 2 == 0;
       // Group the hops that share a link and a step into one transfer.
       std::map<std::tuple<int, int, int, int>, std::vector<Hop>> grouped;
@@ -351,12 +420,26 @@ std::vector<Range> CollectivePlan::ResultRanges(int chip) const {
 }
 
 std::string CollectivePlan::AlgorithmLabel() const {
+  auto name = [](const AxisPlan& ap) {
+    return AlgorithmName(ap.algorithm) + (ap.way > 0 ? " going +" : ap.way < 0 ? " going -" : "");
+  };
   bool same = true;
-  for (const AxisPlan& ap : axes_) same = same && ap.algorithm == axes_[0].algorithm;
-  if (same) return AlgorithmName(axes_[0].algorithm);
+  for (const AxisPlan& ap : axes_) same = same && name(ap) == name(axes_[0]);
+  if (same) return name(axes_[0]);
   std::vector<std::string> parts;
-  for (const AxisPlan& ap : axes_) parts.push_back(AxisName(ap.axis) + ":" + AlgorithmName(ap.algorithm));
+  for (const AxisPlan& ap : axes_) parts.push_back(AxisName(ap.axis) + ":" + name(ap));
   return absl::StrJoin(parts, ",");
+}
+
+std::vector<std::string> CollectivePlan::Routed() const {
+  std::vector<std::string> routed;
+  for (const AxisPlan& ap : axes_) {
+    if (ap.way != 0) {
+      routed.push_back(absl::StrCat(AxisName(ap.axis), " routed round its down link(s): a one-way ring going ",
+                                    ap.way > 0 ? "+" : "-"));
+    }
+  }
+  return routed;
 }
 
 double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo) {

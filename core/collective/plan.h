@@ -45,6 +45,7 @@ struct AxisPlan {
   Axis axis;
   int size;
   RingAlgorithm algorithm;
+  int way = 0;  // +1/-1: a one-way ring routed around a down link, every phase this way
 };
 
 class CollectivePlan {
@@ -80,6 +81,8 @@ class CollectivePlan {
   std::vector<Range> ResultRanges(int chip) const;
   // The AlgorithmName of each axis, "bi-ring" or "x:bi-ring,y:line".
   std::string AlgorithmLabel() const;
+  // "x routed round its down link(s): ..." for each axis that is.
+  std::vector<std::string> Routed() const;
 
  private:
   // `chips` null: the whole pod.

@@ -37,6 +37,7 @@ CollectiveReport Summarize(const CollectivePlan& plan, const Topology& topo, con
   r.seed_formula_s = SeedFormulaSeconds(plan, topo);
   r.seed_ratio = r.seed_formula_s > 0 ? r.emulated_s / r.seed_formula_s : 0;
   r.faults = spec.faults.ActiveAt(0);
+  for (std::string& routed : plan.Routed()) r.faults.push_back(std::move(routed));
   // nccl-tests sizes: the full array for AllGather, ReduceScatter and
   // AllReduce; one rank's buffer (V / n) for AllToAll.
   const double per = spec.op == CollectiveOp::kAllToAll ? r.n : 1;

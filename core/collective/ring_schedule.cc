@@ -36,9 +36,9 @@ absl::StatusOr<RingAlgorithm> ResolveAlgorithm(RingAlgorithm requested, bool wra
   return requested;
 }
 
-int GatherHops(int n, RingAlgorithm alg, int origin, int dir) {
+int GatherHops(int n, RingAlgorithm alg, int origin, int dir, int way) {
   switch (alg) {
-    case RingAlgorithm::kUniRing: return dir > 0 ? n - 1 : 0;
+    case RingAlgorithm::kUniRing: return dir == way ? n - 1 : 0;
     case RingAlgorithm::kBiRing:
       // (n-1)/2 hops each way; even n adds one hop each way to the opposite
       // chip, which gets half of the shard from each side (AntipodalHalf).
@@ -49,14 +49,14 @@ int GatherHops(int n, RingAlgorithm alg, int origin, int dir) {
   return 0;
 }
 
-std::vector<Hop> AllGatherHops(int n, RingAlgorithm alg) {
+std::vector<Hop> AllGatherHops(int n, RingAlgorithm alg, int way) {
   std::vector<Hop> hops;
   const bool split = alg == RingAlgorithm::kBiRing && n % 2 == 0;
   for (int o = 0; o < n; ++o) {
     for (int dir : {+1, -1}) {
       Hop proto;
       proto.block = o;
-      AddPath(n, 1, o, dir, GatherHops(n, alg, o, dir), proto, &hops);
+      AddPath(n, 1, o, dir, GatherHops(n, alg, o, dir, way), proto, &hops);
       // The last hop reaches the opposite chip: it carries the shard's first
       // half clockwise and its second half the other way, so each direction
       // carries (n-1)/2 shards instead of n/2 one way and n/2 - 1 the other.
@@ -66,8 +66,8 @@ std::vector<Hop> AllGatherHops(int n, RingAlgorithm alg) {
   return hops;
 }
 
-std::vector<Hop> ReduceScatterHops(int n, RingAlgorithm alg) {
-  std::vector<Hop> hops = AllGatherHops(n, alg);
+std::vector<Hop> ReduceScatterHops(int n, RingAlgorithm alg, int way) {
+  std::vector<Hop> hops = AllGatherHops(n, alg, -way);
   const int last = NumSteps(hops);
   for (Hop& h : hops) {
     h.step = last + 1 - h.step;
@@ -77,7 +77,7 @@ std::vector<Hop> ReduceScatterHops(int n, RingAlgorithm alg) {
   return hops;
 }
 
-std::vector<Hop> AllToAllHops(int n, RingAlgorithm alg) {
+std::vector<Hop> AllToAllHops(int n, RingAlgorithm alg, int way) {
   std::vector<Hop> hops;
   for (int u = 0; u < n; ++u) {
     for (int v = 0; v < n; ++v) {
@@ -88,7 +88,7 @@ std::vector<Hop> AllToAllHops(int n, RingAlgorithm alg) {
       const int ahead = Wrap(v - u, n);
       switch (alg) {
         case RingAlgorithm::kUniRing:
-          AddPath(n, 1, u, +1, ahead, proto, &hops);
+          AddPath(n, 1, u, way, Wrap(way * (v - u), n), proto, &hops);
           break;
         case RingAlgorithm::kBiRing:
           if (2 * ahead < n) {

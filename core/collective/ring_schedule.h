@@ -27,14 +27,19 @@ struct Hop {
 absl::StatusOr<RingAlgorithm> ResolveAlgorithm(RingAlgorithm requested, bool wraps, const std::string& axis_name,
                                                const std::string& topology);
 
-// Shard `o` travels h(o, dir) hops in direction dir (0 if none).
-int GatherHops(int n, RingAlgorithm alg, int origin, int dir);
+// Shard `o` travels h(o, dir) hops in direction dir (0 if none); a one-way
+// ring travels `way` (+1 or -1).
+int GatherHops(int n, RingAlgorithm alg, int origin, int dir, int way = +1);
 
-std::vector<Hop> AllGatherHops(int n, RingAlgorithm alg);
-// The time-reversed transpose of the AllGather: partial sums flow toward each
-// block's owner and every receiver adds what it gets.
-std::vector<Hop> ReduceScatterHops(int n, RingAlgorithm alg);
-std::vector<Hop> AllToAllHops(int n, RingAlgorithm alg);
+// `way`: the direction a one-way ring (kUniRing) travels; the other
+// algorithms ignore it. By default an AllGather and an AllToAll go + and a
+// ReduceScatter - (the AllGather's transpose), so a one-way AllReduce uses
+// both directions unless told one way.
+std::vector<Hop> AllGatherHops(int n, RingAlgorithm alg, int way = +1);
+// The time-reversed transpose of an AllGather going the other way: partial
+// sums flow toward each block's owner and every receiver adds what it gets.
+std::vector<Hop> ReduceScatterHops(int n, RingAlgorithm alg, int way = -1);
+std::vector<Hop> AllToAllHops(int n, RingAlgorithm alg, int way = +1);
 int NumSteps(const std::vector<Hop>& hops);
 
 }  // namespace tpuemu

@@ -18,8 +18,6 @@ std::string Fraction(double f) {
   return absl::StrFormat("%.3g", f);
 }
 
-std::string FromStep(int step) { return step > 0 ? absl::StrCat(", from step ", step) : ""; }
-
 std::string LinkName(int src, int dst, Axis axis, int dir) {
   return absl::StrCat(src, "->", dst, " ", AxisName(axis), dir > 0 ? "+" : "-");
 }
@@ -28,15 +26,28 @@ absl::Status Bad(const std::string& field, const std::string& value, const std::
   return absl::InvalidArgumentError(absl::StrCat(field, " '", value, "': ", allowed));
 }
 
-// "TEXT from N" -> TEXT and N.
-absl::Status TakeFromStep(std::string& text, const std::string& flag, int* from_step) {
-  const size_t from = text.find(" from ");
-  if (from == std::string::npos) return absl::OkStatus();
-  const std::string step = text.substr(from + 6);
-  if (!absl::SimpleAtoi(step, from_step) || *from_step < 0) {
-    return Bad(flag, text, absl::StrCat("'from ", step, "' must name a step, 0 or more"));
+// "TEXT[ from N][ until M]" -> TEXT and the window.
+absl::Status TakeWindow(std::string& text, const std::string& flag, StepWindow* when) {
+  const std::string input = text;
+  for (const auto& [word, step] : {std::pair{" until ", &when->until_step}, std::pair{" from ", &when->from_step}}) {
+    const size_t at = text.find(word);
+    if (at == std::string::npos) continue;
+    const std::string value = text.substr(at + std::string(word).size());
+    if (!absl::SimpleAtoi(value, step) || *step < 0) {
+      return Bad(flag, input, absl::StrCat("'", absl::StripAsciiWhitespace(word), " ", value,
+                                           "' must name a step, 0 or more"));
+    }
+    text.resize(at);
   }
-  text.resize(from);
+  return absl::OkStatus();
+}
+
+absl::Status CheckWindow(const StepWindow& w, const std::string& at) {
+  if (w.from_step < 0) return Bad(at + " from", absl::StrCat(w.from_step), "a step, 0 or more");
+  if (w.until_step >= 0 && w.until_step <= w.from_step) {
+    return Bad(at + " until", absl::StrCat(w.until_step),
+               absl::StrCat("a step after its first (", w.from_step, "): the fault is in force up to it, not on it"));
+  }
   return absl::OkStatus();
 }
 
@@ -51,8 +62,12 @@ absl::Status CheckValues(const SlowLink& s, const std::string& at) {
   if (s.bandwidth == 1 && s.extra_latency_s == 0) {
     return Bad(at, s.Describe(), "slows nothing: give a bandwidth below 1 or an extra latency");
   }
-  if (s.from_step < 0) return Bad(at + " from_step", absl::StrCat(s.from_step), "a step, 0 or more");
-  return absl::OkStatus();
+  return CheckWindow(s.when, at);
+}
+
+absl::Status CheckValues(const DownLink& d, const std::string& at) {
+  if (d.dir != 1 && d.dir != -1) return Bad(at + " direction", absl::StrCat(d.dir), "+ or -");
+  return CheckWindow(d.when, at);
 }
 
 absl::Status CheckValues(const WorkerFault& w, const std::string& at) {
@@ -68,11 +83,49 @@ absl::Status CheckValues(const Straggler& s, const std::string& at) {
   if (!(s.factor > 1 && s.factor <= 1000)) {
     return Bad(at + " factor", absl::StrCat(s.factor), "how many times slower it computes, above 1 and at most 1000");
   }
-  if (s.from_step < 0) return Bad(at + " from_step", absl::StrCat(s.from_step), "a step, 0 or more");
+  return CheckWindow(s.when, at);
+}
+
+// "0->1 x+" -> the link's ends, axis and direction.
+absl::Status ParseLinkName(const std::string& which, const std::string& flag, const std::string& input,
+                           const std::string& forms, int* src, int* dst, Axis* axis, int* dir) {
+  std::vector<std::string> words = absl::StrSplit(which, ' ', absl::SkipEmpty());
+  if (words.size() != 2) return Bad(flag, input, forms);
+  std::vector<std::string> ends = absl::StrSplit(words[0], "->");
+  if (ends.size() != 2 || !absl::SimpleAtoi(ends[0], src) || !absl::SimpleAtoi(ends[1], dst)) {
+    return Bad(flag, input, forms);
+  }
+  std::string axis_text = words[1];
+  if (axis_text.empty() || (axis_text.back() != '+' && axis_text.back() != '-')) {
+    return Bad(flag, input, "a single link names its direction: '0->1 x+'");
+  }
+  *dir = axis_text.back() == '+' ? +1 : -1;
+  axis_text.pop_back();
+  auto parsed = ParseAxis(axis_text);
+  if (!parsed.ok()) return Bad(flag, input, absl::StrCat("'", axis_text, "' is not an axis: x, y, z or dcn"));
+  *axis = *parsed;
   return absl::OkStatus();
 }
 
+// OK when src->dst is a link of `topo` along axis/dir.
+absl::Status CheckLinkExists(const Topology& topo, int src, int dst, Axis axis, int dir, const std::string& at) {
+  const bool chips_ok = src >= 0 && src < topo.num_chips() && dst >= 0 && dst < topo.num_chips();
+  if (chips_ok && topo.Neighbor(src, axis, dir) == dst) return absl::OkStatus();
+  auto example = topo.Neighbor(0, axis, +1);
+  return Bad(at + " link", LinkName(src, dst, axis, dir),
+             absl::StrCat("no such link: name one between neighbours, e.g. ",
+                          example ? LinkName(0, *example, axis, +1) : "0->1 x+"));
+}
+
 }  // namespace
+
+std::string StepWindow::Describe() const {
+  if (until_step >= 0) {
+    return until_step == from_step + 1 ? absl::StrCat(", at step ", from_step)
+                                       : absl::StrCat(", steps ", from_step, " to ", until_step - 1);
+  }
+  return from_step > 0 ? absl::StrCat(", from step ", from_step) : "";
+}
 
 bool SlowLink::Covers(int link_src, int link_dst, Axis link_axis, int link_dir) const {
   if (link_axis != axis) return false;
@@ -86,8 +139,10 @@ std::string SlowLink::Describe() const {
   std::string how;
   if (bandwidth < 1) how = absl::StrCat(" at ", Fraction(bandwidth), " bandwidth");
   if (extra_latency_s > 0) absl::StrAppend(&how, how.empty() ? " " : ", ", "+", FormatSeconds(extra_latency_s), " per hop");
-  return absl::StrCat(which, how, FromStep(from_step));
+  return absl::StrCat(which, how, when.Describe());
 }
+
+std::string DownLink::Describe() const { return absl::StrCat("link ", LinkName(src, dst, axis, dir), " down", when.Describe()); }
 
 std::string WorkerFault::Describe() const {
   return kill ? absl::StrCat("worker of host ", host, " killed at step ", at_step)
@@ -95,12 +150,12 @@ std::string WorkerFault::Describe() const {
 }
 
 std::string Straggler::Describe() const {
-  return absl::StrCat("chip ", chip, " computes ", absl::StrFormat("%g", factor), "x slower", FromStep(from_step));
+  return absl::StrCat("chip ", chip, " computes ", absl::StrFormat("%g", factor), "x slower", when.Describe());
 }
 
 LinkParams Faults::Link(LinkParams base, int src, int dst, Axis axis, int dir, int step) const {
   for (const SlowLink& s : slow_links) {
-    if (step < s.from_step || !s.Covers(src, dst, axis, dir)) continue;
+    if (!s.when.Covers(step) || !s.Covers(src, dst, axis, dir)) continue;
     base.bw_dir *= s.bandwidth;
     base.latency += s.extra_latency_s;
   }
@@ -110,18 +165,36 @@ LinkParams Faults::Link(LinkParams base, int src, int dst, Axis axis, int dir, i
 double Faults::ComputeFactor(int chip, int step) const {
   double factor = 1;
   for (const Straggler& s : stragglers) {
-    if (s.chip == chip && step >= s.from_step) factor *= s.factor;
+    if (s.chip == chip && s.when.Covers(step)) factor *= s.factor;
   }
   return factor;
+}
+
+std::vector<int> Faults::DownAt(int step) const {
+  std::vector<int> down;
+  for (size_t i = 0; i < down_links.size(); ++i) {
+    if (down_links[i].when.Covers(step)) down.push_back(static_cast<int>(i));
+  }
+  return down;
+}
+
+const DownLink* Faults::Down(int src, int dst, Axis axis, int dir, int step) const {
+  for (const DownLink& d : down_links) {
+    if (d.when.Covers(step) && d.src == src && d.dst == dst && d.axis == axis && d.dir == dir) return &d;
+  }
+  return nullptr;
 }
 
 std::vector<std::string> Faults::ActiveAt(int step) const {
   std::vector<std::string> active;
   for (const SlowLink& s : slow_links) {
-    if (step >= s.from_step) active.push_back(s.Describe());
+    if (s.when.Covers(step)) active.push_back(s.Describe());
   }
   for (const Straggler& s : stragglers) {
-    if (step >= s.from_step) active.push_back(s.Describe());
+    if (s.when.Covers(step)) active.push_back(s.Describe());
+  }
+  for (const DownLink& d : down_links) {
+    if (d.when.Covers(step)) active.push_back(d.Describe());
   }
   return active;
 }
@@ -132,6 +205,9 @@ absl::Status CheckFaultValues(const Faults& faults, const std::string& field) {
   }
   for (size_t i = 0; i < faults.stragglers.size(); ++i) {
     if (auto bad = CheckValues(faults.stragglers[i], absl::StrCat(field, ": straggler ", i + 1)); !bad.ok()) return bad;
+  }
+  for (size_t i = 0; i < faults.down_links.size(); ++i) {
+    if (auto bad = CheckValues(faults.down_links[i], absl::StrCat(field, ": down_link ", i + 1)); !bad.ok()) return bad;
   }
   for (size_t i = 0; i < faults.workers.size(); ++i) {
     const std::string at = absl::StrCat(field, ": ", faults.workers[i].kill ? "kill_worker " : "pause_worker ", i + 1);
@@ -149,14 +225,16 @@ absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::
       return Bad(at, AxisName(s.axis), absl::StrCat("this pod (", topo.Describe(), ") has no such axis"));
     }
     if (s.src >= 0) {
-      const bool chips_ok = s.src < topo.num_chips() && s.dst >= 0 && s.dst < topo.num_chips();
-      if (!chips_ok || topo.Neighbor(s.src, s.axis, s.dir) != s.dst) {
-        return Bad(at + " link", LinkName(s.src, s.dst, s.axis, s.dir),
-                   absl::StrCat("no such link: name one between neighbours, e.g. ",
-                                topo.Neighbor(0, s.axis, +1) ? LinkName(0, *topo.Neighbor(0, s.axis, +1), s.axis, +1)
-                                                             : "0->1 x+"));
-      }
+      if (auto bad = CheckLinkExists(topo, s.src, s.dst, s.axis, s.dir, at); !bad.ok()) return bad;
     }
+  }
+  for (size_t i = 0; i < faults.down_links.size(); ++i) {
+    const DownLink& d = faults.down_links[i];
+    const std::string at = absl::StrCat(field, ": down_link ", i + 1);
+    if (!topo.HasAxis(d.axis)) {
+      return Bad(at, AxisName(d.axis), absl::StrCat("this pod (", topo.Describe(), ") has no such axis"));
+    }
+    if (auto bad = CheckLinkExists(topo, d.src, d.dst, d.axis, d.dir, at); !bad.ok()) return bad;
   }
   for (size_t i = 0; i < faults.stragglers.size(); ++i) {
     const Straggler& s = faults.stragglers[i];
@@ -178,32 +256,28 @@ absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::
 }
 
 absl::Status ParseSlowLink(const std::string& input, const std::string& flag, SlowLink* out) {
-  static const char* kForms = "give LINKS@FRACTION[+LATENCY][ from STEP]: x@0.5, x+@0.5+2us, '0->1 x+@0.25 from 3'";
+  static const char* kForms =
+      "give LINKS@FRACTION[+LATENCY][ from STEP][ until STEP]: x@0.5, x+@0.5+2us, '0->1 x+@0.25 from 3 until 6'";
   std::string text = input;
-  if (auto s = TakeFromStep(text, flag, &out->from_step); !s.ok()) return s;
+  if (auto s = TakeWindow(text, flag, &out->when); !s.ok()) return s;
   std::vector<std::string> at = absl::StrSplit(text, '@');
   if (at.size() != 2) return Bad(flag, input, kForms);
   std::string which = at[0], how = at[1];
   // Which: "x", "x+", "x-", or "0->1 x+".
-  const size_t space = which.find(' ');
-  std::string axis_text = which;
-  if (space != std::string::npos) {
-    std::vector<std::string> ends = absl::StrSplit(which.substr(0, space), "->");
-    axis_text = which.substr(space + 1);
-    if (ends.size() != 2 || !absl::SimpleAtoi(ends[0], &out->src) || !absl::SimpleAtoi(ends[1], &out->dst)) {
-      return Bad(flag, input, kForms);
+  if (which.find(' ') != std::string::npos) {
+    if (auto s = ParseLinkName(which, flag, input, kForms, &out->src, &out->dst, &out->axis, &out->dir); !s.ok()) {
+      return s;
     }
-    if (axis_text.empty() || (axis_text.back() != '+' && axis_text.back() != '-')) {
-      return Bad(flag, input, "a single link names its direction: '0->1 x+'");
+  } else {
+    std::string axis_text = which;
+    if (!axis_text.empty() && (axis_text.back() == '+' || axis_text.back() == '-')) {
+      out->dir = axis_text.back() == '+' ? +1 : -1;
+      axis_text.pop_back();
     }
+    auto axis = ParseAxis(axis_text);
+    if (!axis.ok()) return Bad(flag, input, absl::StrCat("'", axis_text, "' is not an axis: x, y, z or dcn"));
+    out->axis = *axis;
   }
-  if (!axis_text.empty() && (axis_text.back() == '+' || axis_text.back() == '-')) {
-    out->dir = axis_text.back() == '+' ? +1 : -1;
-    axis_text.pop_back();
-  }
-  auto axis = ParseAxis(axis_text);
-  if (!axis.ok()) return Bad(flag, input, absl::StrCat("'", axis_text, "' is not an axis: x, y, z or dcn"));
-  out->axis = *axis;
   // How: "0.5" or "0.5+2us" or "1+2us".
   std::vector<std::string> plus = absl::StrSplit(how, absl::MaxSplits('+', 1));
   if (!absl::SimpleAtod(plus[0], &out->bandwidth)) return Bad(flag, input, kForms);
@@ -235,13 +309,33 @@ absl::Status ParseWorkerFault(const std::string& input, bool kill, const std::st
 
 absl::Status ParseStraggler(const std::string& input, const std::string& flag, Straggler* out) {
   std::string text = input;
-  if (auto s = TakeFromStep(text, flag, &out->from_step); !s.ok()) return s;
+  if (auto s = TakeWindow(text, flag, &out->when); !s.ok()) return s;
   std::vector<std::string> at = absl::StrSplit(text, '@');
   if (at.size() != 2 || !absl::SimpleAtoi(at[0], &out->chip) || !absl::SimpleAtod(at[1], &out->factor)) {
-    return Bad(flag, input, "give CHIP@FACTOR[ from STEP]: 3@2 (chip 3 computes 2x slower), '3@2 from 5'");
+    return Bad(flag, input,
+               "give CHIP@FACTOR[ from STEP][ until STEP]: 3@2 (chip 3 computes 2x slower), '3@2 from 5 until 8'");
   }
   if (out->chip < 0) return Bad(flag, input, "a chip's number, 0 or more");
   return CheckValues(*out, absl::StrCat(flag, " '", input, "'"));
+}
+
+absl::Status ParseDownLink(const std::string& input, const std::string& flag, DownLink* out) {
+  static const char* kForms = "give SRC->DST AXIS+|-[ from STEP][ until STEP]: '0->1 x+', '0->1 x+ from 3 until 6'";
+  std::string text = input;
+  if (auto s = TakeWindow(text, flag, &out->when); !s.ok()) return s;
+  if (auto s = ParseLinkName(text, flag, input, kForms, &out->src, &out->dst, &out->axis, &out->dir); !s.ok()) {
+    return s;
+  }
+  return CheckValues(*out, absl::StrCat(flag, " '", input, "'"));
+}
+
+absl::Status ParseOnDownLink(const std::string& text, const std::string& field, bool* route_around) {
+  if (text != "fail" && text != "route") {
+    return Bad(field, text, "fail (a collective that needs a down link fails, naming it) or route (a ring that "
+                            "wraps goes the other way round)");
+  }
+  *route_around = text == "route";
+  return absl::OkStatus();
 }
 
 }  // namespace tpuemu

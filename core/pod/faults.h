@@ -1,5 +1,6 @@
 // Faults a job asks for on purpose (issue 17): links that carry less, or
-// later, and chips that compute slower, each from a step on. Both clocks
+// later, or nothing, and chips that compute slower, each for a window of
+// steps (from a step on, or until one). Both clocks
 // obey them: the emulated clock books the degraded link and charges the
 // slower compute exactly, and a paced pod's links and chips really slow down
 // by as much (core/wire/link_sender.cc, core/train/step_clock.cc).
@@ -14,6 +15,17 @@
 
 namespace tpuemu {
 
+// The steps a fault is in force: from `from_step` on, up to (not including)
+// `until_step` when that is set.
+struct StepWindow {
+  int from_step = 0;
+  int until_step = -1;  // -1: to the end of the job
+
+  bool Covers(int step) const { return step >= from_step && (until_step < 0 || step < until_step); }
+  bool operator==(const StepWindow&) const = default;
+  std::string Describe() const;  // "", ", from step 3", ", steps 3 to 4"
+};
+
 // The links along `axis` (both directions, or only `dir`), or one directed
 // link src->dst along it, at `bandwidth` of their rate and `extra_latency_s`
 // more per hop.
@@ -24,7 +36,7 @@ struct SlowLink {
   int dst = -1;
   double bandwidth = 1;  // fraction of the link's bandwidth, (0, 1]
   double extra_latency_s = 0;
-  int from_step = 0;
+  StepWindow when;
 
   bool Covers(int link_src, int link_dst, Axis link_axis, int link_dir) const;
   bool operator==(const SlowLink&) const = default;
@@ -36,10 +48,26 @@ struct SlowLink {
 struct Straggler {
   int chip = 0;
   double factor = 1;
-  int from_step = 0;
+  StepWindow when;
 
   std::string Describe() const;  // "chip 3 computes 2x slower, from step 5"
   bool operator==(const Straggler&) const = default;
+};
+
+// A directed link src->dst along `axis` (direction `dir`) that carries
+// nothing. A collective whose schedule needs it fails naming it; with
+// Faults::route_around, an axis whose ring wraps runs its one-way ring in the
+// other direction instead (every line of the axis, so the collective's time is
+// the one-way ring's).
+struct DownLink {
+  Axis axis = Axis::kX;
+  int dir = +1;
+  int src = 0;
+  int dst = 0;
+  StepWindow when;
+
+  std::string Describe() const;  // "link 0->1 x+ down, from step 3"
+  bool operator==(const DownLink&) const = default;
 };
 
 // A worker process killed (SIGKILL) or frozen (SIGSTOP, then SIGCONT after
@@ -62,14 +90,22 @@ using WorkerFaultAction = std::function<void(const WorkerFault&)>;
 struct Faults {
   std::vector<SlowLink> slow_links;
   std::vector<Straggler> stragglers;
+  std::vector<DownLink> down_links;
   std::vector<WorkerFault> workers;
+  bool route_around = false;  // a down link on a ring: go the other way round instead of failing
 
-  bool empty() const { return slow_links.empty() && stragglers.empty() && workers.empty(); }
+  bool empty() const {
+    return slow_links.empty() && stragglers.empty() && down_links.empty() && workers.empty();
+  }
   bool operator==(const Faults&) const = default;
   // A link's parameters at `step`, every slow link that covers it applied.
   LinkParams Link(LinkParams base, int src, int dst, Axis axis, int dir, int step) const;
   // How many times slower `chip` computes at `step` (1: not a straggler).
   double ComputeFactor(int chip, int step) const;
+  // The down links in force at `step` (indices into down_links).
+  std::vector<int> DownAt(int step) const;
+  // The down link src->dst along axis/dir in force at `step`, or null.
+  const DownLink* Down(int src, int dst, Axis axis, int dir, int step) const;
   // What is in force at `step`, in words, for the step's report.
   std::vector<std::string> ActiveAt(int step) const;
 };
@@ -84,11 +120,15 @@ absl::Status CheckFaultValues(const Faults& faults, const std::string& field);
 absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::string& field);
 
 // The command line's forms: "x@0.5", "x+@0.5+2us", "0->1 x+@0.25" (a slow
-// link: which, @ its bandwidth fraction, + extra latency per hop) and
-// "3@2" (a straggler: chip @ its slowdown), optionally "...from 5" (from
-// step 5). Errors name `flag`.
+// link: which, @ its bandwidth fraction, + extra latency per hop), "3@2" (a
+// straggler: chip @ its slowdown) and "0->1 x+" (a down link), each
+// optionally followed by "from 5" (from step 5 on) and/or "until 8" (up to
+// step 8, not including it). Errors name `flag`.
 absl::Status ParseSlowLink(const std::string& text, const std::string& flag, SlowLink* out);
 absl::Status ParseStraggler(const std::string& text, const std::string& flag, Straggler* out);
+absl::Status ParseDownLink(const std::string& text, const std::string& flag, DownLink* out);
+// "fail" (false) or "route" (true): what a collective does about a down link.
+absl::Status ParseOnDownLink(const std::string& text, const std::string& field, bool* route_around);
 // "1 at 3" (kill_worker) and "1 at 3 for 5s" (pause_worker): the job's host,
 // the step, and how long it stays frozen.
 absl::Status ParseWorkerFault(const std::string& text, bool kill, const std::string& flag, WorkerFault* out);

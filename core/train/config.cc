@@ -267,12 +267,12 @@ absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std
       field);
 }
 
-// faults: a list of `slow_link: TEXT` and `straggler: TEXT` entries, in
-// the command line's forms (core/pod/faults.h).
+// faults: a list of `slow_link: TEXT`, `straggler: TEXT`, `down_link: TEXT`
+// and worker entries, in the command line's forms (core/pod/faults.h).
 absl::Status ReadFaults(const YAML::Node& list, const std::string& source, Faults& faults) {
   static const char* kForm =
-      "a list of entries such as '- slow_link: x@0.5', '- straggler: 3@2 from 5', '- kill_worker: 1 at 3' or "
-      "'- pause_worker: 1 at 3 for 5s' (docs/faults.md)";
+      "a list of entries such as '- slow_link: x@0.5', '- straggler: 3@2 from 5', '- down_link: 0->1 x+', "
+      "'- kill_worker: 1 at 3' or '- pause_worker: 1 at 3 for 5s' (docs/faults.md)";
   if (!list.IsSequence() || list.size() > 64) return KeyError(source, "faults", kForm);
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node& entry = list[i];
@@ -286,11 +286,13 @@ absl::Status ReadFaults(const YAML::Node& list, const std::string& source, Fault
       s = ParseSlowLink(text, where, &faults.slow_links.emplace_back());
     } else if (kind == "straggler") {
       s = ParseStraggler(text, where, &faults.stragglers.emplace_back());
+    } else if (kind == "down_link") {
+      s = ParseDownLink(text, where, &faults.down_links.emplace_back());
     } else if (kind == "kill_worker" || kind == "pause_worker") {
       s = ParseWorkerFault(text, kind == "kill_worker", where, &faults.workers.emplace_back());
     } else {
       s = absl::InvalidArgumentError(
-          absl::StrCat(where, ": unknown fault; allowed: slow_link, straggler, kill_worker, pause_worker"));
+          absl::StrCat(where, ": unknown fault; allowed: slow_link, straggler, down_link, kill_worker, pause_worker"));
     }
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   }
@@ -345,8 +347,12 @@ const std::vector<TrainKey>& TrainKeys() {
       {"max_restarts", "int", "0", "resume from the latest checkpoint by itself, up to K times, after a worker is lost"},
       {"faults", "list", "(none)",
        "faults on purpose: '- slow_link: x@0.5' (links at a fraction of their bandwidth, +LATENCY per hop), "
-       "'- straggler: 3@2' (a chip computing 2x slower), each 'from STEP'; '- kill_worker: 1 at 3', "
-       "'- pause_worker: 1 at 3 for 5s' (the job's host 1's process killed, or frozen, at step 3); docs/faults.md"},
+       "'- straggler: 3@2' (a chip computing 2x slower), '- down_link: 0->1 x+' (a link carrying nothing), each "
+       "'from STEP' and/or 'until STEP'; '- kill_worker: 1 at 3', '- pause_worker: 1 at 3 for 5s' (the job's host 1's "
+       "process killed, or frozen, at step 3); docs/faults.md"},
+      {"on_down_link", "fail|route", "fail",
+       "what a collective that needs a down link does: fail, naming it, or route: a ring that wraps goes the other "
+       "way round (its one-way algorithm)"},
   };
   return keys;
 }
@@ -390,6 +396,14 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
       if (auto s = ReadFaults(kv.second, source, c.faults); !s.ok()) return s;
       continue;
     }
+    if (key == "on_down_link") {
+      if (!kv.second.IsScalar()) return KeyError(source, key, "expected fail or route");
+      if (auto s = ParseOnDownLink(kv.second.Scalar(), absl::StrCat(source, ": on_down_link"), &c.faults.route_around);
+          !s.ok()) {
+        return s;
+      }
+      continue;
+    }
     if (!kv.second.IsScalar()) return KeyError(source, key, absl::StrCat("expected a single ", spec->type, " value"));
     try {
       if (auto s = ReadValue(kv.second, source, key, fields.at(key)); !s.ok()) return s;
@@ -417,6 +431,7 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
       if (auto s = CheckFaultValues(c.faults, absl::StrCat(source, ": faults")); !s.ok()) return s;
       continue;
     }
+    if (key == "on_down_link") continue;  // Faults::route_around: a bool, nothing to check
     absl::Status s = std::visit(
         Overloaded{
             // 0 slices or chips and time_scale -1 are "the pod's", which a file says by leaving the key out.

@@ -30,12 +30,19 @@ void MeshComm::Start() {
   collectives_ = 0;
 }
 
-const CollectivePlan* MeshComm::PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements) {
-  auto [it, fresh] = plans_.try_emplace({static_cast<int>(op), static_cast<int>(axis), elements});
+absl::StatusOr<const CollectivePlan*> MeshComm::PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements) {
+  const int step = clock_.step();
+  auto [it, fresh] =
+      plans_.try_emplace({static_cast<int>(op), static_cast<int>(axis), elements, c_.faults.DownAt(step)});
   std::unique_ptr<CollectivePlan>& slot = it->second;
   if (fresh) {
-    auto plan = PlanMeshCollective(c_, mesh_, net_.topology(), op, axis, elements, {chip_});
-    if (plan.ok()) slot = std::make_unique<CollectivePlan>(*std::move(plan));
+    auto plan = PlanMeshCollective(c_, mesh_, net_.topology(), op, axis, elements, {chip_}, step);
+    if (!plan.ok()) {
+      plans_.erase(it);
+      return absl::Status(plan.status().code(), absl::StrCat(c_.name, ": step ", step, ": ", OpName(op), " over ",
+                                                            MeshAxisName(axis), ": ", plan.status().message()));
+    }
+    slot = std::make_unique<CollectivePlan>(*std::move(plan));
   }
   return slot.get();
 }
@@ -58,18 +65,14 @@ absl::Status MeshComm::Collective(CollectiveOp op, MeshAxisKind axis, LocalTenso
   if (n == 1) return absl::OkStatus();
   const int64_t local = t.elements();
   const uint64_t elements = static_cast<uint64_t>(op == CollectiveOp::kAllGather ? local * n : local);
-  const CollectivePlan* found = PlanFor(op, axis, elements);
-  if (found == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        c_.name, ": a ", OpName(op), " over ", MeshAxisName(axis), " of ", elements,
-        " elements cannot split evenly over its chips and axis parts (submit checks this: was it skipped?)"));
-  }
+  auto found = PlanFor(op, axis, elements);
+  if (!found.ok()) return found.status();
   RunOptions options = Options();
   // Numbers wrap long after a collective's chunks are all delivered; tags
   // never reach the permutes' top bit.
   options.tag_base = static_cast<uint64_t>(1 + collectives_++ % kCollectiveTags) << kTagShift;
   const uint64_t sent_before = BytesSent(links_);
-  auto report = RunTensorCollective(*found, chip_, net_, options, &links_, start, t, dim);
+  auto report = RunTensorCollective(**found, chip_, net_, options, &links_, start, t, dim);
   if (!report.ok()) return report.status();
   clock_.MarkWall();
   const uint64_t sent = BytesSent(links_) - sent_before;
@@ -85,6 +88,11 @@ absl::Status MeshComm::Collective(CollectiveOp op, MeshAxisKind axis, LocalTenso
 }
 
 absl::Status MeshComm::Send(const StageLink& to, uint64_t tag, const LocalTensor& t) {
+  if (const DownLink* down = c_.faults.Down(chip_, to.peer, to.axis, to.dir, clock_.step())) {
+    return absl::InvalidArgumentError(absl::StrCat(c_.name, ": step ", clock_.step(), ": faults: ", down->Describe(),
+                                                   ": the pipeline's send to the next stage needs it (a permute "
+                                                   "between neighbouring stages has no other way round)"));
+  }
   const double start = clock_.now();
   auto arrival = PermuteSend(net_, links_, Options(), chip_, to.peer, to.axis, to.dir, tag, t, c_.dtype_bytes, start);
   if (!arrival.ok()) return arrival.status();

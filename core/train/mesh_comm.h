@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -50,9 +51,10 @@ class MeshComm {
 
  private:
   RunOptions Options();
-  // nullptr if the collective cannot split the array evenly (refused at
-  // submit by CheckMeshCollectives).
-  const CollectivePlan* PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements);
+  // The plan for this step's down links; an error if the collective cannot
+  // split the array evenly (refused at submit by CheckMeshCollectives) or
+  // needs a link that is down.
+  absl::StatusOr<const CollectivePlan*> PlanFor(CollectiveOp op, MeshAxisKind axis, uint64_t elements);
 
   const TrainConfig& c_;
   const TrainMesh& mesh_;
@@ -61,7 +63,8 @@ class MeshComm {
   const uint64_t job_;
   const std::shared_ptr<JobAbort> abort_;
   StepClock& clock_;
-  std::map<std::tuple<int, int, uint64_t>, std::unique_ptr<CollectivePlan>> plans_;  // kept across steps
+  // Kept across steps, by op, axis, elements and the down links in force.
+  std::map<std::tuple<int, int, uint64_t, std::vector<int>>, std::unique_ptr<CollectivePlan>> plans_;
   LinkClocks links_;
   int collectives_ = 0;
 };

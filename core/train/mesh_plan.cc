@@ -8,13 +8,18 @@ namespace tpuemu {
 
 absl::StatusOr<CollectivePlan> PlanMeshCollective(const TrainConfig& c, const TrainMesh& mesh,
                                                   const Topology& topo, CollectiveOp op, MeshAxisKind axis,
-                                                  uint64_t elements, const std::vector<int>& chips) {
+                                                  uint64_t elements, const std::vector<int>& chips, int step) {
   CollectiveSpec spec;
   spec.op = op;
   spec.axes = mesh.axes(axis);
   spec.bytes = elements * c.dtype_bytes;
   spec.dtype_bytes = c.dtype_bytes;
   spec.chunk_bytes = 1 << 20;
+  if (step >= 0) {
+    spec.faults.down_links = c.faults.down_links;
+    spec.faults.route_around = c.faults.route_around;
+    spec.fault_step = step;
+  }
   return CollectivePlan::CreateFor(topo, spec, chips);
 }
 

@@ -18,9 +18,11 @@ namespace tpuemu {
 // array): only the transfers `chips` send or receive (a chip plans its own
 // share; every chip planning the whole pod cost chips x transfers, seconds
 // per chip at 256 chips), none when `chips` is empty (the spec checked).
+// With `step` (0 or more) it avoids the job's down links in force at that
+// step, or fails naming one it needs.
 absl::StatusOr<CollectivePlan> PlanMeshCollective(const TrainConfig& c, const TrainMesh& mesh,
                                                   const Topology& topo, CollectiveOp op, MeshAxisKind axis,
-                                                  uint64_t elements, const std::vector<int>& chips);
+                                                  uint64_t elements, const std::vector<int>& chips, int step = -1);
 
 // Every collective a training step runs, planned at submit: an array the
 // axis cannot split evenly is refused then, naming the array, the keys

@@ -135,6 +135,9 @@ StepReport SummarizeStep(const TrainConfig& c, const TrainMesh& mesh, const Topo
   }
   if (r.wall_s > 0) r.tokens_per_s_wall = tokens / r.wall_s;
   r.faults = c.faults.ActiveAt(r.step);
+  if (c.faults.route_around && !c.faults.DownAt(r.step).empty()) {
+    r.faults.push_back("collectives that need a down link go the other way round their ring (on_down_link: route)");
+  }
   return r;
 }
 

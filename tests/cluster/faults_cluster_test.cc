@@ -77,7 +77,7 @@ TEST(FaultsClusterTest, FaultsNamingWhatThePodLacksAreRefusedAtSubmit) {
   spec.op = CollectiveOp::kAllGather;
   spec.axes = {Axis::kX};
   spec.bytes = 1 << 20;
-  spec.faults.stragglers.push_back({7, 2, 0});
+  spec.faults.stragglers.push_back({7, 2, {}});
   auto job = pod.Submit(spec);
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);

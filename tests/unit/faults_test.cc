@@ -46,7 +46,7 @@ TEST(FaultsTest, SlowLinksAndStragglersAreReadFromTheirWrittenForms) {
   EXPECT_EQ(later.axis, Axis::kY);
   EXPECT_EQ(later.dir, -1);
   EXPECT_DOUBLE_EQ(later.extra_latency_s, 2e-6);
-  EXPECT_EQ(later.from_step, 3);
+  EXPECT_EQ(later.when.from_step, 3);
   EXPECT_EQ(later.Describe(), "links y- +2 us per hop, from step 3");
 
   SlowLink one = ParsedLink("0->1 x+@0.25");
@@ -59,7 +59,7 @@ TEST(FaultsTest, SlowLinksAndStragglersAreReadFromTheirWrittenForms) {
   ASSERT_TRUE(ParseStraggler("3@2 from 5", "--straggler", &s).ok());
   EXPECT_EQ(s.chip, 3);
   EXPECT_EQ(s.factor, 2);
-  EXPECT_EQ(s.from_step, 5);
+  EXPECT_EQ(s.when.from_step, 5);
   EXPECT_EQ(s.Describe(), "chip 3 computes 2x slower, from step 5");
 }
 
@@ -89,7 +89,7 @@ TEST(FaultsTest, WorkerFaultsNameTheHostTheStepAndHowLong) {
               HasSubstr("at most 10m"));
   auto topo = Topology::Create({"v5p:2x2", 1, 2, "auto"});
   ASSERT_TRUE(topo.ok());
-  EXPECT_THAT(std::string(CheckFaults({{}, {}, {{true, 2, 1, 0}}}, *topo, "faults").message()),
+  EXPECT_THAT(std::string(CheckFaults({.workers = {{true, 2, 1, 0}}}, *topo, "faults").message()),
               HasSubstr("faults: kill_worker 1 host '2': a host of the job, 0 to 1"));
 }
 
@@ -108,7 +108,7 @@ TEST(FaultsTest, WorkerFaultsNeedWorkerProcesses) {
 TEST(FaultsTest, EachFaultIsInForceOnItsLinksFromItsStep) {
   Faults f;
   f.slow_links = {ParsedLink("x+@0.5 from 2"), ParsedLink("0->1 y+@1+1us")};
-  f.stragglers = {{3, 2, 1}};
+  f.stragglers = {{3, 2, {1}}};
   const LinkParams base{100, 1e-6};
   EXPECT_EQ(f.Link(base, 0, 1, Axis::kX, +1, 1).bw_dir, 100);  // before step 2
   EXPECT_EQ(f.Link(base, 0, 1, Axis::kX, +1, 2).bw_dir, 50);
@@ -128,8 +128,8 @@ TEST(FaultsTest, FaultsMustNameWhatThePodHas) {
   auto error = [&](Faults f) { return std::string(CheckFaults(f, *topo, "faults").message()); };
   EXPECT_THAT(error({{ParsedLink("z@0.5")}, {}}), HasSubstr("faults: slow_link 1 'z': this pod"));
   EXPECT_THAT(error({{ParsedLink("0->5 x+@0.5")}, {}}), HasSubstr("no such link"));
-  EXPECT_THAT(error({{}, {{16, 2, 0}}}), HasSubstr("faults: straggler 1 chip '16': a chip of this pod, 0 to 15"));
-  EXPECT_TRUE(CheckFaults({{ParsedLink("0->1 x+@0.5")}, {{15, 2, 0}}}, *topo, "faults").ok());
+  EXPECT_THAT(error({{}, {{16, 2, {}}}}), HasSubstr("faults: straggler 1 chip '16': a chip of this pod, 0 to 15"));
+  EXPECT_TRUE(CheckFaults({{ParsedLink("0->1 x+@0.5")}, {{15, 2, {}}}}, *topo, "faults").ok());
 }
 
 CollectiveReport RunAllGather(const std::vector<SlowLink>& slow) {

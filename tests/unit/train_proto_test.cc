@@ -48,8 +48,10 @@ const std::map<std::string, std::string> kNotDefault = {
     {"hbm_bytes", "1.5e9"},
     {"checkpoint_every", "5"},
     {"max_restarts", "2"},
-    {"faults", "\n  - slow_link: '0->1 x+@0.25+3us from 2'\n  - slow_link: y@0.5\n  - straggler: 3@2 from 1\n"
+    {"faults", "\n  - slow_link: '0->1 x+@0.25+3us from 2'\n  - slow_link: y@0.5 until 4\n"
+               "  - straggler: 3@2 from 1 until 3\n  - down_link: 1->2 y- from 2\n"
                "  - kill_worker: 1 at 3\n  - pause_worker: 0 at 2 for 1.5s"},
+    {"on_down_link", "route"},
 };
 
 TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {
