@@ -18,6 +18,8 @@ COPY cmake cmake
 COPY proto proto
 COPY core core
 COPY services services
+COPY views views
+COPY web web
 COPY worker worker
 COPY coordinator coordinator
 COPY client client

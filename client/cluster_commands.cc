@@ -88,7 +88,7 @@ int ClusterUp(const ClusterUpOptions& o) {
   Progress progress(!o.json);
   // Remembered before waiting, so `cluster down` can clean up whatever happens next.
   LocalPodOptions local{{o.topology, o.slices, o.chips_per_host, o.wraparound}, o.time_scale, o.heartbeat_timeout,
-                        o.http_port, StateDir(), o.timeout_s};
+                        o.http_port, StateDir(), o.timeout_s, o.insecure};
   auto pod = StartLocalPod(local, progress, SavePodState);
   if (!pod.ok()) {
     RemovePodState();
@@ -209,6 +209,10 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
                  "docs/web-view.md) and Prometheus metrics at /metrics (jobs by state, the queue, step\n"
                  "times on both clocks, link bytes, workers' liveness and memory; docs/metrics.md).\n"
                  "Default: none");
+  up->add_flag("--insecure", up_opts->insecure,
+               "plaintext and no credentials. By default the pod's processes use mutual TLS from a CA of\n"
+               "its own, made in $TPUEMU_HOME/tls on the first `cluster up` (with the admin and read\n"
+               "tokens this CLI presents for you); they listen on 127.0.0.1 either way. docs/security.md");
   up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")->capture_default_str();
   up->add_flag("--json", up_opts->json, "print the pod's status as JSON");
   up->callback([up_opts, exit_code] { *exit_code = ClusterUp(*up_opts); });

@@ -16,6 +16,7 @@ struct ClusterUpOptions {
   double time_scale = 0;
   std::string heartbeat_timeout;  // empty: the coordinator's default
   int http_port = -1;             // the coordinator's /metrics; -1: none
+  bool insecure = false;          // plaintext, no credentials
   double timeout_s = 60;
   bool json = false;
 };

@@ -1,6 +1,8 @@
 #include "client/coordinator_client.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/client_security.h"
 #include "grpcpp/grpcpp.h"
 #include "services/coordinator_service.h"
 #include "services/status_conv.h"
@@ -16,10 +18,16 @@ void Deadline(grpc::ClientContext* ctx, double seconds) {
 absl::Status Explain(const grpc::Status& s, const std::string& address) {
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     // gRPC's own reason (a name that did not resolve, a refused connection, a
-    // deadline) tells a name problem from a stopped pod.
-    return absl::UnavailableError(absl::StrCat("no coordinator answers at ", address, " (", s.error_message(),
-                                               "): is the pod running? (`tpuemu cluster status`; start one with "
-                                               "`tpuemu cluster up --local --topology v5e:4x4`)"));
+    // deadline) tells a name problem from a stopped pod; a connection closed
+    // at once is most often plaintext meeting TLS, one way or the other.
+    const bool closed = absl::StrContains(s.error_message(), "Socket closed") ||
+                        absl::StrContains(s.error_message(), "andshake");
+    return absl::UnavailableError(absl::StrCat(
+        "no coordinator answers at ", address, " (", s.error_message(), "): ",
+        closed ? "it closed the connection: plaintext against TLS? (a pod started with --insecure needs "
+                 "TPUEMU_INSECURE=1 or --insecure here, and one with TLS needs neither; docs/security.md)"
+               : "is the pod running? (`tpuemu cluster status`; start one with `tpuemu cluster up --local "
+                 "--topology v5e:4x4`)"));
   }
   return FromGrpcStatus(s);
 }
@@ -45,31 +53,42 @@ Request WithId(const std::string& id) {
   return request;
 }
 
-std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxReplyBytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
 }  // namespace
 
-CoordinatorClient::CoordinatorClient(const std::string& address)
-    : address_(address), stub_(v1::CoordinatorService::NewStub(Channel(address))) {}
+CoordinatorClient::CoordinatorClient(const std::string& address) : address_(address) {
+  auto security = ClientSecurityFor(address);
+  if (!security.ok()) {
+    unusable_ = security.status();
+    return;
+  }
+  *this = CoordinatorClient(address, *security);
+}
+
+CoordinatorClient::CoordinatorClient(const std::string& address, const TransportSecurity& security)
+    : address_(address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReplyBytes);
+  stub_ = v1::CoordinatorService::NewStub(MakeChannel(address, args, security));
+}
 
 absl::StatusOr<v1::ClusterStatus> CoordinatorClient::Status(double timeout_s) {
+  if (!stub_) return unusable_;
   return Unary(*stub_, &v1::CoordinatorService::Stub::GetClusterStatus, v1::ClusterStatusRequest(), timeout_s,
                address_);
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Submit(const v1::SubmitJobRequest& request) {
+  if (!stub_) return unusable_;
   return Unary(*stub_, &v1::CoordinatorService::Stub::SubmitJob, request, 10, address_);
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Get(const std::string& id) {
+  if (!stub_) return unusable_;
   return Unary(*stub_, &v1::CoordinatorService::Stub::GetJob, WithId<v1::GetJobRequest>(id), 5, address_);
 }
 
 absl::StatusOr<v1::ListJobsResponse> CoordinatorClient::List() {
+  if (!stub_) return unusable_;
   grpc::ClientContext ctx;
   Deadline(&ctx, 30);
   auto reader = stub_->StreamJobs(&ctx, v1::ListJobsRequest());
@@ -87,15 +106,18 @@ absl::StatusOr<v1::ListJobsResponse> CoordinatorClient::List() {
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Cancel(const std::string& id) {
+  if (!stub_) return unusable_;
   return Unary(*stub_, &v1::CoordinatorService::Stub::CancelJob, WithId<v1::CancelJobRequest>(id), 5, address_);
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Resume(const std::string& id) {
+  if (!stub_) return unusable_;
   return Unary(*stub_, &v1::CoordinatorService::Stub::ResumeJob, WithId<v1::ResumeJobRequest>(id), 5, address_);
 }
 
 absl::Status CoordinatorClient::Trace(const std::string& id,
                                       const std::function<absl::Status(const v1::JobTrace&)>& on_piece) {
+  if (!stub_) return unusable_;
   grpc::ClientContext ctx;
   Deadline(&ctx, 300);  // a trace of a million spans is about 80 MB
   v1::GetJobRequest req;
@@ -115,6 +137,7 @@ absl::Status CoordinatorClient::Trace(const std::string& id,
 }
 
 absl::Status CoordinatorClient::Watch(const std::string& id, const std::function<void(const v1::Job&)>& on_change) {
+  if (!stub_) return unusable_;
   grpc::ClientContext ctx;
   v1::WatchJobRequest req;
   req.set_id(id);

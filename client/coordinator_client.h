@@ -9,13 +9,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "services/transport_security.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {
 
 class CoordinatorClient {
  public:
+  // Secured as ClientSecurityFor(address) says (client/client_security.h).
   explicit CoordinatorClient(const std::string& address);
+  CoordinatorClient(const std::string& address, const TransportSecurity& security);
   const std::string& address() const { return address_; }
   absl::StatusOr<v1::ClusterStatus> Status(double timeout_s = 3);
   absl::StatusOr<v1::Job> Submit(const v1::SubmitJobRequest& request);
@@ -32,6 +35,7 @@ class CoordinatorClient {
 
  private:
   std::string address_;
+  absl::Status unusable_;  // why there is no stub: no way to secure the channel (client_security.h)
   std::unique_ptr<v1::CoordinatorService::Stub> stub_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "client/client_security.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -21,7 +22,12 @@ int Probe(const HealthOptions& o) {
     std::cerr << "error: --timeout " << o.timeout_s << ": must be a positive number of seconds\n";
     return 2;
   }
-  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(o.address, grpc::InsecureChannelCredentials()));
+  auto security = ProbeSecurityFor(o.address);
+  if (!security.ok()) {
+    std::cerr << "error: " << security.status().message() << "\n";
+    return 2;
+  }
+  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(o.address, grpc::ChannelArguments(), *security));
   grpc::health::v1::HealthCheckRequest req;
   req.set_service(o.live ? "liveness" : "");
   grpc::health::v1::HealthCheckResponse resp;

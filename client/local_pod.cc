@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/coordinator_client.h"
 #include "client/processes.h"
+#include "services/credentials.h"
 
 namespace tpuemu {
 namespace {
@@ -67,6 +68,15 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
     StopProcesses(state.processes(), 2);
     return why;
   };
+  std::vector<std::string> security = {"--insecure"};
+  if (!o.insecure) {
+    state.tls_dir = o.dir + "/tls";
+    if (!CheckCredentials(state.tls_dir).ok()) {
+      progress.Update("making the pod's credentials");
+      if (auto made = CreateCredentials(state.tls_dir); !made.ok()) return made;
+    }
+    security = {"--tls-dir", state.tls_dir};
+  }
   const TopologyRequest& t = o.topology;
   std::vector<std::string> coordinator_argv = {
       FindBinary("tpuemu-coordinator"), "--topology", t.topology, "--slices", std::to_string(t.slices),
@@ -81,6 +91,7 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
                                                                                 : o.heartbeat_timeout});
   }
   if (o.http_port >= 0) coordinator_argv.insert(coordinator_argv.end(), {"--http-port", std::to_string(o.http_port)});
+  coordinator_argv.insert(coordinator_argv.end(), security.begin(), security.end());
   auto coord = SpawnDetached(coordinator_argv, logs + "/coordinator.log");
   if (!coord.ok()) return coord.status();
   state.coordinator_process = *coord;
@@ -100,10 +111,11 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
   }
   for (int slice = 0; slice < t.slices; ++slice) {
     for (int host = 0; host < topo->hosts_per_slice(); ++host) {
-      auto w = SpawnDetached({FindBinary("tpuemu-worker"), "--coordinator", state.coordinator, "--slice",
-                              std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0",
-                              "--checkpoint-dir", o.dir + "/checkpoints"},
-                             absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));
+      std::vector<std::string> argv = {FindBinary("tpuemu-worker"), "--coordinator", state.coordinator, "--slice",
+                                       std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0",
+                                       "--checkpoint-dir", o.dir + "/checkpoints"};
+      argv.insert(argv.end(), security.begin(), security.end());
+      auto w = SpawnDetached(argv, absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));
       if (!w.ok()) return fail(w.status());
       state.workers.push_back({slice, host, *w});
     }

@@ -24,6 +24,9 @@ struct LocalPodOptions {
   int http_port = -1;  // the coordinator's --http-port (-1: none)
   std::string dir;  // port file, logs/, the job store (jobs/) and checkpoints/ go here
   double timeout_s = 60;
+  // Plaintext, unauthenticated; otherwise the pod's credentials live in
+  // dir/tls (made on the first `cluster up`) and every process uses them.
+  bool insecure = false;
 };
 
 struct LocalPod {

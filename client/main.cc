@@ -4,6 +4,7 @@
 #include "CLI/CLI.hpp"
 #include "client/bench_commands.h"
 #include "client/cluster_commands.h"
+#include "client/credentials_command.h"
 #include "client/job_commands.h"
 #include "client/health_command.h"
 #include "client/matmul_command.h"
@@ -31,6 +32,21 @@ int main(int argc, char** argv) {
          "coordinator HOST:PORT for the command that follows (default: $TPUEMU_COORDINATOR, else\n"
          "the pod `cluster up` started), e.g. tpuemu --coordinator localhost:50051 jobs")
       ->trigger_on_parse();
+  // The same for how to reach it (client/client_security.h, docs/security.md).
+  app.add_option_function<std::string>(
+         "--tls-ca", [](const std::string& path) { setenv("TPUEMU_TLS_CA", path.c_str(), 1); },
+         "the pod's ca.pem, to check the coordinator against (default: $TPUEMU_TLS_CA, else the\n"
+         "local pod's)")
+      ->trigger_on_parse();
+  app.add_option_function<std::string>(
+         "--token-file", [](const std::string& path) { setenv("TPUEMU_TOKEN_FILE", path.c_str(), 1); },
+         "the token to present, admin.token or read.token (default: $TPUEMU_TOKEN, else\n"
+         "$TPUEMU_TOKEN_FILE, else the local pod's admin token)")
+      ->trigger_on_parse();
+  app.add_flag_callback(
+         "--insecure", [] { setenv("TPUEMU_INSECURE", "1", 1); },
+         "talk plaintext to a pod started with --insecure (default: $TPUEMU_INSECURE)")
+      ->trigger_on_parse();
   int exit_code = 0;
   tpuemu::AddClusterCommands(app, &exit_code);
   tpuemu::AddBenchCommands(app, &exit_code);
@@ -39,6 +55,7 @@ int main(int argc, char** argv) {
   tpuemu::AddReferenceCommand(app, &exit_code);
   tpuemu::AddJobCommands(app, &exit_code);
   tpuemu::AddHealthCommand(app, &exit_code);
+  tpuemu::AddCredentialsCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -49,6 +49,7 @@ absl::StatusOr<PodState> LoadPodState() {
     s.coordinator = j.at("coordinator").get<std::string>();
     s.topology = j.value("topology", "");
     s.log_dir = j.value("log_dir", "");
+    s.tls_dir = j.value("tls_dir", "");
     s.coordinator_process = ProcessFromJson(j.at("coordinator_process"));
     for (const nlohmann::json& w : j.at("workers")) {
       s.workers.push_back({w.at("slice").get<int>(), w.at("host").get<int>(), ProcessFromJson(w)});
@@ -70,7 +71,7 @@ absl::Status SavePodState(const PodState& s) {
     one["host"] = w.host;
     workers.push_back(one);
   }
-  nlohmann::json j = {{"coordinator", s.coordinator}, {"topology", s.topology}, {"log_dir", s.log_dir},
+  nlohmann::json j = {{"coordinator", s.coordinator}, {"topology", s.topology}, {"log_dir", s.log_dir}, {"tls_dir", s.tls_dir},
                       {"coordinator_process", ProcessJson(s.coordinator_process)}, {"workers", workers}};
   const std::string tmp = StateFile() + ".tmp";
   {

@@ -22,6 +22,7 @@ struct PodState {
   std::string coordinator;  // host:port, the same for the pod's life
   std::string topology;     // as given to cluster up
   std::string log_dir;
+  std::string tls_dir;      // its credentials (services/credentials.h); "": started with --insecure
   StartedProcess coordinator_process;
   std::vector<PodWorker> workers;
 

@@ -13,6 +13,7 @@
 #include "services/process_env.h"
 #include "services/server.h"
 #include "services/worker_client.h"
+#include "services/transport_security.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -100,10 +101,25 @@ int main(int argc, char** argv) {
   app.add_option("--port-file", port_file, "write the bound port here once serving");
   app.add_flag("--check-config", check_config,
                "check flags and environment and exit (0 if usable, 2 if not) without serving");
+  std::string tls_dir;
+  bool insecure = false;
+  env_option(app.add_option("--tls-dir", tls_dir,
+                            "the pod's credentials (`tpuemu credentials create DIR`): mutual TLS with the pod's\n"
+                            "other members, and the tokens clients present; docs/security.md"),
+             "TPUEMU_TLS_DIR");
+  env_option(app.add_flag("--insecure", insecure,
+                           "serve and dial in plaintext, unauthenticated: anyone who reaches the port can use it"),
+             "TPUEMU_INSECURE");
   app.footer(kFooter);
   if (int code = ParseFlagsAndEnv(app, argc, argv, known_env); code >= 0) return code;
 
   if (!ReportUnknownTpuemuVariables(known_env, check_config)) return 2;
+  auto security = SecurityFromFlags(tls_dir, insecure, /*needs_tokens=*/true);
+  if (!security.ok()) {
+    spdlog::error("{}", std::string(security.status().message()));
+    return 2;
+  }
+  SetProcessSecurity(*security);
   auto timeout = ParseHeartbeatTimeout(heartbeat_timeout, FlagGiven(argc, argv, "--heartbeat-timeout"));
   if (!timeout.ok()) {
     spdlog::error("{}", std::string(timeout.status().message()));
@@ -130,7 +146,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   CoordinatorServiceImpl service(coordinator->get());
-  auto server = StartServer(listen, {&service});
+  auto server = StartServer(listen, {&service}, ServerPeers::kMembersAndClients);
   if (!server.ok()) {
     spdlog::error("{}", std::string(server.status().message()));
     return 1;

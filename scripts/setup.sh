@@ -12,6 +12,8 @@ BUILD=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libabsl-dev libblis-dev
   libcli11-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libsqlite3-dev libcpp-httplib-dev
+  # The pod's credentials (services/credentials.cc): OpenSSL's libcrypto.
+  libssl-dev
   # PNG charts: librsvg draws the SVG with cairo, text in DejaVu Sans.
   librsvg2-dev fonts-dejavu-core
 )

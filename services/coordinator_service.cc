@@ -1,6 +1,7 @@
 #include "services/coordinator_service.h"
 
 #include "services/status_conv.h"
+#include "services/transport_security.h"
 
 namespace tpuemu {
 namespace {
@@ -12,6 +13,11 @@ grpc::Status Fill(absl::StatusOr<T> result, T* out) {
   return grpc::Status::OK;
 }
 
+// Every call says who may make it (services/transport_security.h): a
+// plaintext server lets anyone through, a TLS one only the right peer.
+#define TPUEMU_AUTHORIZE(ctx, role, what)                                  \
+  if (grpc::Status denied = Authorize(*(ctx), PeerRole::role, what); !denied.ok()) return denied
+
 }  // namespace
 
 bool IsTerminal(v1::JobState state) {
@@ -19,28 +25,33 @@ bool IsTerminal(v1::JobState state) {
          state == v1::JOB_STATE_INTERRUPTED;
 }
 
-grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
+grpc::Status CoordinatorServiceImpl::RegisterWorker(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req,
                                                     v1::RegisterWorkerResponse* resp) {
+  TPUEMU_AUTHORIZE(ctx, kMember, "register a worker");
   return Fill(backend_->RegisterWorker(*req), resp);
 }
 
-grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
+grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                                                v1::HeartbeatResponse*) {
+  TPUEMU_AUTHORIZE(ctx, kMember, "send heartbeats");
   return ToGrpcStatus(backend_->Heartbeat(req->global_host(), req->incarnation(), req->resident_bytes()));
 }
 
-grpc::Status CoordinatorServiceImpl::GetClusterStatus(grpc::ServerContext*, const v1::ClusterStatusRequest*,
+grpc::Status CoordinatorServiceImpl::GetClusterStatus(grpc::ServerContext* ctx, const v1::ClusterStatusRequest*,
                                                       v1::ClusterStatus* resp) {
+  TPUEMU_AUTHORIZE(ctx, kRead, "read the pod's status");
   *resp = backend_->ClusterStatus();
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req, v1::Job* resp) {
+grpc::Status CoordinatorServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req, v1::Job* resp) {
+  TPUEMU_AUTHORIZE(ctx, kAdmin, "submit jobs");
   return Fill(backend_->SubmitJob(*req), resp);
 }
 
 grpc::Status CoordinatorServiceImpl::StreamJobTrace(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                                                     grpc::ServerWriter<v1::JobTrace>* writer) {
+  TPUEMU_AUTHORIZE(ctx, kRead, "read traces");
   auto reader = backend_->ReadJobTrace(req->id());
   if (!reader.ok()) return ToGrpcStatus(reader.status());
   v1::JobTrace piece;
@@ -50,12 +61,14 @@ grpc::Status CoordinatorServiceImpl::StreamJobTrace(grpc::ServerContext* ctx, co
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req, v1::Job* resp) {
+grpc::Status CoordinatorServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* resp) {
+  TPUEMU_AUTHORIZE(ctx, kRead, "read jobs");
   return Fill(backend_->GetJob(req->id()), resp);
 }
 
 grpc::Status CoordinatorServiceImpl::StreamJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*,
                                                 grpc::ServerWriter<v1::ListJobsResponse>* writer) {
+  TPUEMU_AUTHORIZE(ctx, kRead, "list jobs");
   v1::ListJobsResponse all = backend_->ListJobs();
   // The first piece says what was dropped; every piece holds whole jobs, at
   // least one (a job alone always fits in a reply, see kMaxReplyBytes).
@@ -79,6 +92,7 @@ grpc::Status CoordinatorServiceImpl::StreamJobs(grpc::ServerContext* ctx, const 
 
 grpc::Status CoordinatorServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                               grpc::ServerWriter<v1::JobEvent>* writer) {
+  TPUEMU_AUTHORIZE(ctx, kRead, "watch jobs");
   int64_t version = -1;
   while (!ctx->IsCancelled()) {
     auto next = backend_->WaitJob(req->id(), version, absl::Seconds(1));
@@ -93,11 +107,13 @@ grpc::Status CoordinatorServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req, v1::Job* resp) {
+grpc::Status CoordinatorServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* resp) {
+  TPUEMU_AUTHORIZE(ctx, kAdmin, "cancel jobs");
   return Fill(backend_->CancelJob(req->id()), resp);
 }
 
-grpc::Status CoordinatorServiceImpl::ResumeJob(grpc::ServerContext*, const v1::ResumeJobRequest* req, v1::Job* resp) {
+grpc::Status CoordinatorServiceImpl::ResumeJob(grpc::ServerContext* ctx, const v1::ResumeJobRequest* req, v1::Job* resp) {
+  TPUEMU_AUTHORIZE(ctx, kAdmin, "resume jobs");
   return Fill(backend_->ResumeJob(req->id()), resp);
 }
 

@@ -4,6 +4,7 @@
 #include "grpcpp/support/sync_stream.h"
 #include "services/frame_codec.h"
 #include "services/server.h"
+#include "services/transport_security.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -75,7 +76,7 @@ absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) 
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
   for (const auto& [name, value] : PeerStreamArgs()) args.SetInt(name, value);
-  s->channel = grpc::CreateCustomChannel(it->second, grpc::InsecureChannelCredentials(), args);
+  s->channel = MakeChannel(it->second, args);
   // Initial metadata goes with the first chunk: opening the stream then
   // never blocks. (Uncorked, the writer's constructor waits for the metadata
   // to be sent, without a deadline; between containers on this project's

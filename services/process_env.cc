@@ -13,7 +13,8 @@ extern char** environ;
 namespace tpuemu {
 
 const std::vector<std::string>& CommonTpuemuVariables() {
-  static const std::vector<std::string> names = {"TPUEMU_HOME"};
+  // The CLI's too: `tpuemu health` probes run in the same container's environment.
+  static const std::vector<std::string> names = {"TPUEMU_HOME", "TPUEMU_TLS_CA", "TPUEMU_TOKEN", "TPUEMU_TOKEN_FILE"};
   return names;
 }
 

@@ -6,6 +6,7 @@
 #include "grpcpp/grpcpp.h"
 #include "services/cluster_conv.h"
 #include "services/status_conv.h"
+#include "services/transport_security.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {
@@ -38,7 +39,7 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& coordinator
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
-  return grpc::CreateCustomChannel(coordinator, grpc::InsecureChannelCredentials(), args);
+  return MakeChannel(coordinator, args);
 }
 
 class GrpcRegistrar : public Registrar {

@@ -28,12 +28,13 @@ const std::vector<std::pair<const char*, int>>& PeerStreamArgs() {
   return args;
 }
 
-absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::vector<grpc::Service*>& services) {
+absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::vector<grpc::Service*>& services,
+                                          ServerPeers peers) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   RunningServer running;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &running.port);
+  builder.AddListeningPort(listen, MakeServerCredentials(peers), &running.port);
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   // No SO_REUSEPORT. With it, gRPC 1.51 clones each listener once per extra
   // poller at Start, and a clone of a port-0 listener binds a port of its own:

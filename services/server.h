@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
+#include "services/transport_security.h"
 
 namespace tpuemu {
 
@@ -26,7 +27,11 @@ inline constexpr int kMaxRequestBytes = 8 << 20;
 // the sending (GrpcFabric) and the receiving (StartServer) end.
 const std::vector<std::pair<const char*, int>>& PeerStreamArgs();
 
-absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::vector<grpc::Service*>& services);
+// Serves `services` on `listen` with the process's security
+// (services/transport_security.h): to members only (a worker's), or to members
+// and clients with a token (the coordinator's).
+absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::vector<grpc::Service*>& services,
+                                          ServerPeers peers = ServerPeers::kMembersOnly);
 
 // grpc.health.v1 on every server: the service "liveness" answers SERVING while
 // the process serves at all; the overall service ("") answers SERVING only

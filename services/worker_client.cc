@@ -7,6 +7,7 @@
 #include "services/job_proto.h"
 #include "services/proto_conv.h"
 #include "services/status_conv.h"
+#include "services/transport_security.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {
@@ -20,7 +21,7 @@ constexpr auto kConfigureDeadline = std::chrono::seconds(10);
 std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return MakeChannel(address, args);
 }
 
 class GrpcWorkerClient : public WorkerInterface {

@@ -18,6 +18,7 @@
 #include "services/registrar_client.h"
 #include "services/server.h"
 #include "services/worker_service.h"
+#include "services/transport_security.h"
 #include "spdlog/spdlog.h"
 #include "worker/coordinator_session.h"
 #include "worker/huge_pages.h"
@@ -93,10 +94,25 @@ int main(int argc, char** argv) {
   app.add_flag("--check-config", check_config,
                "check flags and environment, print the place and addresses they give, and exit\n"
                "(0 if usable, 2 if not) without contacting anyone");
+  std::string tls_dir;
+  bool insecure = false;
+  env_option(app.add_option("--tls-dir", tls_dir,
+                            "the pod's credentials (`tpuemu credentials create DIR`): mutual TLS with the pod's\n"
+                            "other members; docs/security.md"),
+             "TPUEMU_TLS_DIR");
+  env_option(app.add_flag("--insecure", insecure,
+                           "serve and dial in plaintext, unauthenticated: anyone who reaches the port can use it"),
+             "TPUEMU_INSECURE");
   app.footer(kPlaceHelp);
   if (int code = ParseFlagsAndEnv(app, argc, argv, known_env); code >= 0) return code;
 
   if (!ReportUnknownTpuemuVariables(known_env, check_config)) return 2;
+  auto security = SecurityFromFlags(tls_dir, insecure, /*needs_tokens=*/false);
+  if (!security.ok()) {
+    spdlog::error("{}", std::string(security.status().message()));
+    return 2;
+  }
+  SetProcessSecurity(*security);
   PlaceInputs inputs;
   if (slice_opt->count() > 0) inputs.flag_slice = slice;
   if (host_opt->count() > 0) inputs.flag_host = host;

@@ -49,7 +49,7 @@ absl::StatusOr<ClientTrace> ReadTrace(CoordinatorClient& client, const std::stri
 
 TEST(JobResultsClusterTest, ATraceBiggerThanAnyMessageReadsBackWholeThroughTheClient) {
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);  // 8 chips: about 10,000 spans a step of 32 layers
-  CoordinatorClient client(pod.ServeCoordinator());
+  CoordinatorClient client(pod.ServeCoordinator(), TransportSecurity::Insecure());
   const v1::Job job = pod.Run(Job(32, 20));
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
   auto read = ReadTrace(client, job.id());
@@ -71,7 +71,7 @@ TEST(JobResultsClusterTest, ATraceBiggerThanAnyMessageReadsBackWholeThroughTheCl
 
 TEST(JobResultsClusterTest, JobListsBiggerThanAnyMessageReadBackWhole) {
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0);
-  CoordinatorClient client(pod.ServeCoordinator());
+  CoordinatorClient client(pod.ServeCoordinator(), TransportSecurity::Insecure());
   // Jobs as big as a job file may make them (a name just under its 1 MiB
   // limit): eighteen of them make a list bigger than any reply the client
   // accepts in one message.
@@ -117,7 +117,7 @@ TEST(JobResultsClusterTest, TheCoordinatorKeepsWithinItsRetentionAndSaysWhatItDr
   retention.step_records_per_job = 2;
   retention.finished_jobs = 2;
   TestPod pod({"v5p:2x4", 1, 4, "auto"}, 0, {.retention = retention});
-  CoordinatorClient client(pod.ServeCoordinator());
+  CoordinatorClient client(pod.ServeCoordinator(), TransportSecurity::Insecure());
 
   // A job's trace keeps its latest steps within the cap; its step records too.
   const v1::Job first = pod.Run(Job(2, 5));

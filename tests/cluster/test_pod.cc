@@ -75,7 +75,7 @@ TestPod::~TestPod() {
 
 std::string TestPod::ServeCoordinator() {
   coordinator_service_ = std::make_unique<CoordinatorServiceImpl>(coordinator_.get());
-  auto server = StartServer("127.0.0.1:0", {coordinator_service_.get()});
+  auto server = StartServer("127.0.0.1:0", {coordinator_service_.get()}, ServerPeers::kMembersAndClients);
   EXPECT_TRUE(server.ok()) << server.status();
   if (!server.ok()) return "";
   coordinator_server_ = *std::move(server);

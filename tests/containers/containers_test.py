@@ -9,6 +9,7 @@ The image is built once, from this machine's build (scripts/image.sh
 --from-host: the same Dockerfile and runtime stage, the binaries taken from
 build/ instead of compiled a second time)."""
 
+import atexit
 import json
 import os
 import shutil
@@ -56,9 +57,22 @@ def engine(*args, **kw):
     return run(ENGINE, *args, **kw)
 
 
+# The pods' credentials (docs/security.md), made once, given to the image's
+# user (10001): compose mounts them as a secret, the Kubernetes tests as the
+# Secret tpuemu-credentials; the CLI on this machine presents the CA and the
+# admin token.
+CREDENTIALS = tempfile.mkdtemp(prefix="tpuemu-credentials-")
+os.rmdir(CREDENTIALS)
+subprocess.run([os.path.join(BIN, "tpuemu"), "credentials", "create", CREDENTIALS, "--uid", "10001"], check=True,
+               capture_output=True)
+os.chmod(CREDENTIALS, 0o755)  # the containers' user crosses it (its files stay 0600, that user's)
+atexit.register(shutil.rmtree, CREDENTIALS, True)
+CLIENT_ENV = {"TPUEMU_TLS_CA": f"{CREDENTIALS}/ca.pem", "TPUEMU_TOKEN_FILE": f"{CREDENTIALS}/admin.token"}
+
+
 def host_cli(*args, timeout=300):
-    return run(os.path.join(BIN, "tpuemu"), *args, check=False, timeout=timeout,
-               env={k: v for k, v in os.environ.items() if k != "TPUEMU_COORDINATOR"})
+    env = {k: v for k, v in os.environ.items() if k != "TPUEMU_COORDINATOR"}
+    return run(os.path.join(BIN, "tpuemu"), *args, check=False, timeout=timeout, env=dict(env, **CLIENT_ENV))
 
 
 _reference = {}
@@ -115,6 +129,33 @@ def start(container, timeout=60):
         time.sleep(0.5)
 
 
+# What a stranger on the pod's network tries: the coordinator in plaintext,
+# with the pod's CA (not secret) but no token, and with a made-up token; a
+# worker in plaintext and over TLS without the pod's certificate.
+STRANGER = r"""
+try() { out=$("$@" 2>&1); echo "== $? $(echo "$out" | tr '\n' ' ')"; }
+try tpuemu --insecure --coordinator "$1" jobs
+try env TPUEMU_TLS_CA=/ca.pem tpuemu --coordinator "$1" jobs
+try env TPUEMU_TLS_CA=/ca.pem TPUEMU_TOKEN=0123456789abcdef tpuemu --coordinator "$1" cancel job-1
+try env TPUEMU_INSECURE=1 tpuemu health --timeout 3 "$2"
+try env TPUEMU_TLS_CA=/ca.pem tpuemu health --timeout 3 "$2"
+"""
+
+
+def assert_strangers_refused(test, network, coordinator, worker):
+    """A container of its own (another network namespace) on `network`, with
+    the pod's CA and nothing else, reaches no RPC of the pod."""
+    r = engine("run", "--rm", "--network", network, "-v", f"{CREDENTIALS}/ca.pem:/ca.pem:ro", IMAGE,
+               "sh", "-c", STRANGER, "stranger", coordinator, worker)
+    said = [line[3:] for line in r.stdout.splitlines() if line.startswith("== ")]
+    print(f"\na stranger on {network}:\n  " + "\n  ".join(said), file=sys.stderr)
+    test.assertEqual(len(said), 5, r.stdout + r.stderr)
+    for line, expected in zip(said, ["closed the connection", "no credentials", "token was not accepted",
+                                     "UNREACHABLE", "UNREACHABLE"]):
+        test.assertNotEqual(line.split()[0], "0", line)
+        test.assertIn(expected, line)
+
+
 class Case(unittest.TestCase):
     def assert_equals_reference(self, job, ref):
         self.assertEqual(job["state"], "succeeded", job.get("error"))
@@ -147,7 +188,7 @@ class Compose(Case):
 
     def compose(self, *args, check=True, **env):
         e = dict(ENV, COMPOSE_PROJECT_NAME=self.project, TPUEMU_PORT=self.port, TPUEMU_METRICS_PORT=self.metrics_port,
-                 **{k: str(v) for k, v in env.items()})
+                 TPUEMU_CREDENTIALS=CREDENTIALS, **{k: str(v) for k, v in env.items()})
         return run("bash", "scripts/compose.sh", *args, cwd=ROOT, env=e, check=check, timeout=600)
 
     def down(self):
@@ -226,6 +267,9 @@ class ComposeTest(Compose):
             runs = [float(v) for k, v in own.items() if k.startswith("tpuemu_worker_calls_total{") and 'call="run"' in k]
             self.assertEqual(chips, [2], worker)
             self.assertEqual(runs, [len(job["steps"]) + 1], worker)  # the training job's steps and the all-reduce
+        network = engine("inspect", "--format", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}}{{end}}",
+                         worker).stdout.strip()
+        assert_strangers_refused(self, network, "coordinator:50051", f"{ip}:8471")
 
         # The coordinator killed and started again: its job store is on a volume.
         kill9_and_start(self.containers("coordinator")[0])
@@ -289,7 +333,7 @@ class Kubernetes(Case):
         with open(os.path.join(self.dir, "rendered.yaml"), "w") as f:
             f.write(rendered)
         names = run(sys.executable, os.path.join(HERE, "kube_pods.py"), os.path.join(self.dir, "rendered.yaml"),
-                    os.path.join(self.dir, "pods")).stdout.split()
+                    os.path.join(self.dir, "pods"), f"--secret=tpuemu-credentials={CREDENTIALS}").stdout.split()
         remove_leftovers(names)
         # A network of its own per test: one re-created under a name a finished
         # test used is where a CI run saw names resolve nowhere for a minute.
@@ -306,7 +350,9 @@ class Kubernetes(Case):
         # The client runs in the cluster's network, as `kubectl exec` or an in-cluster job would.
         engine("run", "-d", "--rm", "--init", "--name", self.cli_container, "--network", self.network,
                "-v", f"{ROOT}/examples:/examples:ro", "-v", f"{self.dir}:/jobs:ro",
-               "-e", "TPUEMU_COORDINATOR=tpuemu-coordinator:50051", IMAGE, "sleep", "3600")
+               "-v", f"{CREDENTIALS}:/etc/tpuemu/credentials:ro", "-e", "TPUEMU_COORDINATOR=tpuemu-coordinator:50051",
+               "-e", "TPUEMU_TLS_CA=/etc/tpuemu/credentials/ca.pem",
+               "-e", "TPUEMU_TOKEN_FILE=/etc/tpuemu/credentials/admin.token", IMAGE, "sleep", "3600")
         try:
             # The coordinator retries configuring every 15 s; a fresh network's
             # first connections have taken up to a minute here.
@@ -437,6 +483,7 @@ class KubernetesTest(Kubernetes):
         # The chip profiles' ConfigMap is mounted where TPUEMU_TOPOLOGY may name them.
         profiles = engine("exec", "tpuemu-worker-s0-1-worker", "ls", "/etc/tpuemu/profiles").stdout.split()
         self.assertEqual(profiles, ["v5p-slow-dcn.yaml"])
+        assert_strangers_refused(self, self.network, "tpuemu-coordinator:50051", "tpuemu-worker-s0-1:8471")
         r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x,y", "--bytes", "1MiB", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(json.loads(r.stdout)["results"][0]["correct"])

@@ -27,11 +27,15 @@ and the kubelet would add:
   envFrom.configMapRef from the rendered ConfigMaps, and $(VAR) references to
   variables defined earlier.
 ConfigMaps and PersistentVolumeClaims are passed through for the pods' volumes.
+A Secret volume becomes what the kubelet makes of it, a directory of the
+Secret's files: a hostPath to the directory given for that Secret's name
+(`--secret NAME=DIR`; the Secret itself is made with `kubectl create secret
+generic NAME --from-file=DIR`, outside the rendered manifests).
 One difference: `ports` are dropped. In Kubernetes they are informational for
 traffic between pods; podman 4.3's kube play publishes each containerPort on
 the host (the second worker pod failed with "bind: address already in use").
 
-Usage: kube_pods.py RENDERED.yaml OUTDIR  -> OUTDIR/NN-<pod>.yaml, one per pod
+Usage: kube_pods.py RENDERED.yaml OUTDIR [--secret=NAME=DIR ...]  -> OUTDIR/NN-<pod>.yaml, one per pod
 """
 
 import copy
@@ -176,11 +180,27 @@ def volume_sources(pod, docs):
     return [d for d in docs if (d["kind"], d["metadata"]["name"]) in wanted]
 
 
-def main(rendered, outdir):
+def mount_secrets(pod, secrets):
+    """Secret volumes as the directories holding the Secrets' files."""
+    for v in pod["spec"].get("volumes", []) or []:
+        if "secret" in v:
+            name = v.pop("secret")["secretName"]
+            if name not in secrets:
+                raise ValueError(f"secret {name}: give its files' directory with --secret {name}=DIR")
+            v["hostPath"] = {"path": secrets[name], "type": "Directory"}
+
+
+def main(rendered, outdir, *options):
+    secrets = {}
+    for option in options:
+        name, _, path = option.removeprefix("--secret=").partition("=")
+        secrets[name] = os.path.abspath(path)
     with open(rendered) as f:
         docs = [d for d in yaml.safe_load_all(f) if d]
     os.makedirs(outdir, exist_ok=True)
     pods = pods_from(docs)
+    for pod in pods:
+        mount_secrets(pod, secrets)
     # The coordinator (a Deployment's pod) first: workers wait for it anyway.
     pods.sort(key=lambda p: p["metadata"]["labels"].get("app.kubernetes.io/component") != "coordinator")
     for n, pod in enumerate(pods):

@@ -6,6 +6,7 @@ restarted coordinator; and every command line and environment variable in
 docker-compose.yml and the Kubernetes manifests, checked by the binaries
 themselves (--check-config). Python standard library plus PyYAML."""
 
+import atexit
 import json
 import re
 import os
@@ -35,9 +36,20 @@ def free_port():
         return s.getsockname()[1]
 
 
+# The pod's credentials, as a Secret would give them to every container
+# (and the CLI the CA and admin token), made once for this file's tests.
+CREDENTIALS = tempfile.mkdtemp(prefix="tpuemu-deploy-credentials-")
+os.rmdir(CREDENTIALS)
+subprocess.run([os.path.join(BIN, "tpuemu"), "credentials", "create", CREDENTIALS], check=True, capture_output=True)
+atexit.register(shutil.rmtree, CREDENTIALS, True)
+
+
 def clean_env(**extra):
-    """The environment of a fresh container: no TPUEMU_, TPU_ or MEGASCALE_ leftovers."""
+    """The environment of a fresh container: no TPUEMU_, TPU_ or MEGASCALE_
+    leftovers; the pod's credentials."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TPUEMU_", "TPU_", "MEGASCALE_", "KUBERNETES_"))}
+    env.update(TPUEMU_TLS_DIR=CREDENTIALS, TPUEMU_TLS_CA=f"{CREDENTIALS}/ca.pem",
+               TPUEMU_TOKEN_FILE=f"{CREDENTIALS}/admin.token")
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -255,8 +267,12 @@ class CheckConfigTest(Processes):
             self.assertIn(f"--heartbeat-timeout '{value}'", r.stdout + r.stderr)
 
     def check_container(self, where, command, env, hostname=None):
-        """A container's command as its image would run it, asked of the binary itself."""
+        """A container's command as its image would run it, asked of the binary itself
+        (the credentials' paths inside the container read as this machine's copy)."""
         binary, args = command[0], list(command[1:])
+        inside = ("/run/secrets/tpuemu-credentials", "/etc/tpuemu/credentials")
+        env = {k: CREDENTIALS + str(v)[len(p):] if str(v).startswith(inside) else v
+               for k, v in env.items() for p in [next((i for i in inside if str(v).startswith(i)), "")]}
         if binary in ("tpuemu-coordinator", "tpuemu-worker"):
             r = self.run_check(binary, args, env, hostname)
             self.assertEqual(r.returncode, 0, f"{where}: {command} {env}\n{r.stdout}{r.stderr}")

@@ -66,30 +66,75 @@ def _scalar(field, value):
     return value
 
 
+def _local_pod():
+    """What `tpuemu cluster up` recorded in $TPUEMU_HOME, or None."""
+    home = os.environ.get("TPUEMU_HOME") or os.path.join(os.environ.get("HOME") or "/tmp", ".tpuemu")
+    try:
+        with open(os.path.join(home, "pod.json")) as f:
+            return json.load(f)
+    except OSError:
+        return None
+
+
 def default_address():
     """$TPUEMU_COORDINATOR, else the local pod `tpuemu cluster up` recorded in $TPUEMU_HOME."""
     if os.environ.get("TPUEMU_COORDINATOR"):
         return os.environ["TPUEMU_COORDINATOR"]
-    home = os.environ.get("TPUEMU_HOME") or os.path.join(os.environ.get("HOME") or "/tmp", ".tpuemu")
-    try:
-        with open(os.path.join(home, "pod.json")) as f:
-            return json.load(f)["coordinator"]
-    except OSError:
+    pod = _local_pod()
+    if pod is None:
         raise TpuemuError(grpc.StatusCode.NOT_FOUND,
-                          f"no pod recorded in {home}: start one with `tpuemu cluster up --local ...`, "
-                          "or give Pod() the coordinator's HOST:PORT") from None
+                          "no pod recorded in $TPUEMU_HOME (or ~/.tpuemu): start one with `tpuemu cluster up "
+                          "--local ...`, or give Pod() the coordinator's HOST:PORT")
+    return pod["coordinator"]
+
+
+def _read(path, what):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise TpuemuError(grpc.StatusCode.NOT_FOUND, f"{what} '{path}': {e.strerror}") from None
+
+
+def _channel(address, ca, token, insecure):
+    """The channel as the CLI makes it (client/client_security.h): plaintext only when asked
+    (or the local pod was started so), else TLS checked against the pod's CA for the name
+    tpuemu-cluster, with the token on every call."""
+    env = os.environ
+    local = _local_pod()
+    local = local if local and local.get("coordinator") == address else None
+    if insecure or env.get("TPUEMU_INSECURE") in ("1", "true", "yes") or (local and not local.get("tls_dir")):
+        return grpc.insecure_channel(address)
+    ca = ca or env.get("TPUEMU_TLS_CA") or (local and os.path.join(local["tls_dir"], "ca.pem"))
+    if not ca:
+        raise TpuemuError(grpc.StatusCode.FAILED_PRECONDITION,
+                          f"the coordinator at {address}: no CA to check it against; give Pod(ca=...) or set "
+                          "TPUEMU_TLS_CA to the pod's ca.pem, or insecure=True for a pod started with --insecure")
+    if token is None:
+        token_file = env.get("TPUEMU_TOKEN_FILE") or (local and os.path.join(local["tls_dir"], "admin.token"))
+        token = env.get("TPUEMU_TOKEN") or (token_file and _read(token_file, "token file").decode().strip())
+    credentials = grpc.ssl_channel_credentials(root_certificates=_read(ca, "CA"))
+    if token:
+        credentials = grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(token))
+    return grpc.secure_channel(address, credentials, options=[("grpc.ssl_target_name_override", "tpuemu-cluster")])
 
 
 TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
 
 
 class Pod:
-    """A running pod's coordinator at `address` (HOST:PORT; default: default_address())."""
+    """A running pod's coordinator at `address` (HOST:PORT; default: default_address()).
 
-    def __init__(self, address=None, timeout_s=30):
+    Reached as the CLI reaches it: TLS checked against `ca` (a path; default $TPUEMU_TLS_CA, else
+    the local pod's), presenting `token` (default $TPUEMU_TOKEN, else the file $TPUEMU_TOKEN_FILE,
+    else the local pod's admin token); plaintext with insecure=True (or $TPUEMU_INSECURE=1) for a
+    pod started with --insecure. docs/security.md.
+    """
+
+    def __init__(self, address=None, timeout_s=30, ca=None, token=None, insecure=False):
         self.address = address or default_address()
         self.timeout_s = timeout_s
-        self._channel = grpc.insecure_channel(self.address)
+        self._channel = _channel(self.address, ca, token, insecure)
         self._stub = services_pb2_grpc.CoordinatorServiceStub(self._channel)
 
     def close(self):

@@ -1,0 +1,179 @@
+// A pod nobody uninvited can use (issue 17): a whole pod over real gRPC with
+// the pod's credentials (services/credentials.h) runs a collective over
+// mutual TLS between coordinator, workers and peers; a client without a
+// token, with a wrong one, or in plaintext is refused, a read-only token reads
+// but cannot submit or cancel, a client's token cannot register a worker, and
+// a peer without the pod's certificate (none, or another CA's) reaches no
+// worker RPC, health included.
+#include <filesystem>
+
+#include "client/client_security.h"
+#include "gmock/gmock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "services/credentials.h"
+#include "services/proto_conv.h"
+#include "services/transport_security.h"
+#include "tests/cluster/test_pod.h"
+#include "tpuemu/v1/services.grpc.pb.h"
+
+namespace tpuemu {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = (std::filesystem::temp_directory_path() / (name + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(CreateCredentials(dir).ok());
+  return dir;
+}
+
+class SecurityClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = FreshDir("tpuemu-pod-credentials-");
+    stranger_dir_ = FreshDir("tpuemu-stranger-credentials-");
+    auto member = LoadMemberSecurity(dir_, "test");
+    ASSERT_TRUE(member.ok()) << member.status();
+    member_ = *member;
+    SetProcessSecurity(member_);
+    pod_ = std::make_unique<TestPod>(TopologyRequest{"v5p:8", 1, 4, "auto"}, 0);
+    coordinator_ = pod_->ServeCoordinator();
+  }
+  void TearDown() override {
+    pod_.reset();
+    SetProcessSecurity(TransportSecurity::Insecure());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::remove_all(stranger_dir_);
+  }
+
+  // A client of the coordinator: TLS checked against the pod's CA, with `token`.
+  std::unique_ptr<v1::CoordinatorService::Stub> Client(const std::string& token) const {
+    TransportSecurity client;
+    client.tls = true;
+    client.ca_pem = member_.ca_pem;
+    client.token = token;
+    return v1::CoordinatorService::NewStub(MakeChannel(coordinator_, grpc::ChannelArguments(), client));
+  }
+  std::string Token(const char* file) const { return *ReadSecretFile(dir_ + "/" + file, "token"); }
+
+  std::string dir_, stranger_dir_, coordinator_;
+  TransportSecurity member_;
+  std::unique_ptr<TestPod> pod_;
+};
+
+grpc::Status Status(v1::CoordinatorService::Stub& stub) {
+  grpc::ClientContext context;
+  v1::ClusterStatus status;
+  return stub.GetClusterStatus(&context, v1::ClusterStatusRequest(), &status);
+}
+
+grpc::Status Cancel(v1::CoordinatorService::Stub& stub) {
+  grpc::ClientContext context;
+  v1::CancelJobRequest request;
+  request.set_id("job-1");
+  v1::Job job;
+  return stub.CancelJob(&context, request, &job);
+}
+
+grpc::Status SubmitAllGather(v1::CoordinatorService::Stub& stub, v1::Job* job) {
+  CollectiveSpec spec;
+  spec.axes = {Axis::kX};
+  spec.bytes = 1 << 20;
+  v1::SubmitJobRequest request;
+  *request.mutable_collective() = ToProto(spec);
+  grpc::ClientContext context;
+  return stub.SubmitJob(&context, request, job);
+}
+
+TEST_F(SecurityClusterTest, TheAdminTokenRunsACollectiveOverMutualTls) {
+  auto admin = Client(Token("admin.token"));
+  v1::Job job;
+  const grpc::Status submitted = SubmitAllGather(*admin, &job);
+  ASSERT_TRUE(submitted.ok()) << submitted.error_message();
+  const v1::Job done = pod_->Wait(job.id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
+  EXPECT_TRUE(done.result().correct());  // its chunks crossed the workers' peer links over mutual TLS
+  EXPECT_TRUE(Cancel(*admin).ok());
+}
+
+TEST_F(SecurityClusterTest, ClientsWithoutTheRightTokenAreRefused) {
+  const grpc::Status none = Status(*Client(""));
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(none.error_message(), HasSubstr("no credentials: present the pod's token"));
+
+  const grpc::Status wrong = Status(*Client("0123456789abcdef"));
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(wrong.error_message(), HasSubstr("the token was not accepted"));
+
+  // Another pod's admin token is a wrong token here.
+  const grpc::Status other = Status(*Client(*ReadSecretFile(stranger_dir_ + "/admin.token", "token")));
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+  auto read = Client(Token("read.token"));
+  EXPECT_TRUE(Status(*read).ok());
+  const grpc::Status cancel = Cancel(*read);
+  EXPECT_EQ(cancel.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(cancel.error_message(), HasSubstr("a read-only token cannot cancel jobs: use the admin token"));
+  v1::Job job;
+  EXPECT_EQ(SubmitAllGather(*read, &job).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(pod_->coordinator().ListJobs().jobs().empty());
+
+  // A client's token is not a worker's certificate.
+  grpc::ClientContext context;
+  v1::RegisterWorkerRequest request;
+  v1::RegisterWorkerResponse response;
+  const grpc::Status registered = Client(Token("admin.token"))->RegisterWorker(&context, request, &response);
+  EXPECT_EQ(registered.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(registered.error_message(), HasSubstr("register a worker is for the pod's workers"));
+
+  // Plaintext reaches nothing, health included.
+  auto plain = v1::CoordinatorService::NewStub(
+      MakeChannel(coordinator_, grpc::ChannelArguments(), TransportSecurity::Insecure()));
+  EXPECT_EQ(Status(*plain).error_code(), grpc::StatusCode::UNAVAILABLE);
+  auto health = grpc::health::v1::Health::NewStub(MakeChannel(coordinator_, grpc::ChannelArguments(), [&] {
+    TransportSecurity no_token;
+    no_token.tls = true;
+    no_token.ca_pem = member_.ca_pem;
+    return no_token;
+  }()));
+  grpc::ClientContext health_context;
+  grpc::health::v1::HealthCheckResponse serving;
+  EXPECT_EQ(health->Check(&health_context, grpc::health::v1::HealthCheckRequest(), &serving).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(SecurityClusterTest, APeerWithoutThePodsCertificateReachesNoWorker) {
+  auto stranger = LoadMemberSecurity(stranger_dir_, "test");
+  ASSERT_TRUE(stranger.ok());
+  TransportSecurity no_cert = member_;  // checks the worker against the right CA, presents nothing
+  no_cert.cert_pem.clear();
+  no_cert.key_pem.clear();
+  TransportSecurity other_ca = *stranger;  // another pod's member, trusting the pod's CA to get that far
+  other_ca.ca_pem = member_.ca_pem;
+  const std::pair<const char*, TransportSecurity> peers[] = {
+      {"no certificate", no_cert}, {"another CA's certificate", other_ca}, {"plaintext", TransportSecurity::Insecure()}};
+  for (const auto& [who, security] : peers) {
+    auto channel = MakeChannel(pod_->address(0), grpc::ChannelArguments(), security);
+    auto worker = v1::WorkerService::NewStub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::WorkerStatus status;
+    const grpc::Status s = worker->GetStatus(&context, v1::WorkerStatusRequest(), &status);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << who << ": " << s.error_message();
+    auto health = grpc::health::v1::Health::NewStub(channel);
+    grpc::ClientContext health_context;
+    health_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::health::v1::HealthCheckResponse serving;
+    EXPECT_FALSE(health->Check(&health_context, grpc::health::v1::HealthCheckRequest(), &serving).ok()) << who;
+  }
+  // The pod's own certificate gets an answer.
+  auto member = v1::WorkerService::NewStub(MakeChannel(pod_->address(0), grpc::ChannelArguments(), member_));
+  grpc::ClientContext context;
+  v1::WorkerStatus status;
+  EXPECT_TRUE(member->GetStatus(&context, v1::WorkerStatusRequest(), &status).ok());
+}
+
+}  // namespace
+}  // namespace tpuemu
