@@ -105,6 +105,11 @@ absl::StatusOr<v1::ListJobsResponse> CoordinatorClient::List() {
   return all;
 }
 
+absl::StatusOr<v1::AddFaultsResponse> CoordinatorClient::AddFaults(const v1::AddFaultsRequest& request) {
+  if (!stub_) return unusable_;
+  return Unary(*stub_, &v1::CoordinatorService::Stub::AddFaults, request, 5, address_);
+}
+
 absl::StatusOr<v1::Job> CoordinatorClient::Cancel(const std::string& id) {
   if (!stub_) return unusable_;
   return Unary(*stub_, &v1::CoordinatorService::Stub::CancelJob, WithId<v1::CancelJobRequest>(id), 5, address_);

@@ -26,6 +26,7 @@ class CoordinatorClient {
   // Every job the coordinator keeps, read in pieces, with what it dropped.
   absl::StatusOr<v1::ListJobsResponse> List();
   absl::StatusOr<v1::Job> Cancel(const std::string& id);
+  absl::StatusOr<v1::AddFaultsResponse> AddFaults(const v1::AddFaultsRequest& request);
   absl::StatusOr<v1::Job> Resume(const std::string& id);
   // Reads a training job's trace piece by piece (the first carries the id and
   // extent); `on_piece` sees each in order, so that no reader holds it whole.

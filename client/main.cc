@@ -5,6 +5,7 @@
 #include "client/bench_commands.h"
 #include "client/cluster_commands.h"
 #include "client/credentials_command.h"
+#include "client/fault_command.h"
 #include "client/job_commands.h"
 #include "client/health_command.h"
 #include "client/matmul_command.h"
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   tpuemu::AddJobCommands(app, &exit_code);
   tpuemu::AddHealthCommand(app, &exit_code);
   tpuemu::AddCredentialsCommand(app, &exit_code);
+  tpuemu::AddFaultCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -254,6 +254,26 @@ absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& id) {
   return Published(*record);
 }
 
+absl::StatusOr<v1::AddFaultsResponse> Coordinator::AddFaults(const v1::AddFaultsRequest& request) {
+  auto faults = FromProto(request.faults());
+  if (!faults.ok()) return faults.status();
+  if (faults->empty()) {
+    return absl::InvalidArgumentError("faults: none given; give a slow link, a straggler or a down link");
+  }
+  if (request.from_step() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("from_step ", request.from_step(), ": a step, 0 or more"));
+  }
+  if (auto s = CheckFaultValues(*faults, "faults"); !s.ok()) return s;
+  auto added = scheduler_.AddFaults(request.id(), *faults, request.from_step());
+  if (!added.ok()) return added.status();
+  v1::AddFaultsResponse response;
+  *response.mutable_added() = ToProto(*added);
+  for (std::string& line : added->Described()) response.add_described(line);
+  auto job = GetJob(request.id());
+  if (job.ok()) *response.mutable_job() = *std::move(job);
+  return response;
+}
+
 void Coordinator::Drain(const std::string& why) { scheduler_.Drain(why); }
 
 absl::StatusOr<std::unique_ptr<JobTraceReader>> Coordinator::ReadJobTrace(const std::string& id) {

@@ -43,6 +43,7 @@ class Coordinator : public CoordinatorBackend {
   absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJob(const std::string& id, int64_t after_version,
                                                       absl::Duration timeout) override;
   absl::StatusOr<v1::Job> CancelJob(const std::string& id) override;
+  absl::StatusOr<v1::AddFaultsResponse> AddFaults(const v1::AddFaultsRequest& request) override;
   absl::StatusOr<v1::Job> ResumeJob(const std::string& id) override;
   absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id) override;
 

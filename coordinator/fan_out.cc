@@ -36,9 +36,11 @@ absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCa
   });
   if (ended()) return end_status();
   for (int step = job.first_step; step < job.steps; ++step) {
+    // Read once per step: every worker runs it with the same faults.
+    const Faults added = job.added_faults ? job.added_faults(step) : Faults{};
     std::vector<ChipRunResult> chips;
     on_every_worker([&](int host, uint64_t incarnation, WorkerInterface& worker) {
-      auto r = worker.RunJob(incarnation, job.job, step, calls);
+      auto r = worker.RunJob(incarnation, job.job, step, added, calls);
       if (!r.ok()) return fail(host, r.status());
       std::lock_guard<std::mutex> lock(result_mu);
       chips.insert(chips.end(), r->begin(), r->end());

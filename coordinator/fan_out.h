@@ -25,6 +25,9 @@ struct FanOutCalls {
   int steps = 1;
   // Cancelled when the job is ended: the calls in flight return promptly.
   Cancellation* calls = nullptr;
+  // The faults added while the job runs, for `step`, read as it is sent out
+  // (none if unset).
+  std::function<Faults(int step)> added_faults;
   // Takes every step's results from all workers; a non-OK return stops the job.
   std::function<absl::Status(int step, std::vector<ChipRunResult>&& chips)> on_step;
   // A worker's call failed: ends the job (its other calls cancelled, every

@@ -135,6 +135,20 @@ absl::StatusOr<JobRecord> Scheduler::Cancel(const std::string& id) {
   return store_.Get(id);
 }
 
+absl::StatusOr<Faults> Scheduler::AddFaults(const std::string& id, const Faults& faults, int from_step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto running = running_.find(id);
+  if (running == running_.end()) {
+    auto record = store_.Get(id);
+    if (!record.ok()) return record.status();
+    return absl::FailedPreconditionError(absl::StrCat(
+        id, " is ", JobStateName(record->state), ", not running: faults join a running training job (a job file "
+        "takes them from the start, in its faults: key)"));
+  }
+  Running& job = *running->second;
+  return job.planned->AddFaults(faults, std::max(from_step, job.next_step));
+}
+
 void Scheduler::CancelLocked(const std::string& id, const std::string& why) {
   auto queued = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == id; });
   if (queued != queue_.end()) {
@@ -290,6 +304,8 @@ void Scheduler::JobLoop() {
     running->placement = *placement;
     running->hosts = PlacedHosts(pod_, *placement);
     running->calls = std::make_shared<Cancellation>();
+    running->planned = job.planned;
+    running->next_step = job.planned->first_step();
     store_.Update(job.id, [&](JobRecord& r) {
       r.state = JobState::kRunning;
       r.placement = *placement;
@@ -362,6 +378,11 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& runni
     return PublishStep(job, step, last, traced_until_s);
   };
   fan.on_failure = [&](int host, const absl::Status& failure) { return WorkerFailed(job, host, failure); };
+  fan.added_faults = [&](int step) {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.at(job.id)->next_step = step + 1;  // faults added from now on start after it
+    return job.planned->AddedFaults();
+  };
   std::vector<ChipCheck> checks;
   std::vector<HostMemoryUse> memory;
   std::vector<RegisteredWorker> workers;

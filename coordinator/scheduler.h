@@ -48,6 +48,10 @@ class Scheduler {
   // priority or higher.
   void Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned);
   absl::StatusOr<JobRecord> Cancel(const std::string& id);
+  // `tpuemu fault`: faults join running job `id` from `from_step` or the
+  // first step not yet sent to its workers, whichever is later; returns them
+  // as they will be in force (their steps moved).
+  absl::StatusOr<Faults> AddFaults(const std::string& id, const Faults& faults, int from_step);
   // Queues a finished job again from its latest complete checkpoint (from
   // the start if it has none), `why` kept as its restart_reason: `tpuemu resume`.
   absl::StatusOr<JobRecord> Resume(const std::string& id, const std::string& why);
@@ -88,6 +92,8 @@ class Scheduler {
     bool keep_record = false;  // stopped by a durable drain: its record stays as it was
     std::string cancel_why;  // a cancelled job: the reason it ends with
     std::shared_ptr<Cancellation> calls;  // its calls to workers
+    std::shared_ptr<const PlannedJob> planned;
+    int next_step = 0;  // the first step not yet sent to its workers
     std::thread thread;  // runs it
   };
 

@@ -112,6 +112,12 @@ grpc::Status CoordinatorServiceImpl::CancelJob(grpc::ServerContext* ctx, const v
   return Fill(backend_->CancelJob(req->id()), resp);
 }
 
+grpc::Status CoordinatorServiceImpl::AddFaults(grpc::ServerContext* ctx, const v1::AddFaultsRequest* req,
+                                               v1::AddFaultsResponse* resp) {
+  TPUEMU_AUTHORIZE(ctx, kAdmin, "add faults");
+  return Fill(backend_->AddFaults(*req), resp);
+}
+
 grpc::Status CoordinatorServiceImpl::ResumeJob(grpc::ServerContext* ctx, const v1::ResumeJobRequest* req, v1::Job* resp) {
   TPUEMU_AUTHORIZE(ctx, kAdmin, "resume jobs");
   return Fill(backend_->ResumeJob(req->id()), resp);

@@ -46,6 +46,7 @@ class CoordinatorBackend {
   virtual absl::StatusOr<std::pair<v1::Job, int64_t>> WaitJob(const std::string& id, int64_t after_version,
                                                               absl::Duration timeout) = 0;
   virtual absl::StatusOr<v1::Job> CancelJob(const std::string& id) = 0;
+  virtual absl::StatusOr<v1::AddFaultsResponse> AddFaults(const v1::AddFaultsRequest& request) = 0;
   virtual absl::StatusOr<v1::Job> ResumeJob(const std::string& id) = 0;
   virtual absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id) = 0;
 };
@@ -67,6 +68,7 @@ class CoordinatorServiceImpl : public v1::CoordinatorService::Service {
   grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                         grpc::ServerWriter<v1::JobEvent>* writer) override;
   grpc::Status CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req, v1::Job* resp) override;
+  grpc::Status AddFaults(grpc::ServerContext*, const v1::AddFaultsRequest* req, v1::AddFaultsResponse* resp) override;
   grpc::Status ResumeJob(grpc::ServerContext*, const v1::ResumeJobRequest* req, v1::Job* resp) override;
 
  private:

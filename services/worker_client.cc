@@ -60,7 +60,7 @@ class GrpcWorkerClient : public WorkerInterface {
     return FromGrpcStatus(stub_->PrepareJob(&ctx, req, &resp), Context());
   }
 
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step, const Faults& added,
                                                     Cancellation& cancel) override {
     grpc::ClientContext ctx;
     const auto cancelled = cancel.OnCancel([&ctx] { ctx.TryCancel(); });
@@ -68,6 +68,7 @@ class GrpcWorkerClient : public WorkerInterface {
     req.set_job(job);
     req.set_step(step);
     req.set_incarnation(incarnation);
+    if (!added.empty()) *req.mutable_added_faults() = ToProto(added);
     v1::RunJobResponse resp;
     absl::Status status = FromGrpcStatus(stub_->RunJob(&ctx, req, &resp), Context());
     if (!status.ok()) return status;

@@ -53,7 +53,9 @@ grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJo
 grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::RunJobResponse* resp) {
   return Guarded(absl::StrCat("RunJob of job ", req->job()), [&] {
     Cancellation never;
-    auto chips = worker_->RunJob(req->incarnation(), req->job(), req->step(), never);
+    auto added = FromProto(req->added_faults());
+    if (!added.ok()) return ToGrpcStatus(added.status());
+    auto chips = worker_->RunJob(req->incarnation(), req->job(), req->step(), *added, never);
     if (!chips.ok()) return ToGrpcStatus(chips.status());
     for (const ChipRunResult& c : *chips) *resp->add_chips() = ToProto(c);
     return grpc::Status::OK;

@@ -178,7 +178,7 @@ std::shared_ptr<HostJob> WorkerNode::FindJob(uint64_t job) {
   return it == jobs_.end() ? nullptr : it->second.host;
 }
 
-absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int step) {
+absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int step, const Faults& added) {
   // Not prepared: aborted, or superseded by a later job (a call that waited
   // in a stopped process, say). Preparing it now would run a job the
   // coordinator has ended.
@@ -189,7 +189,9 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int ste
     std::lock_guard<std::mutex> lock(mu_);
     running_job_ = job;
   }
-  auto result = host->Run(step);
+  // Between steps: none of the job's chips runs now.
+  const absl::Status faulted = host->AddFaults(added);
+  auto result = faulted.ok() ? host->Run(step) : absl::StatusOr<std::vector<ChipRunResult>>(faulted);
   std::lock_guard<std::mutex> lock(mu_);
   running_job_ = 0;
   if (!result.ok()) jobs_.erase(job);
@@ -247,9 +249,9 @@ absl::Status WorkerNode::PrepareJob(uint64_t incarnation, uint64_t job, const Jo
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnation, uint64_t job, int step,
-                                                              Cancellation&) {
+                                                              const Faults& added, Cancellation&) {
   if (auto s = CheckIncarnation(incarnation, "RunJob"); !s.ok()) return s;
-  auto ran = Run(job, step);
+  auto ran = Run(job, step, added);
   if (ran.ok()) {
     metrics_.Succeeded(WorkerMetrics::kRun);
     metrics_.StepRan(*ran);

@@ -40,7 +40,7 @@ class WorkerNode : public WorkerInterface {
   absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
                           Cancellation& cancel) override;
   absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
-                                                    Cancellation& cancel) override;
+                                                    const Faults& added, Cancellation& cancel) override;
   absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
   absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration timeout) override;
   absl::StatusOr<WorkerStatusView> Status(absl::Duration timeout) override;
@@ -73,7 +73,7 @@ class WorkerNode : public WorkerInterface {
   absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call);
   absl::Status ConfigurePod(const PodConfig& config);
   absl::Status Prepare(uint64_t job, const JobSpec& spec, const Placement& placement);
-  absl::StatusOr<std::vector<ChipRunResult>> Run(uint64_t job, int step);
+  absl::StatusOr<std::vector<ChipRunResult>> Run(uint64_t job, int step, const Faults& added);
   absl::StatusOr<HostCheck> Check(uint64_t job);
   void AbortJob(uint64_t job, const std::string& reason);
   std::shared_ptr<Pod> pod();

@@ -17,6 +17,7 @@
 #include "core/host/chip_result.h"
 #include "core/host/job.h"
 #include "core/host/job_kind.h"
+#include "core/pod/faults.h"
 #include "core/pod/placement.h"
 #include "core/pod/pod_config.h"
 
@@ -55,9 +56,11 @@ class WorkerInterface {
   virtual absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
                                   Cancellation& cancel) = 0;
   // Runs a step of a prepared job (one not prepared, or aborted since,
-  // fails); only training has steps past 0.
+  // fails); only training has steps past 0. `added`: the faults `tpuemu
+  // fault` added to it while it runs (all of them, each from its step),
+  // the same for every worker at every step.
   virtual absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
-                                                            Cancellation& cancel) = 0;
+                                                            const Faults& added, Cancellation& cancel) = 0;
   // Checks each local chip's result of a job that ran; forgets the job and
   // gives its memory back.
   virtual absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job,

@@ -24,6 +24,11 @@ HostJob::~HostJob() {
   --live_host_jobs;
 }
 
+absl::Status HostJob::AddFaults(const Faults& added) {
+  if (added.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError("only training jobs take faults while they run (`tpuemu fault`)");
+}
+
 int LiveHostJobs() { return live_host_jobs.load(); }
 
 void OnThreads(size_t n, const std::function<void(size_t)>& fn) {

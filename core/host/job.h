@@ -14,6 +14,7 @@
 #include "core/host/chip_result.h"
 #include "core/host/run_options.h"
 #include "core/wire/host_network.h"
+#include "core/pod/faults.h"
 
 namespace tpuemu {
 
@@ -46,6 +47,9 @@ class HostJob {
   virtual absl::Status Prepare() = 0;
   // Collectives and matmuls run once (step 0); training jobs a step per call.
   virtual absl::StatusOr<std::vector<ChipRunResult>> Run(int step) = 0;
+  // Called before each Run, while none of the job's chips runs: the faults
+  // added to the job since it started (all of them). Only training takes any.
+  virtual absl::Status AddFaults(const Faults& added);
   virtual std::vector<ChipCheck> Check() = 0;
 
  protected:

@@ -18,6 +18,7 @@
 #include "core/pod/placement.h"
 #include "core/pod/topology.h"
 #include "core/wire/host_network.h"
+#include "core/pod/faults.h"
 
 namespace tpuemu {
 
@@ -56,6 +57,16 @@ class PlannedJob {
   // chip's checks.
   virtual JobReport Summarize(const std::vector<ChipRunResult>& last_step,
                               const std::vector<ChipCheck>& checks) const = 0;
+  // `tpuemu fault` (training only): `faults`, each moved to start no sooner
+  // than `from_step`, join the job from then on; its step reports list them.
+  // Errors name what the job lacks or the kind that takes none. The one thing
+  // of a planned job that changes after planning (internally locked).
+  virtual absl::StatusOr<Faults> AddFaults(Faults /*faults*/, int /*from_step*/) const {
+    return absl::FailedPreconditionError("only training jobs take faults while they run; a collective or a "
+                                         "matmul takes them when submitted");
+  }
+  // Every fault added so far (sent to the workers with each step).
+  virtual Faults AddedFaults() const { return {}; }
 };
 
 class JobKind {

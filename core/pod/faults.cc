@@ -153,6 +153,16 @@ std::string Straggler::Describe() const {
   return absl::StrCat("chip ", chip, " computes ", absl::StrFormat("%g", factor), "x slower", when.Describe());
 }
 
+Faults Faults::With(const Faults& more) const {
+  Faults all = *this;
+  all.slow_links.insert(all.slow_links.end(), more.slow_links.begin(), more.slow_links.end());
+  all.stragglers.insert(all.stragglers.end(), more.stragglers.begin(), more.stragglers.end());
+  all.down_links.insert(all.down_links.end(), more.down_links.begin(), more.down_links.end());
+  all.workers.insert(all.workers.end(), more.workers.begin(), more.workers.end());
+  all.route_around = route_around || more.route_around;
+  return all;
+}
+
 LinkParams Faults::Link(LinkParams base, int src, int dst, Axis axis, int dir, int step) const {
   for (const SlowLink& s : slow_links) {
     if (!s.when.Covers(step) || !s.Covers(src, dst, axis, dir)) continue;
@@ -185,18 +195,34 @@ const DownLink* Faults::Down(int src, int dst, Axis axis, int dir, int step) con
   return nullptr;
 }
 
+namespace {
+
+template <class Fault>
+void DescribeIf(const std::vector<Fault>& faults, const std::function<bool(const StepWindow&)>& wanted,
+                std::vector<std::string>* out) {
+  for (const Fault& f : faults) {
+    if (wanted(f.when)) out->push_back(f.Describe());
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> Faults::ActiveAt(int step) const {
   std::vector<std::string> active;
-  for (const SlowLink& s : slow_links) {
-    if (s.when.Covers(step)) active.push_back(s.Describe());
-  }
-  for (const Straggler& s : stragglers) {
-    if (s.when.Covers(step)) active.push_back(s.Describe());
-  }
-  for (const DownLink& d : down_links) {
-    if (d.when.Covers(step)) active.push_back(d.Describe());
-  }
+  auto covers = [step](const StepWindow& w) { return w.Covers(step); };
+  DescribeIf(slow_links, covers, &active);
+  DescribeIf(stragglers, covers, &active);
+  DescribeIf(down_links, covers, &active);
   return active;
+}
+
+std::vector<std::string> Faults::Described() const {
+  std::vector<std::string> all;
+  auto any = [](const StepWindow&) { return true; };
+  DescribeIf(slow_links, any, &all);
+  DescribeIf(stragglers, any, &all);
+  DescribeIf(down_links, any, &all);
+  return all;
 }
 
 absl::Status CheckFaultValues(const Faults& faults, const std::string& field) {

@@ -98,6 +98,8 @@ struct Faults {
     return slow_links.empty() && stragglers.empty() && down_links.empty() && workers.empty();
   }
   bool operator==(const Faults&) const = default;
+  // These and `more`'s (route_around if either asks).
+  Faults With(const Faults& more) const;
   // A link's parameters at `step`, every slow link that covers it applied.
   LinkParams Link(LinkParams base, int src, int dst, Axis axis, int dir, int step) const;
   // How many times slower `chip` computes at `step` (1: not a straggler).
@@ -108,6 +110,8 @@ struct Faults {
   const DownLink* Down(int src, int dst, Axis axis, int dir, int step) const;
   // What is in force at `step`, in words, for the step's report.
   std::vector<std::string> ActiveAt(int step) const;
+  // Every slow link, straggler and down link, in words, with its steps.
+  std::vector<std::string> Described() const;
 };
 
 // OK when every fault's values are in range, whatever the pod; errors name

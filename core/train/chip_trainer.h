@@ -60,6 +60,9 @@ class ChipTrainer {
   bool last_stage() const { return stage_ == stages_ - 1; }
   // One step; the result's training fields are filled in.
   absl::StatusOr<ChipRunResult> Step(int step);
+  // The faults in force from the next step on (the job's own, and those
+  // `tpuemu fault` added); between steps only.
+  void SetFaults(const Faults& faults) { c_.faults = faults; }
   // Sum of squares of the chip's weight shards (checks the final
   // parameters); 0 on data-parallel replicas other than the first.
   double ParamSquares() const;
@@ -97,7 +100,7 @@ class ChipTrainer {
   // says when the reduced gradient is in.
   absl::Status ReduceGradient(LocalTensor& g, int d_dim, double& ready);
 
-  const TrainConfig c_;
+  TrainConfig c_;  // only its faults change, between steps (SetFaults)
   const TrainMesh& mesh_;
   const Activation activation_;
   const int chip_;

@@ -46,6 +46,12 @@ std::vector<ChipCheck> HostTrainer::Check() {
   return checks;
 }
 
+absl::Status HostTrainer::AddFaults(const Faults& added) {
+  const Faults all = config_.faults.With(added);
+  for (const auto& chip : chips_) chip->SetFaults(all);
+  return absl::OkStatus();
+}
+
 absl::Status HostTrainer::Prepare() {
   if (!chips_.empty()) return absl::OkStatus();
   EnsureBlisKernel();  // here, not in the first timed multiply (it forks and self-tests)

@@ -26,6 +26,8 @@ class HostTrainer : public HostJob {
               WorkerFaultAction worker_fault_action = {});
   absl::Status Prepare() override;
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step) override;
+  // The job's own faults and `added`, for its chips from now on.
+  absl::Status AddFaults(const Faults& added) override;
   std::vector<ChipCheck> Check() override;  // the chips' parameter squares
   const std::vector<std::unique_ptr<ChipTrainer>>& chips() const { return chips_; }
 

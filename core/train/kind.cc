@@ -1,6 +1,8 @@
 #include "core/train/kind.h"
 
+#include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "core/pod/placement.h"
@@ -38,7 +40,40 @@ class PlannedTraining : public PlannedJob {
   JobReport Preview() const override { return PreviewTraining(job_.config, job_.mesh, topo_); }
 
   JobReport SummarizeStep(const std::vector<ChipRunResult>& chips) const override {
-    return tpuemu::SummarizeStep(job_.config, job_.mesh, topo_, chips);
+    return tpuemu::SummarizeStep(ConfigNow(), job_.mesh, topo_, chips);
+  }
+
+  absl::StatusOr<Faults> AddFaults(Faults faults, int from_step) const override {
+    if (!faults.workers.empty()) {
+      return absl::InvalidArgumentError("kill_worker and pause_worker go in the job file (they fire on its first "
+                                        "attempt), not into a running job");
+    }
+    if (auto s = CheckFaults(faults, topo_, "faults"); !s.ok()) return s;
+    auto later = [&](StepWindow& w) -> absl::Status {
+      w.from_step = std::max(w.from_step, from_step);
+      if (w.until_step >= 0 && w.until_step <= w.from_step) {
+        return absl::InvalidArgumentError(absl::StrCat("faults: until step ", w.until_step, " has passed: the job "
+                                                       "sends out step ", from_step, " next"));
+      }
+      return absl::OkStatus();
+    };
+    for (SlowLink& s : faults.slow_links) {
+      if (auto bad = later(s.when); !bad.ok()) return bad;
+    }
+    for (Straggler& s : faults.stragglers) {
+      if (auto bad = later(s.when); !bad.ok()) return bad;
+    }
+    for (DownLink& d : faults.down_links) {
+      if (auto bad = later(d.when); !bad.ok()) return bad;
+    }
+    std::lock_guard<std::mutex> lock(added_mu_);
+    added_ = added_.With(faults);
+    return faults;
+  }
+
+  Faults AddedFaults() const override {
+    std::lock_guard<std::mutex> lock(added_mu_);
+    return added_;
   }
 
   JobReport Summarize(const std::vector<ChipRunResult>& last_step,
@@ -48,14 +83,23 @@ class PlannedTraining : public PlannedJob {
     for (const ChipCheck& c : checks) squares += c.param_squares;
     report.param_l2 = std::sqrt(squares);
     report.per_layer =
-        PerLayerCosts(job_.config, job_.mesh, topo_, tpuemu::SummarizeStep(job_.config, job_.mesh, topo_, last_step));
+        PerLayerCosts(job_.config, job_.mesh, topo_, tpuemu::SummarizeStep(ConfigNow(), job_.mesh, topo_, last_step));
     return report;
   }
 
  private:
+  // The job's config with the faults added so far: what its steps report.
+  TrainConfig ConfigNow() const {
+    TrainConfig config = job_.config;
+    config.faults = config.faults.With(AddedFaults());
+    return config;
+  }
+
   const TrainJob job_;
   const Topology topo_;  // the job's own: the pod's, or the part of it the job runs on
   const PodPart part_;
+  mutable std::mutex added_mu_;
+  mutable Faults added_;  // by `tpuemu fault`, while it runs
 };
 
 class TrainKind : public JobKind {

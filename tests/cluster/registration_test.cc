@@ -212,7 +212,7 @@ TEST_F(RegistrationTest, CallsMeantForAReplacedIncarnationAreRefusedAndLogged) {
   EXPECT_EQ(worker->Configure(stale_incarnation, PodConfig{}).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(worker->PrepareJob(stale_incarnation, 7, CollectiveSpec{}, {}, never).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(worker->RunJob(stale_incarnation, 7, 0, never).status().code(),
+  EXPECT_EQ(worker->RunJob(stale_incarnation, 7, 0, {}, never).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(worker->CheckJob(stale_incarnation, 7, never).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(log.Text(), AllOf(HasSubstr(absl::StrCat("refused Abort meant for incarnation ", first->incarnation())),

@@ -135,9 +135,10 @@ absl::Status TestPod::StoppableWorker::PrepareJob(uint64_t incarnation, uint64_t
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> TestPod::StoppableWorker::RunJob(uint64_t incarnation, uint64_t job,
-                                                                            int step, Cancellation& cancel) {
+                                                                            int step, const Faults& added,
+                                                                            Cancellation& cancel) {
   WaitWhileStopped();
-  return worker_->RunJob(incarnation, job, step, cancel);
+  return worker_->RunJob(incarnation, job, step, added, cancel);
 }
 
 absl::StatusOr<HostCheck> TestPod::StoppableWorker::CheckJob(uint64_t incarnation, uint64_t job,

@@ -78,7 +78,7 @@ class TestPod {
     absl::Status PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
                             Cancellation& cancel) override;
     absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t incarnation, uint64_t job, int step,
-                                                      Cancellation& cancel) override;
+                                                      const Faults& added, Cancellation& cancel) override;
     absl::StatusOr<HostCheck> CheckJob(uint64_t incarnation, uint64_t job, Cancellation& cancel) override;
     absl::Status Abort(uint64_t incarnation, uint64_t job, const std::string& reason, absl::Duration timeout) override;
     absl::StatusOr<WorkerStatusView> Status(absl::Duration timeout) override;

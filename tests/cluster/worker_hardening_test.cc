@@ -89,7 +89,7 @@ class OutOfMemoryWorker : public WorkerInterface {
   absl::Status PrepareJob(uint64_t, uint64_t, const JobSpec&, const Placement&, Cancellation&) override {
     throw std::bad_alloc();
   }
-  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t, uint64_t, int, Cancellation&) override {
+  absl::StatusOr<std::vector<ChipRunResult>> RunJob(uint64_t, uint64_t, int, const Faults&, Cancellation&) override {
     throw std::bad_alloc();
   }
   absl::StatusOr<HostCheck> CheckJob(uint64_t, uint64_t, Cancellation&) override {
@@ -111,7 +111,7 @@ TEST(WorkerHardeningTest, AnAllocationThatFailsFailsTheCallWithResourceExhausted
   const absl::Status prepared = client->PrepareJob(0, 3, AllGatherX(1 << 20), {}, calls);
   EXPECT_EQ(prepared.code(), absl::StatusCode::kResourceExhausted) << prepared;
   EXPECT_THAT(std::string(prepared.message()), HasSubstr("ran out of host memory in PrepareJob of job 3"));
-  EXPECT_EQ(client->RunJob(0, 3, 0, calls).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(client->RunJob(0, 3, 0, {}, calls).status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(client->CheckJob(0, 3, calls).status().code(), absl::StatusCode::kResourceExhausted);
   // A peer stream whose frame cannot be stored ends with a status, at once.
   RawPeerStream stream(address);

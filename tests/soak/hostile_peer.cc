@@ -15,6 +15,7 @@
 
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/client_unary_call.h"
+#include "services/transport_security.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace {
@@ -46,10 +47,25 @@ std::string Chunk(uint64_t job, uint64_t declared, uint64_t carried) {
   return out;
 }
 
+// Dials as a member of the pod: with the members' certificate from
+// TPUEMU_TLS_DIR, as a compromised or buggy member would hold it (a stranger
+// without it gets no further than the handshake: security_cluster_test), or
+// in plaintext for a pod started with --insecure.
+std::shared_ptr<grpc::Channel> Channel(const std::string& address, const grpc::ChannelArguments& args = {}) {
+  const char* dir = std::getenv("TPUEMU_TLS_DIR");
+  auto security = dir != nullptr && *dir != '\0' ? tpuemu::LoadMemberSecurity(dir, "TPUEMU_TLS_DIR")
+                                                 : tpuemu::TransportSecurity::Insecure();
+  if (!security.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(security.status().message()).c_str());
+    std::exit(2);
+  }
+  return tpuemu::MakeChannel(address, args, *security);
+}
+
 int SendFrames(const std::string& address, int count, uint64_t declared, uint64_t carried, uint64_t job) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 64 << 20);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  auto channel = Channel(address, args);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   grpc::ByteBuffer response;
@@ -76,7 +92,7 @@ int SendFrames(const std::string& address, int count, uint64_t declared, uint64_
 }
 
 int Abort(const std::string& address, char** jobs, int n) {
-  auto stub = tpuemu::v1::WorkerService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub = tpuemu::v1::WorkerService::NewStub(Channel(address));
   for (int i = 0; i < n; ++i) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -96,8 +112,7 @@ int Abort(const std::string& address, char** jobs, int n) {
 // A heartbeat for HOST from incarnation 0, which no registration is given:
 // the coordinator must refuse it (0), not count it as the worker's (1).
 int StaleHeartbeat(const std::string& address, int host) {
-  auto stub =
-      tpuemu::v1::CoordinatorService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub = tpuemu::v1::CoordinatorService::NewStub(Channel(address));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   tpuemu::v1::HeartbeatRequest req;

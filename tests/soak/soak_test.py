@@ -125,7 +125,9 @@ class SoakTest(unittest.TestCase):
         return [pod["coordinator_process"]["pid"]] + [w["pid"] for w in pod["workers"]]
 
     def hostile(self, *args):
-        r = subprocess.run([HOSTILE, *args], capture_output=True, text=True, timeout=120)
+        # A member of the pod (its certificate): what the pod's hardening must withstand from inside.
+        r = subprocess.run([HOSTILE, *args], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, TPUEMU_TLS_DIR=os.path.join(self.home, "tls")))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         print(r.stdout.strip(), file=sys.stderr)
 

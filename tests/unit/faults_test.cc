@@ -89,7 +89,11 @@ TEST(FaultsTest, WorkerFaultsNameTheHostTheStepAndHowLong) {
               HasSubstr("at most 10m"));
   auto topo = Topology::Create({"v5p:2x2", 1, 2, "auto"});
   ASSERT_TRUE(topo.ok());
-  EXPECT_THAT(std::string(CheckFaults({.workers = {{true, 2, 1, 0}}}, *topo, "faults").message()),
+  EXPECT_THAT(std::string(CheckFaults([] {
+                Faults f;
+                f.workers = {{true, 2, 1, 0}};
+                return f;
+              }(), *topo, "faults").message()),
               HasSubstr("faults: kill_worker 1 host '2': a host of the job, 0 to 1"));
 }
 
@@ -125,11 +129,17 @@ TEST(FaultsTest, EachFaultIsInForceOnItsLinksFromItsStep) {
 TEST(FaultsTest, FaultsMustNameWhatThePodHas) {
   auto topo = Topology::Create({"v5p:4x4", 1, 4, "auto"});
   ASSERT_TRUE(topo.ok());
+  auto faults = [](std::vector<SlowLink> slow, std::vector<Straggler> stragglers) {
+    Faults f;
+    f.slow_links = std::move(slow);
+    f.stragglers = std::move(stragglers);
+    return f;
+  };
   auto error = [&](Faults f) { return std::string(CheckFaults(f, *topo, "faults").message()); };
-  EXPECT_THAT(error({{ParsedLink("z@0.5")}, {}}), HasSubstr("faults: slow_link 1 'z': this pod"));
-  EXPECT_THAT(error({{ParsedLink("0->5 x+@0.5")}, {}}), HasSubstr("no such link"));
-  EXPECT_THAT(error({{}, {{16, 2, {}}}}), HasSubstr("faults: straggler 1 chip '16': a chip of this pod, 0 to 15"));
-  EXPECT_TRUE(CheckFaults({{ParsedLink("0->1 x+@0.5")}, {{15, 2, {}}}}, *topo, "faults").ok());
+  EXPECT_THAT(error(faults({ParsedLink("z@0.5")}, {})), HasSubstr("faults: slow_link 1 'z': this pod"));
+  EXPECT_THAT(error(faults({ParsedLink("0->5 x+@0.5")}, {})), HasSubstr("no such link"));
+  EXPECT_THAT(error(faults({}, {{16, 2, {}}})), HasSubstr("faults: straggler 1 chip '16': a chip of this pod, 0 to 15"));
+  EXPECT_TRUE(CheckFaults(faults({ParsedLink("0->1 x+@0.5")}, {{15, 2, {}}}), *topo, "faults").ok());
 }
 
 CollectiveReport RunAllGather(const std::vector<SlowLink>& slow) {
