@@ -60,8 +60,8 @@ StepReport Row(const std::string& chip, int64_t mlp, int64_t tokens, const Sched
   }
   InProcessPod pod(*topo, 0);
   HostTrainer trainer(job->config, job->mesh, pod.network(), 1);
-  trainer.Prepare();
-  auto chips = trainer.Run(0);
+  const absl::Status prepared = trainer.Prepare();
+  auto chips = prepared.ok() ? trainer.Run(0) : absl::StatusOr<std::vector<ChipRunResult>>(prepared);
   if (!chips.ok()) {
     std::fprintf(stderr, "step failed: %s\n", std::string(chips.status().message()).c_str());
     std::exit(1);

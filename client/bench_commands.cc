@@ -57,16 +57,9 @@ int Bench(const BenchOptions& o) {
   if (!o.plot.empty()) {
     if (auto s = CheckChartPath("--plot", o.plot); !s.ok()) return Fail(s);
   }
-  Faults faults;
-  for (const std::string& text : o.slow_links) {
-    if (auto s = ParseSlowLink(text, "--slow-link", &faults.slow_links.emplace_back()); !s.ok()) return Fail(s);
-  }
-  for (const std::string& text : o.stragglers) {
-    if (auto s = ParseStraggler(text, "--straggler", &faults.stragglers.emplace_back()); !s.ok()) return Fail(s);
-  }
-  for (const std::string& text : o.down_links) {
-    if (auto s = ParseDownLink(text, "--down-link", &faults.down_links.emplace_back()); !s.ok()) return Fail(s);
-  }
+  auto parsed = ParseFaultFlags(o.slow_links, o.stragglers, o.down_links);
+  if (!parsed.ok()) return Fail(parsed.status());
+  Faults faults = *std::move(parsed);
   if (auto s = ParseOnDownLink(o.on_down_link, "--on-down-link", &faults.route_around); !s.ok()) return Fail(s);
   auto address = ResolveCoordinator(o.coordinator);
   if (!address.ok()) return Fail(address.status());

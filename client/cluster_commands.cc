@@ -15,6 +15,7 @@
 #include "core/cluster/registrar.h"
 #include "core/pod/topology.h"
 #include "nlohmann/json.hpp"
+#include "services/transport_security.h"
 
 namespace tpuemu {
 namespace {
@@ -97,6 +98,13 @@ int ClusterUp(const ClusterUpOptions& o) {
   const PodState& state = pod->state;
   const v1::ClusterStatus& status = pod->status;
   const std::string& logs = state.log_dir;
+  // The web view's address, with the read token a browser needs once.
+  std::string web;
+  if (o.http_port > 0) {
+    auto token = state.tls_dir.empty() ? absl::StatusOr<std::string>("")
+                                       : ReadSecretFile(state.tls_dir + "/read.token", "the local pod's read token");
+    web = absl::StrCat("http://127.0.0.1:", o.http_port, "/", token.ok() && !token->empty() ? "?token=" + *token : "");
+  }
   if (o.json) {
     std::cout << StatusJson(status, state.coordinator).dump(2) << "\n";
   } else {
@@ -104,8 +112,7 @@ int ClusterUp(const ClusterUpOptions& o) {
               << " s)\n"
               << "coordinator " << state.coordinator << ", logs in " << logs << ", jobs kept in " << StateDir()
               << "/jobs\n"
-              << (o.http_port > 0 ? absl::StrCat("web view at http://127.0.0.1:", o.http_port, "/ (metrics at /metrics)\n")
-                                  : "")
+              << (web.empty() ? "" : absl::StrCat("web view at ", web, " (metrics at /metrics, with the token)\n"))
               << "next: tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n";
   }
   return 0;

@@ -25,24 +25,16 @@ struct FaultOptions {
 };
 
 int AddFaults(const FaultOptions& o) {
-  Faults faults;
-  for (const std::string& text : o.slow_links) {
-    if (auto s = ParseSlowLink(text, "--slow-link", &faults.slow_links.emplace_back()); !s.ok()) return Fail(s);
-  }
-  for (const std::string& text : o.stragglers) {
-    if (auto s = ParseStraggler(text, "--straggler", &faults.stragglers.emplace_back()); !s.ok()) return Fail(s);
-  }
-  for (const std::string& text : o.down_links) {
-    if (auto s = ParseDownLink(text, "--down-link", &faults.down_links.emplace_back()); !s.ok()) return Fail(s);
-  }
-  if (faults.empty()) {
+  auto faults = ParseFaultFlags(o.slow_links, o.stragglers, o.down_links);
+  if (!faults.ok()) return Fail(faults.status());
+  if (faults->empty()) {
     return Fail(absl::InvalidArgumentError("no fault given: add --slow-link, --straggler or --down-link"));
   }
   auto address = ResolveCoordinator(o.coordinator);
   if (!address.ok()) return Fail(address.status());
   v1::AddFaultsRequest request;
   request.set_id(o.id);
-  *request.mutable_faults() = ToProto(faults);
+  *request.mutable_faults() = ToProto(*faults);
   request.set_from_step(o.from_step);
   auto added = CoordinatorClient(*address).AddFaults(request);
   if (!added.ok()) return Fail(added.status());

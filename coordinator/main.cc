@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
     Coordinator* c = coordinator->get();
     std::map<std::string, HttpHandler> routes = WebViewRoutes(*c, c->topology());
     routes["/metrics"] = Constant(kPrometheusTextType, [c] { return c->MetricsText(); });
-    auto started = HttpServer::Start(host, http_port, std::move(routes));
+    auto started = HttpServer::Start(host, http_port, std::move(routes), ReadTokenCheck());
     if (!started.ok()) {
       spdlog::error("--http-port {}: {}", http_port, std::string(started.status().message()));
       return 1;

@@ -1,6 +1,9 @@
 #include "services/http_server.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "httplib.h"
 
 namespace tpuemu {
@@ -11,8 +14,26 @@ HttpHandler Constant(std::string content_type, std::function<std::string()> body
   };
 }
 
+namespace {
+
+constexpr char kCookie[] = "tpuemu_token";
+
+// The request's token and whether it came in the query string.
+std::pair<std::string, bool> TokenOf(const httplib::Request& req) {
+  const std::string authorization = req.get_header_value("Authorization");
+  if (absl::StartsWith(authorization, "Bearer ")) return {authorization.substr(7), false};
+  for (absl::string_view cookie : absl::StrSplit(req.get_header_value("Cookie"), ';')) {
+    cookie = absl::StripAsciiWhitespace(cookie);
+    if (absl::ConsumePrefix(&cookie, absl::StrCat(kCookie, "="))) return {std::string(cookie), false};
+  }
+  return {req.get_param_value("token"), true};
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& host, int port,
-                                                              std::map<std::string, HttpHandler> routes) {
+                                                              std::map<std::string, HttpHandler> routes,
+                                                              HttpTokenCheck accepts) {
   std::unique_ptr<HttpServer> http(new HttpServer());
   http->server_ = std::make_unique<httplib::Server>();
   httplib::Server& server = *http->server_;
@@ -21,7 +42,22 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   server.set_write_timeout(5, 0);
   server.set_payload_max_length(64 * 1024);
   for (auto& [pattern, handler] : routes) {
-    server.Get(pattern, [handler](const httplib::Request& req, httplib::Response& res) {
+    server.Get(pattern, [handler, accepts](const httplib::Request& req, httplib::Response& res) {
+      if (accepts) {
+        const auto [token, from_query] = TokenOf(req);
+        if (!accepts(token)) {
+          res.status = 401;
+          res.set_content(token.empty() ? "no token: send Authorization: Bearer TOKEN (the pod's read or admin token; "
+                                          "Prometheus: authorization.credentials_file), or open /?token=TOKEN once "
+                                          "in a browser (docs/security.md)\n"
+                                        : "the token was not accepted: it is not this pod's read or admin token\n",
+                          "text/plain; charset=utf-8");
+          return;
+        }
+        if (from_query) {
+          res.set_header("Set-Cookie", absl::StrCat(kCookie, "=", token, "; Path=/; HttpOnly; SameSite=Strict"));
+        }
+      }
       HttpRequest request;
       for (size_t i = 1; i < req.matches.size(); ++i) request.groups.push_back(req.matches[i].str());
       for (const auto& [key, value] : req.params) request.params.emplace(key, value);

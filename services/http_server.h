@@ -36,6 +36,10 @@ struct HttpResponse {
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
+// Whether a request's token (its Authorization: Bearer header, the cookie
+// tpuemu_token, or ?token=) may read; null: every request may (a plaintext pod).
+using HttpTokenCheck = std::function<bool(const std::string& token)>;
+
 // A route whose answer never depends on the request.
 HttpHandler Constant(std::string content_type, std::function<std::string()> body);
 
@@ -43,9 +47,13 @@ class HttpServer {
  public:
   // Serves `routes` on host:port (port 0: a free one). A route's key is a
   // path or a regular expression matching whole paths; its groups reach
-  // the handler. Other paths get 404.
+  // the handler. Other paths get 404. With `accepts`, a request without a
+  // token it accepts gets 401; one that brought it as ?token= (a browser's
+  // first page) gets it back as a cookie, so the page's own requests and
+  // links carry it.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& host, int port,
-                                                           std::map<std::string, HttpHandler> routes);
+                                                           std::map<std::string, HttpHandler> routes,
+                                                           HttpTokenCheck accepts = nullptr);
   ~HttpServer();  // stops serving and joins its thread
 
   int port() const { return port_; }

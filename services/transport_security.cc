@@ -161,6 +161,13 @@ std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(ServerPeers peers
   return credentials;
 }
 
+std::function<bool(const std::string& token)> ReadTokenCheck(const TransportSecurity& security) {
+  if (!security.tls) return nullptr;
+  return [admin = security.admin_token, read = security.read_token](const std::string& token) {
+    return SameSecret(token, admin) || SameSecret(token, read);
+  };
+}
+
 PeerRole RoleOf(const grpc::ServerContext& context) {
   const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   if (auth == nullptr) return PeerRole::kAny;

@@ -10,6 +10,7 @@
 // Plaintext is a setting of its own (`--insecure`), never a fallback.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -57,6 +58,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, grpc::Cha
 enum class ServerPeers { kMembersOnly, kMembersAndClients };
 std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(ServerPeers peers,
                                                                const TransportSecurity& security = ProcessSecurity());
+
+// Whether `token` is one of the pod's client tokens (admin or read): what the
+// processes' HTTP ports (web view, /metrics) ask for when they use TLS. Null
+// for plaintext, which checks nothing.
+std::function<bool(const std::string& token)> ReadTokenCheck(const TransportSecurity& security = ProcessSecurity());
 
 // What a call's peer may do on the coordinator, from its credentials
 // (MakeServerCredentials attaches it): a member, an admin client, a read-only

@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
   if (http_port >= 0) {
     const std::string http_host = listen.substr(0, listen.rfind(':'));
     auto started = HttpServer::Start(http_host, http_port,
-                                     {{"/metrics", Constant(kPrometheusTextType, [&node] { return node.MetricsText(); })}});
+                                     {{"/metrics", Constant(kPrometheusTextType, [&node] { return node.MetricsText(); })}},
+                                     ReadTokenCheck());
     if (!started.ok()) {
       spdlog::error("--http-port {}: {}", http_port, std::string(started.status().message()));
       return 1;

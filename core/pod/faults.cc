@@ -355,6 +355,22 @@ absl::Status ParseDownLink(const std::string& input, const std::string& flag, Do
   return CheckValues(*out, absl::StrCat(flag, " '", input, "'"));
 }
 
+absl::StatusOr<Faults> ParseFaultFlags(const std::vector<std::string>& slow_links,
+                                       const std::vector<std::string>& stragglers,
+                                       const std::vector<std::string>& down_links) {
+  Faults faults;
+  for (const std::string& text : slow_links) {
+    if (auto s = ParseSlowLink(text, "--slow-link", &faults.slow_links.emplace_back()); !s.ok()) return s;
+  }
+  for (const std::string& text : stragglers) {
+    if (auto s = ParseStraggler(text, "--straggler", &faults.stragglers.emplace_back()); !s.ok()) return s;
+  }
+  for (const std::string& text : down_links) {
+    if (auto s = ParseDownLink(text, "--down-link", &faults.down_links.emplace_back()); !s.ok()) return s;
+  }
+  return faults;
+}
+
 absl::Status ParseOnDownLink(const std::string& text, const std::string& field, bool* route_around) {
   if (text != "fail" && text != "route") {
     return Bad(field, text, "fail (a collective that needs a down link fails, naming it) or route (a ring that "

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/pod/topology.h"
 
 namespace tpuemu {
@@ -131,6 +132,10 @@ absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::
 absl::Status ParseSlowLink(const std::string& text, const std::string& flag, SlowLink* out);
 absl::Status ParseStraggler(const std::string& text, const std::string& flag, Straggler* out);
 absl::Status ParseDownLink(const std::string& text, const std::string& flag, DownLink* out);
+// The command line's repeatable --slow-link, --straggler and --down-link values.
+absl::StatusOr<Faults> ParseFaultFlags(const std::vector<std::string>& slow_links,
+                                       const std::vector<std::string>& stragglers,
+                                       const std::vector<std::string>& down_links);
 // "fail" (false) or "route" (true): what a collective does about a down link.
 absl::Status ParseOnDownLink(const std::string& text, const std::string& field, bool* route_around);
 // "1 at 3" (kill_worker) and "1 at 3 for 5s" (pause_worker): the job's host,

@@ -70,6 +70,14 @@ atexit.register(shutil.rmtree, CREDENTIALS, True)
 CLIENT_ENV = {"TPUEMU_TLS_CA": f"{CREDENTIALS}/ca.pem", "TPUEMU_TOKEN_FILE": f"{CREDENTIALS}/admin.token"}
 
 
+def http_get(url, token=True):
+    """GET as Prometheus would scrape it: with the pod's admin token, unless told not to."""
+    with open(CLIENT_ENV["TPUEMU_TOKEN_FILE"]) as f:
+        headers = {"Authorization": f"Bearer {f.read().strip()}"} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as r:
+        return r.read().decode()
+
+
 def host_cli(*args, timeout=300):
     env = {k: v for k, v in os.environ.items() if k != "TPUEMU_COORDINATOR"}
     return run(os.path.join(BIN, "tpuemu"), *args, check=False, timeout=timeout, env=dict(env, **CLIENT_ENV))
@@ -246,23 +254,25 @@ class ComposeTest(Compose):
         before = listed()
         self.assertEqual([j["state"] for j in before], ["succeeded", "succeeded"])
         # The coordinator's metrics, scraped from the host as Prometheus would.
-        with urllib.request.urlopen(f"http://localhost:{self.metrics_port}/metrics", timeout=10) as r:
-            metrics = dict(line.rsplit(" ", 1) for line in r.read().decode().splitlines() if not line.startswith("#"))
+        metrics = dict(line.rsplit(" ", 1) for line in http_get(f"http://localhost:{self.metrics_port}/metrics").splitlines()
+                       if not line.startswith("#"))
+        with self.assertRaises(urllib.error.HTTPError) as refused:  # without the token: nothing
+            http_get(f"http://localhost:{self.metrics_port}/metrics", token=False)
+        self.assertEqual(refused.exception.code, 401)
         self.assertEqual(float(metrics['tpuemu_jobs{state="succeeded"}']), 2)
         self.assertEqual(float(metrics['tpuemu_steps_total{kind="train"}']), len(job["steps"]))
         self.assertEqual(float(metrics['tpuemu_steps_total{kind="collective"}']), 1)
         # The web view on the same port: its page, and its job list is the CLI's.
-        with urllib.request.urlopen(f"http://localhost:{self.metrics_port}/", timeout=10) as r:
-            self.assertIn('<svg id="torus"', r.read().decode())
-        with urllib.request.urlopen(f"http://localhost:{self.metrics_port}/api/jobs", timeout=10) as r:
-            self.assertEqual([j["id"] for j in json.loads(r.read())["jobs"]], [j["id"] for j in before])
+        self.assertIn('<svg id="torus"', http_get(f"http://localhost:{self.metrics_port}/"))
+        self.assertEqual([j["id"] for j in json.loads(http_get(f"http://localhost:{self.metrics_port}/api/jobs"))["jobs"]],
+                         [j["id"] for j in before])
         # Each worker's own metrics on its container's port 9090, read at its address on the
         # compose network: its chips, and the steps it ran.
         for worker in self.containers("worker"):
             ip = engine("inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
                         worker).stdout.strip()
-            with urllib.request.urlopen(f"http://{ip}:9090/metrics", timeout=10) as r:
-                own = dict(line.rsplit(" ", 1) for line in r.read().decode().splitlines() if not line.startswith("#"))
+            own = dict(line.rsplit(" ", 1) for line in http_get(f"http://{ip}:9090/metrics").splitlines()
+                       if not line.startswith("#"))
             chips = [float(v) for k, v in own.items() if k.startswith("tpuemu_worker_chips{")]
             runs = [float(v) for k, v in own.items() if k.startswith("tpuemu_worker_calls_total{") and 'call="run"' in k]
             self.assertEqual(chips, [2], worker)

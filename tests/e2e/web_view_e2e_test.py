@@ -36,8 +36,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def fetch(port, path):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+def fetch(port, path, token):
+    """GET as Prometheus or a script would: the pod's read token in the Authorization header."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as r:
         return r.read().decode()
 
 
@@ -76,8 +78,12 @@ class WebViewTest(Pod):
     def up_with_web(self, *args):
         port = free_port()
         out = self.up(*args, "--http-port", str(port)).stdout
-        self.assertIn(f"web view at http://127.0.0.1:{port}/", out)
+        self.assertIn(f"web view at http://127.0.0.1:{port}/?token={self.token()}", out)
         return port
+
+    def token(self):
+        with open(os.path.join(self.home, "tls", "read.token")) as f:
+            return f.read().strip()
 
     def jobs(self):
         return json.loads(self.cli("jobs", "--json").stdout)["jobs"]
@@ -95,10 +101,13 @@ class WebViewTest(Pod):
             with self.subTest(name):
                 self.browser.requested_urls.clear()
                 port = self.up_with_web(*args)
-                pod = json.loads(fetch(port, "/api/pod"))
+                pod = json.loads(fetch(port, "/api/pod", self.token()))
+                with self.assertRaises(urllib.error.HTTPError) as refused:  # no token, nothing
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/api/pod", timeout=30)
+                self.assertEqual(refused.exception.code, 401)
                 chips = math.prod(pod["shape"]) * pod["slices"]
                 links = expected_links(pod["shape"], pod["slices"], wrapping)
-                page = self.browser.open(f"http://127.0.0.1:{port}/")
+                page = self.browser.open(f"http://127.0.0.1:{port}/?token={self.token()}")
                 page.wait_for(f"document.querySelectorAll('#torus [data-chip]').length === {chips}")
                 self.assertEqual(page.evaluate("document.querySelectorAll('#torus [data-link]').length"), links)
                 self.assertEqual(len(pod["links"]), links)
@@ -122,7 +131,7 @@ class WebViewTest(Pod):
         result = json.loads(r.stdout)["results"][0]
         used = {f"{l['src']}->{l['dst']} {l['axis']}{l['dir']}": l["bytes"] for l in result["link_bytes"] if l["bytes"]}
         self.assertTrue(used)
-        page = self.browser.open(f"http://127.0.0.1:{port}/#job={result['job']}")
+        page = self.browser.open(f"http://127.0.0.1:{port}/?token={self.token()}#job={result['job']}")
         page.wait_for("[...document.querySelectorAll('#torus [data-link]')].some(e => +e.dataset.bytes > 0)")
         drawn = page.evaluate("Object.fromEntries([...document.querySelectorAll('#torus [data-link]')]"
                               ".map(e => [e.dataset.link, [+e.dataset.bytes, e.getAttribute('stroke')]]))")
@@ -157,8 +166,8 @@ class WebViewTest(Pod):
         page.wait_for("document.querySelectorAll('#timeline rect.span').length > 0")
         page.wait_for("[...document.querySelectorAll('#torus [data-link]')].some(e => +e.dataset.bytes > 0)")
         # Its hot links are its own slice's.
-        job = json.loads(fetch(port, f"/api/jobs/{ids[0]}"))
-        pod = json.loads(fetch(port, "/api/pod"))
+        job = json.loads(fetch(port, f"/api/jobs/{ids[0]}", self.token()))
+        pod = json.loads(fetch(port, "/api/pod", self.token()))
         own = {c["id"] for c in pod["chips"] if c["slice"] == job["placement"]["first_slice"]}
         hot = page.evaluate("[...document.querySelectorAll('#torus [data-link]')].filter(e => +e.dataset.bytes > 0)"
                             ".map(e => e.dataset.link)")
@@ -170,7 +179,7 @@ class WebViewTest(Pod):
         page.screenshot(os.path.join(SCREENSHOTS, "three-jobs-running.png"))
 
         # /metrics beside the page: it parses, and says what `tpuemu jobs --json` says.
-        samples = prometheus_samples(fetch(port, "/metrics"))
+        samples = prometheus_samples(fetch(port, "/metrics", self.token()))
         listed = self.jobs()
         for state in ("running", "succeeded", "failed"):
             self.assertEqual(samples[f'tpuemu_jobs{{state="{state}"}}'], sum(j["state"] == state for j in listed), state)
@@ -190,7 +199,7 @@ class WebViewTest(Pod):
         self.assertEqual(len(lost_chips), 4)
         self.assertEqual(page.evaluate("window.testMark"), "not reloaded")
         page.screenshot(os.path.join(SCREENSHOTS, "worker-lost.png"))
-        samples = prometheus_samples(fetch(port, "/metrics"))
+        samples = prometheus_samples(fetch(port, "/metrics", self.token()))
         up = {k: v for k, v in samples.items() if k.startswith("tpuemu_worker_up{")}
         self.assertEqual(sorted(v for v in up.values()), [0, 1, 1])
         self.assertEqual(samples['tpuemu_jobs{state="failed"}'], 1)

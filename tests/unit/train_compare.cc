@@ -43,7 +43,8 @@ ComparedRun TrainAndCompare(const std::string& topology, int slices, const std::
   const TrainMesh& mesh = job->mesh;
   InProcessPod pod(*topo, 0);
   HostTrainer sharded(config, mesh, pod.network(), 1);
-  sharded.Prepare();
+  const absl::Status prepared = sharded.Prepare();
+  EXPECT_TRUE(prepared.ok()) << prepared;
   ReferenceTrainer reference(config);
   for (int s = 0; s < steps; ++s) {
     auto chips = sharded.Run(s);
