@@ -187,8 +187,12 @@ class ChipCollective::Impl {
   }
 
   absl::Status Send(const ChunkOp& op) {
+    // The trace names a transfer that goes the other way round because of a down link.
+    const bool routed = std::any_of(plan_.axes().begin(), plan_.axes().end(),
+                                    [&](const AxisPlan& a) { return a.axis == op.axis && a.way != 0; });
     return SendChunk(net_, *links_, options_, chip_, op.peer, op.axis, op.dir, op.tag | options_.tag_base, buffer_,
-                     op.ranges, dtype_, StreamReadyTime(op), absl::StrCat("to chip ", op.peer), &transit_)
+                     op.ranges, dtype_, StreamReadyTime(op),
+                     absl::StrCat("to chip ", op.peer, routed ? " (routed round a down link)" : ""), &transit_)
         .status();
   }
 

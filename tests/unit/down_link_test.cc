@@ -132,9 +132,11 @@ TEST(DownLinkTest, RoutedRoundItEveryOpIsCorrectAtExactlyTheOneWayRingsTime) {
 
 constexpr char kDataParallel[] = "ici_data_parallelism: 4\n";
 
-// A job on a ring of 4 (data parallel unless told), three steps or until one fails.
+// A job on a ring of 4 (data parallel unless told), three steps or until one
+// fails; `last` gets the chips' results of the last step that ran.
 std::vector<absl::StatusOr<StepReport>> TrainWithDownLink(const std::string& faults,
-                                                          const std::string& mesh = kDataParallel) {
+                                                          const std::string& mesh = kDataParallel,
+                                                          std::vector<ChipRunResult>* last = nullptr) {
   auto topo = Topology::Create({"v5p:4", 1, 1, "auto"});
   EXPECT_TRUE(topo.ok());
   auto spec = ParseTrainSpec(mesh + "emb_dim: 64\nmlp_dim: 256\nnum_layers: 4\nglobal_batch_tokens: 256\n"
@@ -154,6 +156,7 @@ std::vector<absl::StatusOr<StepReport>> TrainWithDownLink(const std::string& fau
       break;
     }
     steps.push_back(SummarizeStep(planned->config, planned->mesh, *topo, *ran));
+    if (last != nullptr) *last = *ran;
   }
   return steps;
 }
@@ -167,7 +170,9 @@ TEST(DownLinkTest, ATrainingJobMeetsItAtTheStepItGoesDown) {
   EXPECT_THAT(std::string(failed[1].status().message()),
               HasSubstr("step 1: all-reduce over data: faults: link 0->1 x+ down, from step 1"));
 
-  const auto routed = TrainWithDownLink("faults:\n  - down_link: 0->1 x+ from 1\non_down_link: route\n");
+  std::vector<ChipRunResult> last;
+  const auto routed =
+      TrainWithDownLink("faults:\n  - down_link: 0->1 x+ from 1\non_down_link: route\n", kDataParallel, &last);
   ASSERT_EQ(routed.size(), 3u);
   ASSERT_EQ(healthy.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
@@ -179,6 +184,14 @@ TEST(DownLinkTest, ATrainingJobMeetsItAtTheStepItGoesDown) {
   EXPECT_GT(routed[1]->emulated_s, healthy[1]->emulated_s);  // the one-way ring is slower
   EXPECT_THAT(routed[1]->faults, ::testing::ElementsAre("link 0->1 x+ down, from step 1",
                                                         HasSubstr("go the other way round their ring")));
+  // The trace names the transfers that went the other way round.
+  int marked = 0;
+  for (const ChipRunResult& chip : last) {
+    for (const TraceEvent& e : chip.trace) {
+      if (e.name.find("(routed round a down link)") != std::string::npos) ++marked;
+    }
+  }
+  EXPECT_GT(marked, 0);
 }
 
 TEST(DownLinkTest, APipelineSendOverItFailsNamingItWithoutHanging) {
