@@ -3,7 +3,6 @@
 #include <openssl/crypto.h>
 
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -16,7 +15,8 @@ namespace {
 
 constexpr char kRoleProperty[] = "tpuemu_role";
 
-std::mutex security_mu;
+// Set once by a main before any server or channel exists (a test sets it
+// with no pod running), read after: no lock.
 TransportSecurity& Process() {
   static TransportSecurity* security = new TransportSecurity();
   return *security;
@@ -121,15 +121,9 @@ absl::StatusOr<TransportSecurity> SecurityFromFlags(const std::string& tls_dir, 
   return security;
 }
 
-void SetProcessSecurity(const TransportSecurity& security) {
-  std::lock_guard<std::mutex> lock(security_mu);
-  Process() = security;
-}
+void SetProcessSecurity(const TransportSecurity& security) { Process() = security; }
 
-const TransportSecurity& ProcessSecurity() {
-  std::lock_guard<std::mutex> lock(security_mu);
-  return Process();
-}
+const TransportSecurity& ProcessSecurity() { return Process(); }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, grpc::ChannelArguments args,
                                            const TransportSecurity& security) {

@@ -70,7 +70,10 @@ class ChipCollective::Impl {
  public:
   Impl(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
       : plan_(plan), chip_(chip), net_(net), options_(options), ready_(0.0),
-        dtype_(plan.spec().dtype_bytes), profile_(net.topology().profile()) {}
+        dtype_(plan.spec().dtype_bytes), profile_(net.topology().profile()) {
+    // The trace names a transfer that goes the other way round because of a down link.
+    for (const AxisPlan& a : plan.axes()) routed_[static_cast<int>(a.axis)] = a.way != 0;
+  }
 
   void Prepare() {
     prog_ = BuildChipProgram(plan_, chip_, plan_.spec().chunk_bytes / sizeof(float));
@@ -187,12 +190,9 @@ class ChipCollective::Impl {
   }
 
   absl::Status Send(const ChunkOp& op) {
-    // The trace names a transfer that goes the other way round because of a down link.
-    const bool routed = std::any_of(plan_.axes().begin(), plan_.axes().end(),
-                                    [&](const AxisPlan& a) { return a.axis == op.axis && a.way != 0; });
     return SendChunk(net_, *links_, options_, chip_, op.peer, op.axis, op.dir, op.tag | options_.tag_base, buffer_,
                      op.ranges, dtype_, StreamReadyTime(op),
-                     absl::StrCat("to chip ", op.peer, routed ? " (routed round a down link)" : ""), &transit_)
+                     absl::StrCat("to chip ", op.peer, routed_[static_cast<int>(op.axis)] ? kRouted : ""), &transit_)
         .status();
   }
 
@@ -310,6 +310,8 @@ class ChipCollective::Impl {
   }
 
   const CollectivePlan& plan_;
+  static constexpr char kRouted[] = " (routed round a down link)";
+  bool routed_[kNumAxes] = {};  // axes the plan runs one way round a down link
   const int chip_;
   HostNetwork& net_;
   const RunOptions options_;
