@@ -370,9 +370,13 @@ class Kubernetes(Case):
                        timeout=120)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.diagnosis()}") from None
-        addresses = {engine("inspect", "--format", "{{.NetworkSettings.Networks}}", f"{p}-{self.container_of(p)}")
-                     .stdout for p in self.pods}
-        self.assertEqual(len(addresses), len(self.pods), "every pod has a network namespace of its own")
+        # Each pod's address on the network, read until every one has one (a CI run read two pods'
+        # at once as the same: a container between restarts shows no network yet).
+        def addresses():
+            return {engine("inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                           f"{p}-{self.container_of(p)}", check=False).stdout.strip() for p in self.pods} - {""}
+        wait_until("every pod's address", lambda: len(addresses()) == len(self.pods), timeout=30)
+        self.assertEqual(len(addresses()), len(self.pods), "every pod has a network namespace of its own")
 
     def diagnosis(self):
         """What a failed wait leaves to read: the health check's answer and each container's last log lines."""
