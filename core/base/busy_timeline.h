@@ -1,13 +1,17 @@
 // When one resource (a link, a chip's vector unit) is busy on the emulated
 // clock. Work of a given duration, ready at a given time, takes the earliest
-// idle stretch that fits, so work that becomes ready early is not held behind
+// idle time from then on, so work that becomes ready early is not held behind
 // work booked before it that was not ready yet: a link sends what it has, in
-// the order it has it, whatever order its chip's program asked in.
+// the order it has it, whatever order its chip's program asked in. A unit of
+// work that cannot be cut (an add) takes one idle stretch that fits (Book);
+// a message, cut into packets, takes idle time wherever there is some
+// (BookSpread).
 #pragma once
 
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <utility>
 
 namespace tpuemu {
 
@@ -28,6 +32,31 @@ class BusyTimeline {
     }
     Insert(start, start + duration);
     return start;
+  }
+
+  // Books `duration` of idle time from `ready` on, in as many idle stretches
+  // as it takes (work cut into packets that share the resource with work
+  // booked before); returns its first and last moment.
+  std::pair<double, double> BookSpread(double ready, double duration) {
+    double at = ready, left = duration, first = -1;
+    while (true) {
+      // Past the stretch `at` is in, if any.
+      auto next = busy_.upper_bound(at);
+      if (next != busy_.begin()) {
+        auto before = std::prev(next);
+        if (before->second > at) at = before->second;
+      }
+      const double room = next == busy_.end() ? left : std::min(left, next->first - at);
+      if (room > 0) {
+        if (first < 0) first = at;
+        Insert(at, at + room);
+        at += room;
+        left -= room;
+      }
+      if (left <= duration * 1e-12 || next == busy_.end()) break;
+      at = std::max(at, next->second);
+    }
+    return {first < 0 ? at : first, at};
   }
 
   // The end of the last busy stretch (0 if never busy).

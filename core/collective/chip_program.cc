@@ -68,22 +68,31 @@ ChipProgram BuildChipProgram(const CollectivePlan& plan, int chip, uint64_t chun
     size_t j = i;
     while (j < transfers.size() && transfers[j].step == transfers[i].step) ++j;
     for (bool sending : {true, false}) {
-      std::vector<std::pair<const PlannedTransfer*, std::vector<std::vector<Range>>>> mine;
+      struct Mine {
+        const PlannedTransfer* tr;
+        std::vector<std::vector<Range>> chunks;
+        uint32_t first_tag;  // a link may carry two transfers in one step
+      };
+      std::vector<Mine> mine;
+      std::map<std::pair<int, int>, uint32_t> tags_used;  // per link (axis, dir) this step
       size_t most = 0;
       for (size_t t = i; t < j; ++t) {
         const PlannedTransfer& tr = transfers[t];
         if ((sending ? tr.src : tr.dst) != chip) continue;
-        mine.emplace_back(&tr, Chunks(tr.ranges, chunk_elements));
-        most = std::max(most, mine.back().second.size());
+        uint32_t& used = tags_used[{static_cast<int>(tr.axis), tr.dir}];
+        mine.push_back({&tr, Chunks(tr.ranges, chunk_elements), used});
+        used += static_cast<uint32_t>(mine.back().chunks.size());
+        most = std::max(most, mine.back().chunks.size());
       }
       for (uint32_t c = 0; c < most; ++c) {
-        for (const auto& [tr, chunks] : mine) {
+        for (const auto& [tr, chunks, first_tag] : mine) {
           if (c >= chunks.size()) continue;
-          ChunkOp op{sending ? tr->dst : tr->src, tr->axis, tr->dir, ChunkTag(tr->step, tr->axis, tr->dir, c),
+          ChunkOp op{sending ? tr->dst : tr->src, tr->axis, tr->dir, ChunkTag(tr->step, tr->axis, tr->dir, first_tag + c),
                      tr->reduce, chunks[c], Elements(chunks[c]), -1, -1};
           if (sending) {
             op.barrier_recv = stage_barrier(tr->part, tr->stage);
             op.after_recv = op.barrier_recv;
+            if (tr->after_all_before) op.after_recv = static_cast<int>(prog.recvs.size()) - 1;
             for (const Range& r : op.ranges) {
               op.after_recv = std::max(op.after_recv, last_writer.Max(r.offset, r.end()));
             }

@@ -202,15 +202,34 @@ double PredictSeconds(const CollectivePlan& plan, const Topology& topo) {
 }
 
 double PredictRepeatedSeconds(const CollectivePlan& plan, const Topology& topo, double count) {
-  // The first collective takes its stages one after the other; the others
-  // follow it through them as a pipeline, one per the busiest links' share
-  // of a collective (an AllReduce's two ICI stages load the same links).
-  double first = topo.profile().collective_startup, ici = 0, dcn = 0;
-  for (const Stage& s : PlanStages(plan, topo)) {
-    first += std::max(s.chain, s.busiest + s.hop);
-    (s.dcn ? dcn : ici) += s.busiest;
+  // The first collective takes its stages one after the other. The others
+  // stream behind it through the links they share, which never idle while a
+  // collective waits between its stages (a DCN hop's latency, an
+  // AllReduce's barrier): for each kind of link, the stages before its first
+  // stage, every collective's load on it, and what follows its last stage
+  // (that stage's own hops, then the stages after it).
+  const std::vector<Stage> stages = PlanStages(plan, topo);
+  auto alone = [](const Stage& s) { return std::max(s.chain, s.busiest + s.hop); };
+  double first = 0;
+  for (const Stage& s : stages) first += alone(s);
+  double longest = first;
+  for (bool dcn : {false, true}) {
+    int from = -1, to = -1;
+    double load = 0;
+    for (int i = 0; i < static_cast<int>(stages.size()); ++i) {
+      if (stages[i].dcn != dcn) continue;
+      if (from < 0) from = i;
+      to = i;
+      load += stages[i].busiest;
+    }
+    if (from < 0) continue;
+    double t = count * load + alone(stages[to]) - stages[to].busiest;
+    for (int i = 0; i < static_cast<int>(stages.size()); ++i) {
+      if (i < from || i > to) t += alone(stages[i]);
+    }
+    longest = std::max(longest, t);
   }
-  return first + (count - 1) * std::max(ici, dcn);
+  return topo.profile().collective_startup + longest;
 }
 
 double PredictAxesSeconds(const Topology& topo, CollectiveOp op, const std::vector<Axis>& axes, double v_bytes,

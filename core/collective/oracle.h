@@ -39,8 +39,9 @@ double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, 
 double PredictSeconds(const CollectivePlan& plan, const Topology& topo);
 
 // `count` such collectives issued one right after the other: they share the
-// links, so their transfers add, while their hops overlap (the first one's
-// chain of hops, then the others streaming behind it).
+// links, so their transfers add, while their hops overlap: the first one's
+// stages, or, where longer, the others streaming behind it through a kind
+// of link (ICI or DCN) that stays busy while each waits between its stages.
 double PredictRepeatedSeconds(const CollectivePlan& plan, const Topology& topo, double count);
 
 // The seed's rule for the same case, composed the same way. 0 where the

@@ -79,6 +79,41 @@ std::vector<Hop> PhaseHops(const AxisPlan& ap, PhaseKind kind) {
   return {};
 }
 
+// A per-axis table over chip positions (spec axis m), from PhaseHops.
+struct HopTable {
+  int m = 0;
+  std::vector<std::vector<int>> steps;
+};
+
+// [position][block]: the first step at which a ReduceScatter phase on `ap`
+// sends the chip's partial sum of a block (never: a large number).
+HopTable FirstSendSteps(const AxisPlan& ap, int m) {
+  HopTable t{m, std::vector<std::vector<int>>(ap.size, std::vector<int>(ap.size, 1 << 30))};
+  for (const Hop& h : PhaseHops(ap, PhaseKind::kReduceScatter)) t.steps[h.from][h.block] = std::min(t.steps[h.from][h.block], h.step);
+  return t;
+}
+
+// [from][to]: the hops an AllToAll phase on `ap` takes a block over (the
+// step at which it arrives).
+HopTable PathHops(const AxisPlan& ap, int m) {
+  HopTable t{m, std::vector<std::vector<int>>(ap.size, std::vector<int>(ap.size, 0))};
+  for (const Hop& h : PhaseHops(ap, PhaseKind::kAllToAll)) t.steps[h.block][h.dest] = std::max(t.steps[h.block][h.dest], h.step);
+  return t;
+}
+
+// Stable-sorts `items` by key(item), each key made once.
+template <typename T, typename KeyFn>
+void SortByKey(std::vector<T>* items, KeyFn key) {
+  std::vector<std::pair<std::vector<int>, size_t>> keyed;
+  keyed.reserve(items->size());
+  for (size_t i = 0; i < items->size(); ++i) keyed.push_back({key((*items)[i]), i});
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<T> sorted;
+  sorted.reserve(items->size());
+  for (const auto& [_, i] : keyed) sorted.push_back((*items)[i]);
+  *items = std::move(sorted);
+}
+
 std::vector<PhaseKind> PhaseKinds(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::kAllGather: return {PhaseKind::kGather};
@@ -219,6 +254,8 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
   // Position of each spec axis in the rank, and the part orders.
   std::map<Axis, int> spec_index;
   for (size_t m = 0; m < spec.axes.size(); ++m) spec_index[spec.axes[m]] = static_cast<int>(m);
+  std::vector<int> strides(sizes.size(), 1);  // of each spec axis in a rank
+  for (int m = static_cast<int>(sizes.size()) - 2; m >= 0; --m) strides[m] = strides[m + 1] * sizes[m + 1];
   const uint64_t shard = v / n;
   // AllGather/ReduceScatter: each shard's piece per part, sized so that
   // every ICI axis's links carry the same load (axis_parts.h).
@@ -267,6 +304,8 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
         break;
     }
 
+    int part_steps = 0;  // the part's steps, all phases
+    for (const Phase& phase : phases) part_steps += NumSteps(PhaseHops(plan.axes_[spec_index[order[phase.order_index]]], phase.kind));
     int local_step = 0;  // part-local steps already used
     int stage = 0;
     for (int phase_index = 0; phase_index < static_cast<int>(phases.size()); ++phase_index) {
@@ -292,6 +331,31 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
         for (int j = 0; j < phase.order_index; ++j) if (spec_index[order[j]] == m) return true;
         return false;
       };
+
+      // The order of the pieces in a transfer (their data is the same in
+      // any order; the order decides what goes on the link first):
+      // - a ReduceScatter phase sends them in the order the part's later
+      //   ReduceScatter phases need them on the chip it delivers to, so each
+      //   can start on what arrives first (a range is final only once the
+      //   phase's last step has reduced it);
+      // - an AllToAll phase sends blocks with more hops still to go in the
+      //   part first (the longest path starts first), then in the order they
+      //   reached the chip in its earlier phases, so a send streams behind
+      //   its data.
+      std::vector<HopTable> later_rs, a2a_later, a2a_earlier;
+      for (int j = phase_index + 1; j < static_cast<int>(phases.size()); ++j) {
+        if (phases[j].kind != phase.kind) break;
+        const AxisPlan& later = plan.axes_[spec_index[order[phases[j].order_index]]];
+        if (phase.kind == PhaseKind::kReduceScatter) later_rs.push_back(FirstSendSteps(later, spec_index[later.axis]));
+        if (phase.kind == PhaseKind::kAllToAll) a2a_later.push_back(PathHops(later, spec_index[later.axis]));
+      }
+      if (phase.kind == PhaseKind::kAllToAll) {
+        for (int j = phase_index - 1; j >= 0; --j) {
+          const AxisPlan& earlier = plan.axes_[spec_index[order[phases[j].order_index]]];
+          a2a_earlier.push_back(PathHops(earlier, spec_index[earlier.axis]));
+        }
+      }
+      auto coord = [&](int rank, int m) { return (rank / strides[m]) % sizes[m]; };
 
       // One representative per line along a (its chip at a = 0), in chip
       // order; a restricted plan visits only the lines of its chips.
@@ -326,6 +390,7 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
           t.reduce = phase.kind == PhaseKind::kReduceScatter;
           t.part = p;
           t.stage = stage;
+          std::vector<Range> last_hops;  // AllToAll blocks that yield the link (below)
           for (const Hop& h : group) {
             const int nm = static_cast<int>(sizes.size());
             if (phase.kind != PhaseKind::kAllToAll) {
@@ -337,11 +402,20 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
               // that way (AllGather), or that no hop reduced into before
               // (ReduceScatter), so the next hop can start sooner.
               const bool second_first = split && h.half == 0 && dir < 0;
-              ForEachRank(sizes, fixed, [&](int r) {
+              std::vector<int> ranks;
+              ForEachRank(sizes, fixed, [&](int r) { ranks.push_back(r); });
+              if (!later_rs.empty()) {
+                SortByKey(&ranks, [&](int r) {
+                  std::vector<int> steps;
+                  for (const HopTable& t : later_rs) steps.push_back(t.steps[line.Get(spec.axes[t.m])][coord(r, t.m)]);
+                  return steps;
+                });
+              }
+              for (int r : ranks) {
                 const Range piece{r * shard + plan.part_offsets_[p], plan.part_offsets_[p + 1] - plan.part_offsets_[p]};
                 if (second_first) t.ranges.push_back(HalfOf(piece, 2));
                 t.ranges.push_back(HalfOf(piece, second_first ? 1 : h.half));
-              });
+              }
             } else {
               std::vector<int> fixed_r(nm), fixed_q(nm);
               for (int m = 0; m < nm; ++m) {
@@ -350,24 +424,48 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
               }
               fixed_r[m_a] = h.block;
               fixed_q[m_a] = h.dest;
+              std::vector<std::pair<int, int>> blocks;  // (source, destination) ranks
               ForEachRank(sizes, fixed_r, [&](int r) {
-                ForEachRank(sizes, fixed_q, [&](int q) {
-                  t.ranges.push_back(HalfOf({(static_cast<uint64_t>(r) * n + q) * block + p * a2a_part, a2a_part}, h.half));
-                });
+                ForEachRank(sizes, fixed_q, [&](int q) { blocks.push_back({r, q}); });
               });
+              auto to_go = [&](const std::pair<int, int>& b) {  // hops after this one
+                int hops = 0;
+                for (const HopTable& t : a2a_later) hops += t.steps[line.Get(spec.axes[t.m])][coord(b.second, t.m)];
+                return hops;
+              };
+              SortByKey(&blocks, [&](const std::pair<int, int>& b) {
+                std::vector<int> steps{-to_go(b)};
+                for (const HopTable& t : a2a_earlier) steps.push_back(t.steps[coord(b.first, t.m)][line.Get(spec.axes[t.m])]);
+                return steps;
+              });
+              for (const auto& [r, q] : blocks) {
+                const Range range = HalfOf({(static_cast<uint64_t>(r) * n + q) * block + p * a2a_part, a2a_part}, h.half);
+                // Over several axes, a block on its last hop yields the link
+                // to blocks still travelling: it goes after the part's last step.
+                const bool last_hop = k > 1 && h.to == h.dest && to_go({r, q}) == 0;
+                (last_hop ? last_hops : t.ranges).push_back(range);
+              }
             }
           }
-          t.ranges = Merge(std::move(t.ranges), /*keep_order=*/phase.kind != PhaseKind::kAllToAll);
+          if (!last_hops.empty()) {
+            PlannedTransfer yielding = t;
+            yielding.ranges = Merge(std::move(last_hops), /*keep_order=*/true);
+            yielding.step = part_steps * k + p;
+            yielding.after_all_before = true;
+            plan.transfers_.push_back(std::move(yielding));
+          }
+          t.ranges = Merge(std::move(t.ranges), /*keep_order=*/true);
           if (t.elements() == 0) continue;  // half of a one-element piece
           plan.transfers_.push_back(std::move(t));
         }
       }
       local_step += NumSteps(hops);
     }
-    plan.num_steps_ = std::max(plan.num_steps_, local_step * k);
+    plan.num_steps_ = std::max(plan.num_steps_, (local_step + (a2a && k > 1 ? 1 : 0)) * k);  // + the yielding last hops
   }
-  std::stable_sort(plan.transfers_.begin(), plan.transfers_.end(),
-                   [](const PlannedTransfer& a, const PlannedTransfer& b) { return a.step < b.step; });
+  std::stable_sort(plan.transfers_.begin(), plan.transfers_.end(), [](const PlannedTransfer& a, const PlannedTransfer& b) {
+    return a.step != b.step ? a.step < b.step : a.after_all_before < b.after_all_before;
+  });
   return plan;
 }
 

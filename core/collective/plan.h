@@ -37,6 +37,10 @@ struct PlannedTransfer {
   bool reduce = false;  // receiver adds into its buffer instead of copying
   int part = 0;         // which axis-order part this transfer belongs to
   int stage = 0;        // a stage of the part starts when the previous one ended (DCN is one)
+  // Sent once every receive of the steps before has been taken, not as soon
+  // as its data is there: a transfer that yields its links to the steps
+  // before (an AllToAll block's last hop, sorted after its part's last step).
+  bool after_all_before = false;
   std::vector<Range> ranges;
   uint64_t elements() const;
 };

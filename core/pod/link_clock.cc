@@ -1,14 +1,16 @@
 #include "core/pod/link_clock.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace tpuemu {
 
 EmuLink::Booking EmuLink::Book(double bytes, double ready) {
   Booking b;
   const double duration = bytes / params_.bw_dir;
-  b.start = busy_.Book(ready, duration);
-  b.end = b.start + duration;
+  // A link interleaves packets: a message fills whatever idle time the link
+  // has from when it is ready, around messages booked before it.
+  std::tie(b.start, b.end) = busy_.BookSpread(ready, duration);
   b.arrival = b.end + params_.latency;
   bytes_ += bytes;
   return b;

@@ -12,9 +12,10 @@ namespace tpuemu {
 using WallClock = std::chrono::steady_clock;
 
 // Emulated clock of one directed link, modelled like netem: a transfer of b
-// bytes ready at t holds the link for b / W from the first idle moment at or
-// after t with room for it (BusyTimeline), and is usable by the receiver
-// T_hop after it leaves the link.
+// bytes ready at t holds the link for b / W of its idle time from t on,
+// interleaved with transfers booked before it as packets are
+// (BusyTimeline::BookSpread), and is usable by the receiver T_hop after its
+// last byte leaves the link.
 class EmuLink {
  public:
   struct Booking {
