@@ -17,7 +17,7 @@ class GrpcFabric : public HostFabric {
  public:
   GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses);
   ~GrpcFabric() override;
-  absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips) override;
+  absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips, absl::Duration within) override;
   absl::Status Deliver(Frame&& frame) override;
   void Disconnect() override;
   void UpdatePeers(const std::map<int, std::string>& host_addresses) override;

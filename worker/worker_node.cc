@@ -85,7 +85,8 @@ absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
   }
   auto pod = std::make_shared<Pod>(Pod{*topo, make_fabric_(config, *topo, host), nullptr, nullptr});
   pod->net = std::make_unique<HostNetwork>(*topo, topo->ChipsOfHost(host), config.time_scale, pod->fabric.get());
-  if (auto s = pod->fabric->Connect(pod->net->mailbox(), pod->net->local_chips()); !s.ok()) return s;
+  // 5 s: Configure answers within the coordinator's 10 s whatever the peers do.
+  if (auto s = pod->fabric->Connect(pod->net->mailbox(), pod->net->local_chips(), absl::Seconds(5)); !s.ok()) return s;
   // An idle worker's connections hold their last read buffers (1-2 MiB
   // each); they are closed with the rest of what it gives back, and opened
   // again when the next job is prepared.
@@ -126,8 +127,10 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec, const Placem
   // The job's memory is what the process holds from here to its check.
   std::shared_ptr<void> hold = IdleRelease::Process().Hold();
   // Links closed while the worker was idle open again, before anything is
-  // timed.
-  if (auto s = p->fabric->Connect(p->net->mailbox(), p->net->local_chips()); !s.ok()) return s;
+  // timed. Preparing has no deadline of its own, so a slow connection
+  // between containers (a CI run saw one miss 5 s after a peer restarted)
+  // gets 15 s before the job fails.
+  if (auto s = p->fabric->Connect(p->net->mailbox(), p->net->local_chips(), absl::Seconds(15)); !s.ok()) return s;
   const uint64_t resident_before = ResidentBytes();
   ResetPeakResident();
   RunOptions options;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "core/pod/pod_config.h"
 #include "core/pod/topology.h"
 #include "core/wire/host_network.h"
@@ -19,9 +20,9 @@ class HostFabric : public Fabric {
  public:
   // Frames for this host's own chips go to `local`. Opens the links from
   // `local_chips` to chips on other hosts now, so that no job pays for
-  // connecting them.
+  // connecting them, and fails if one is not up within `within`.
   // Called again before each job: it opens what Disconnect closed.
-  virtual absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips) = 0;
+  virtual absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips, absl::Duration within) = 0;
   // Closes the links to other hosts and frees what they hold (a connection's
   // read buffers live as long as it does), while no job uses them.
   virtual void Disconnect() {}
