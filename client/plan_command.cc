@@ -1,0 +1,165 @@
+#include "client/plan_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli_errors.h"
+#include "core/plan/planner.h"
+#include "nlohmann/json.hpp"
+
+namespace tpuemu {
+namespace {
+
+struct PlanOptions {
+  std::string model, topology, batch;
+  int slices = 1, chips_per_host = 4, top = 0;
+  bool json = false;
+};
+
+// "3M", "1.5e6", "16000000": tokens, K/M/B as thousands, millions, billions.
+absl::StatusOr<double> ParseTokens(const std::string& text) {
+  std::string s = absl::AsciiStrToUpper(text);
+  double scale = 1;
+  if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'B')) {
+    scale = s.back() == 'K' ? 1e3 : s.back() == 'M' ? 1e6 : 1e9;
+    s.pop_back();
+  }
+  double v = 0;
+  if (!absl::SimpleAtod(s, &v) || !(v * scale >= 1) || !std::isfinite(v)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--batch-tokens '", text, "': the global batch in tokens, a positive number such as 3M, 1.5e6 or 16000000"));
+  }
+  return v * scale;
+}
+
+std::string Seconds(double s) {
+  if (s >= 1) return absl::StrFormat("%.3g s", s);
+  if (s >= 1e-3) return absl::StrFormat("%.3g ms", s * 1e3);
+  return absl::StrFormat("%.3g us", s * 1e6);
+}
+
+std::string Tokens(double t) {
+  if (t == 0) return "never";
+  if (!std::isfinite(t)) return "always";
+  return absl::StrFormat("%.3g", t);
+}
+
+nlohmann::json ToJson(const MeshPlan& p) {
+  nlohmann::json memory = nlohmann::json::array();
+  for (const MemoryItem& m : p.memory) memory.push_back({{"what", m.what}, {"bytes", m.bytes}});
+  return {{"strategy", p.strategy},
+          {"mesh", p.mesh},
+          {"data", p.data},
+          {"tensor", p.tensor},
+          {"data_axes", p.data_axes},
+          {"tensor_axes", p.tensor_axes},
+          {"fsdp", p.fsdp},
+          {"memory", memory},
+          {"memory_bytes", p.memory_bytes},
+          {"fits", p.fits},
+          {"compute_s", p.compute_s},
+          {"comms_s", p.comms_s},
+          {"dcn_s", p.dcn_s},
+          {"step_s", p.step_s},
+          {"mfu", p.mfu},
+          {"comms_bound", p.comms_bound},
+          // JSON has no infinity: null where no batch is compute-bound.
+          {"critical_batch_tokens",
+           std::isfinite(p.critical_batch_tokens) ? nlohmann::json(p.critical_batch_tokens) : nlohmann::json()},
+          {"why", p.why}};
+}
+
+int RunPlan(const PlanOptions& o) {
+  auto model = LoadModel(o.model);
+  if (!model.ok()) return Fail(model.status());
+  auto tokens = ParseTokens(o.batch);
+  if (!tokens.ok()) return Fail(tokens.status());
+  auto topo = Topology::Create({o.topology, o.slices, o.chips_per_host, "auto"});
+  if (!topo.ok()) return Fail(topo.status());
+  auto plans = PlanMeshes({*model, *tokens}, *topo);
+  if (!plans.ok()) return Fail(plans.status());
+  const ChipProfile& chip = topo->profile();
+  const size_t shown = o.top > 0 ? std::min<size_t>(o.top, plans->size()) : plans->size();
+  if (o.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < shown; ++i) rows.push_back(ToJson((*plans)[i]));
+    std::cout << nlohmann::json{{"model", model->name},
+                                {"params", model->Params()},
+                                {"topology", topo->Describe()},
+                                {"chips", topo->num_chips()},
+                                {"batch_tokens", *tokens},
+                                {"ici_intensity", IciIntensity(chip)},
+                                {"plans", rows}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf("%s: %.3g parameters (MLP %.3g with %d matrices, attention %.3g, vocabulary %.3g); L=%lld D=%lld "
+              "F=%lld\n",
+              model->name.c_str(), model->Params(), model->MlpParams(), model->mlp_matrices, model->AttentionParams(),
+              model->VocabParams(), static_cast<long long>(model->layers), static_cast<long long>(model->emb_dim),
+              static_cast<long long>(model->mlp_dim));
+  std::printf("%s: %d chips, %.3g GB HBM and C = %.3g FLOP/s each; alpha = C / W_ici = %.0f; batch %.3g tokens\n\n",
+              topo->Describe().c_str(), topo->num_chips(), chip.hbm_bytes / 1e9, chip.flops_bf16, IciIntensity(chip),
+              *tokens);
+  std::printf("%-3s %-8s %-66s %9s %5s %9s %9s %9s %9s %5s %-7s %9s\n", "#", "strategy", "mesh", "HBM/chip", "fits",
+              "step", "compute", "ICI", "DCN", "MFU", "bound", "turns at");
+  for (size_t i = 0; i < shown; ++i) {
+    const MeshPlan& p = (*plans)[i];
+    std::printf("%-3zu %-8s %-66s %6.1f GB %5s %9s %9s %9s %9s %4.0f%% %-7s %9s\n", i + 1, p.strategy.c_str(),
+                p.mesh.c_str(), p.memory_bytes / 1e9, p.fits ? "yes" : "no", Seconds(p.step_s).c_str(),
+                Seconds(p.compute_s).c_str(), Seconds(p.comms_s).c_str(), p.dcn_s > 0 ? Seconds(p.dcn_s).c_str() : "-",
+                100 * p.mfu, p.comms_bound ? "comms" : "compute", Tokens(p.critical_batch_tokens).c_str());
+  }
+  std::printf("\nwhy:\n");
+  for (size_t i = 0; i < shown; ++i) {
+    std::printf("  %zu %s %s: %s\n", i + 1, (*plans)[i].strategy.c_str(), (*plans)[i].mesh.c_str(),
+                (*plans)[i].why.c_str());
+  }
+  const MeshPlan& best = plans->front();
+  if (best.fits) {
+    std::printf("\nchoice: %s, %s: a step of %s at %.0f%% MFU%s.\n", best.strategy.c_str(), best.mesh.c_str(),
+                Seconds(best.step_s).c_str(), 100 * best.mfu,
+                best.comms_bound ? ", communication-bound: a larger batch per chip, or fewer chips, would help"
+                                 : ", compute-bound");
+  } else {
+    std::printf("\nnothing fits: every mesh needs more than %.3g GB of HBM per chip; use more chips or slices\n",
+                chip.hbm_bytes / 1e9);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<PlanOptions>();
+  auto* c = app.add_subcommand("plan", "which mesh for a model on a pod, by seed 001's formulas; no pod needed");
+  c->footer(
+      "Every strategy seed 001 discusses (DP, FSDP, tensor parallelism, FSDP with tensor-parallel axes or\n"
+      "sub-rings, data parallelism over DCN between slices), each with its HBM per chip, compute and\n"
+      "communication per step, MFU, whether it is communication-bound and the global batch below which it\n"
+      "turns so, ranked by step time. Formulas only: nothing runs (docs/plan.md). Examples:\n"
+      "  tpuemu plan --model llama2-13b --topology v5p:16x16x16 --batch-tokens 3M\n"
+      "  tpuemu plan --model llama3-70b --topology v5p:16x20x28 --slices 2 --batch-tokens 16M --json");
+  c->add_option("--model", o->model, "a preset (llama2-7b, llama2-13b, llama3-8b, llama3-70b) or a YAML file with "
+                                     "model: PRESET and MaxText's keys (base_emb_dim, base_mlp_dim, ...)")
+      ->required();
+  c->add_option("--topology", o->topology, "CHIP:SHAPE of one slice, e.g. v5p:16x16x16")->required();
+  c->add_option("--slices", o->slices, "slices joined by DCN (data parallel between them)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  c->add_option("--chips-per-host", o->chips_per_host, "chips per host (each host's DCN bandwidth is shared by them)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  c->add_option("--batch-tokens", o->batch, "the global batch in tokens, e.g. 3M or 1.5e6")->required();
+  c->add_option("--top", o->top, "show the best K meshes only (default: all)")->check(CLI::Range(1, 1000));
+  c->add_flag("--json", o->json, "print {model, params, topology, chips, batch_tokens, ici_intensity, plans: [...]}");
+  c->callback([o, exit_code] { *exit_code = RunPlan(*o); });
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,182 @@
+// tpuemu plan against seed 001's worked numbers (How To Scale Your Model,
+// part 5: "Some Problems to Work", the strategies' thresholds, and scaling
+// between pods), each with the seed's value.
+#include "core/plan/planner.h"
+
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+Topology Pod(const std::string& topology, int slices = 1) {
+  auto topo = Topology::Create({topology, slices, 4, "auto"});
+  EXPECT_TRUE(topo.ok()) << topo.status();
+  return *topo;
+}
+
+const MeshPlan& Find(const std::vector<MeshPlan>& plans, const std::string& strategy) {
+  for (const MeshPlan& p : plans) {
+    if (p.strategy == strategy) return p;
+  }
+  ADD_FAILURE() << "no " << strategy;
+  return plans.front();
+}
+
+double Item(const MeshPlan& p, const std::string& prefix) {
+  for (const MemoryItem& m : p.memory) {
+    if (m.what.rfind(prefix, 0) == 0) return m.bytes;
+  }
+  ADD_FAILURE() << "no memory item " << prefix;
+  return 0;
+}
+
+TEST(PlanSeedTest, Question1Llama2_13bHas13BillionParameters) {
+  const ModelShape m = *ModelPreset("llama2-13b");
+  EXPECT_NEAR(m.MlpParams() / 8.5e9, 1, 0.01);        // "FFW parameters: 3LDF = 8.5e9"
+  EXPECT_NEAR(m.AttentionParams() / 4.2e9, 1, 0.01);  // "Attention parameters: 4DNH = 4.2e9"
+  EXPECT_NEAR(m.VocabParams() / 0.33e9, 1, 0.01);     // 2VD (the seed prints 0.3e9, then adds 0.39e9)
+  EXPECT_NEAR(m.Params() / 13.1e9, 1, 0.01);          // "Total: ... 13.1e9, as expected!"
+  EXPECT_NEAR(ModelPreset("llama3-70b")->Params() / 70e9, 1, 0.02);
+}
+
+TEST(PlanSeedTest, Question2MemoryForSixteenMillionTokens) {
+  // "(2 + 4 + 4) * 13e9 ~ 130GB" for parameters and Adam; "2 * 40 * 16e6 *
+  // 5,120 * (1 + 2 * 2.7) ~ 4.2e13 = 42TB" of activations.
+  auto plans = PlanMeshes({*ModelPreset("llama2-13b"), 16e6}, Pod("v5p:16x16x16"));
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  const MeshPlan& dp = Find(*plans, "DP");
+  EXPECT_NEAR((Item(dp, "parameters") + Item(dp, "Adam")) / 130e9, 1, 0.01);
+  EXPECT_NEAR(Item(dp, "activations") * dp.data / 4.2e13, 1, 0.01);
+}
+
+TEST(PlanSeedTest, Question3ThreeMillionTokensOnAv5pSliceOf4096) {
+  auto plans = PlanMeshes({*ModelPreset("llama2-13b"), 3e6}, Pod("v5p:16x16x16"));
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  // 1. "We can't use pure data parallelism ... around 130GB ... more HBM than
+  // we have per-chip (96GB)."
+  const MeshPlan& dp = Find(*plans, "DP");
+  EXPECT_FALSE(dp.fits) << dp.why;
+  EXPECT_GT(dp.memory_bytes, 130e9);
+  // 2. FSDP: "~7.86e12 total checkpoint activations, and with the 1.3e11
+  // optimizer state ... almost exactly 8e12 = 8TB" fits; but "a minimum batch
+  // size of 850 * 4096 = 3.48M tokens ... So we're actually comms-bound".
+  const MeshPlan& fsdp = Find(*plans, "FSDP");
+  EXPECT_TRUE(fsdp.fits);
+  EXPECT_NEAR(Item(fsdp, "activations") * 4096 / 7.86e12, 1, 0.01);
+  EXPECT_NEAR((Item(fsdp, "parameters") + Item(fsdp, "Adam") + Item(fsdp, "activations")) * 4096 / 8e12, 1, 0.02);
+  EXPECT_TRUE(fsdp.comms_bound) << fsdp.why;
+  EXPECT_NEAR(fsdp.critical_batch_tokens / 3.48e6, 1, 0.01);
+  // 3. FSDP + model parallelism needs "2 * 2550^2 / F = 940" per chip.
+  EXPECT_NEAR(MixedMinBatchPerChip(IciIntensity(Pod("v5p:16x16x16").profile()), 13824, 2, 1) / 940, 1, 0.01);
+  // Ranked: whatever comes first fits, and no mesh that does not fit comes
+  // before one that does.
+  EXPECT_TRUE(plans->front().fits);
+  bool seen_unfit = false;
+  for (const MeshPlan& p : *plans) {
+    if (!p.fits) seen_unfit = true;
+    EXPECT_FALSE(seen_unfit && p.fits) << p.mesh;
+  }
+}
+
+TEST(PlanSeedTest, DataParallelismNeeds2550TokensPerChipPerAxis) {
+  // "C=4.6e14 and W=2 * 9e10 ... our batch size per chip must be at least
+  // 2,550"; "all three axes ... only BS=850 per TPU".
+  const ChipProfile v5p = Pod("v5p:16").profile();
+  EXPECT_NEAR(IciIntensity(v5p) / 2550, 1, 0.01);
+  for (const auto& [topology, per_chip] : std::vector<std::pair<std::string, double>>{{"v5p:16", 2550},
+                                                                                      {"v5p:16x16x16", 850}}) {
+    const Topology topo = Pod(topology);
+    auto plans = PlanMeshes({*ModelPreset("llama2-7b"), 1e6}, topo);
+    ASSERT_TRUE(plans.ok());
+    for (const char* s : {"DP", "FSDP"}) {
+      EXPECT_NEAR(Find(*plans, s).critical_batch_tokens / topo.num_chips() / per_chip, 1, 0.01) << topology << s;
+    }
+  }
+}
+
+TEST(PlanSeedTest, TensorParallelismStaysComputeBoundBelowFOverAlpha) {
+  // "model parallelism becomes communication bound when Y > n_axes * F /
+  // 2550": with the seed's two-matrix MLP and F = 28672, Y = 8 is
+  // compute-bound and Y = 16 is not. A gated MLP computes 3/2 as much for
+  // the same activations, so 16 stays compute-bound there.
+  ModelShape m = *ModelPreset("llama3-70b");
+  m.mlp_matrices = 2;
+  ModelShape gated = m;
+  gated.mlp_matrices = 3;
+  for (const auto& [topology, model, bound] : std::vector<std::tuple<std::string, ModelShape, bool>>{
+           {"v5p:8", m, false}, {"v5p:16", m, true}, {"v5p:16", gated, false}}) {
+    auto plans = PlanMeshes({model, 1e6}, Pod(topology));
+    ASSERT_TRUE(plans.ok());
+    const MeshPlan& tp = Find(*plans, "TP");
+    EXPECT_EQ(tp.comms_bound, bound) << topology << " " << model.mlp_matrices << ": " << tp.why;
+    // Its transfers grow with the batch as its compute does: no batch turns it.
+    EXPECT_EQ(tp.critical_batch_tokens, bound ? std::numeric_limits<double>::infinity() : 0);
+  }
+}
+
+TEST(PlanSeedTest, OptimalFsdpAndMixedThreshold) {
+  // "N = 64 ..., B=48,000, F=32,768, gives roughly X = 13.9"; "F=32,768,
+  // alpha=2550, and M_X M_Y=2 ... roughly B/N > 400".
+  // (sqrt(48000 / 32768 x 2 x 64) is 13.69; the seed's 13.9 is F = 32,000.)
+  EXPECT_NEAR(OptimalFsdp(48000, 32768, 2, 1, 64) / 13.9, 1, 0.02);
+  EXPECT_NEAR(MixedMinBatchPerChip(2550, 32768, 2, 1), 400, 400 * 0.02);
+}
+
+TEST(PlanSeedTest, MixedMeshesTurnWhereTheirTransfersEqualTheirCompute) {
+  // An FSDP+TP mesh at its critical batch: the forward pass's compute equals
+  // its transfers, so a little more batch is compute-bound and a little less
+  // is not.
+  const Topology topo = Pod("v5p:16x16x16");
+  const ModelShape m = *ModelPreset("llama2-13b");
+  auto plans = PlanMeshes({m, 3e6}, topo);
+  ASSERT_TRUE(plans.ok());
+  for (const MeshPlan& p : *plans) {
+    if (p.strategy != "FSDP+TP" || !std::isfinite(p.critical_batch_tokens)) continue;
+    for (const auto& [factor, bound] : std::vector<std::pair<double, bool>>{{1.01, false}, {0.99, true}}) {
+      auto at = PlanMeshes({m, p.critical_batch_tokens * factor}, topo);
+      ASSERT_TRUE(at.ok());
+      for (const MeshPlan& q : *at) {
+        if (q.mesh == p.mesh) EXPECT_EQ(q.comms_bound, bound) << q.mesh << " x" << factor;
+      }
+    }
+  }
+}
+
+TEST(PlanSeedTest, DataParallelismOverDcnNeedsC_over_W_dcnPerSlice) {
+  // "per pod batch size > C / W_DCN = 3.8e18 / 5e13 = 76,000". The seed's
+  // C_pod (3.8e18) is 8192 chips' and its W_dcn (5e13) the 8960-chip pod's;
+  // a whole pod's compute, 8960 x 4.59e14, gives 82,000: within 10%.
+  const Topology pods = Pod("v5p:16x20x28", 2);
+  EXPECT_NEAR(DcnMinBatchPerSlice(pods) / 76000, 1, 0.10);
+  // 16M tokens over two pods: well above it, so DCN hides behind the
+  // backward pass; 100K tokens over two pods is below it.
+  auto big = PlanMeshes({*ModelPreset("llama3-70b"), 16e6}, pods);
+  ASSERT_TRUE(big.ok());
+  EXPECT_LT(big->front().dcn_s, big->front().step_s);
+  EXPECT_NE(big->front().why.find("DCN: per-slice batch 8e+06 >="), std::string::npos) << big->front().why;
+}
+
+TEST(PlanSeedTest, BadModelsAreRefusedNamingTheKey) {
+  EXPECT_NE(ModelPreset("llama9").status().message().find("presets: llama2-13b"), std::string::npos);
+  auto bad_key = ParseModelYaml("model: llama2-13b\nbase_emb: 4096\n", "m.yaml");
+  ASSERT_FALSE(bad_key.ok());
+  EXPECT_NE(bad_key.status().message().find("key 'base_emb' is not a model key"), std::string::npos);
+  auto bad_value = ParseModelYaml("model: llama2-13b\nbase_mlp_dim: lots\n", "m.yaml");
+  ASSERT_FALSE(bad_value.ok());
+  EXPECT_NE(bad_value.status().message().find("base_mlp_dim 'lots' is not a whole number"), std::string::npos);
+  auto missing = ParseModelYaml("base_emb_dim: 4096\n", "m.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("is missing"), std::string::npos);
+  auto overridden = ParseModelYaml("model: llama2-13b\nbase_num_decoder_layers: 20\nmlp_matrices: 2\n", "m.yaml");
+  ASSERT_TRUE(overridden.ok()) << overridden.status();
+  EXPECT_EQ(overridden->layers, 20);
+  EXPECT_EQ(overridden->mlp_matrices, 2);
+  EXPECT_EQ(overridden->emb_dim, 5120);
+}
+
+}  // namespace
+}  // namespace tpuemu
