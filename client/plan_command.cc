@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli_errors.h"
+#include "core/base/units.h"
 #include "core/plan/planner.h"
 #include "nlohmann/json.hpp"
 
@@ -35,12 +36,6 @@ absl::StatusOr<double> ParseTokens(const std::string& text) {
         "--batch-tokens '", text, "': the global batch in tokens, a positive number such as 3M, 1.5e6 or 16000000"));
   }
   return v * scale;
-}
-
-std::string Seconds(double s) {
-  if (s >= 1) return absl::StrFormat("%.3g s", s);
-  if (s >= 1e-3) return absl::StrFormat("%.3g ms", s * 1e3);
-  return absl::StrFormat("%.3g us", s * 1e6);
 }
 
 std::string Tokens(double t) {
@@ -112,8 +107,8 @@ int RunPlan(const PlanOptions& o) {
   for (size_t i = 0; i < shown; ++i) {
     const MeshPlan& p = (*plans)[i];
     std::printf("%-3zu %-8s %-66s %6.1f GB %5s %9s %9s %9s %9s %4.0f%% %-7s %9s\n", i + 1, p.strategy.c_str(),
-                p.mesh.c_str(), p.memory_bytes / 1e9, p.fits ? "yes" : "no", Seconds(p.step_s).c_str(),
-                Seconds(p.compute_s).c_str(), Seconds(p.comms_s).c_str(), p.dcn_s > 0 ? Seconds(p.dcn_s).c_str() : "-",
+                p.mesh.c_str(), p.memory_bytes / 1e9, p.fits ? "yes" : "no", FormatSeconds(p.step_s).c_str(),
+                FormatSeconds(p.compute_s).c_str(), FormatSeconds(p.comms_s).c_str(), p.dcn_s > 0 ? FormatSeconds(p.dcn_s).c_str() : "-",
                 100 * p.mfu, p.comms_bound ? "comms" : "compute", Tokens(p.critical_batch_tokens).c_str());
   }
   std::printf("\nwhy:\n");
@@ -124,7 +119,7 @@ int RunPlan(const PlanOptions& o) {
   const MeshPlan& best = plans->front();
   if (best.fits) {
     std::printf("\nchoice: %s, %s: a step of %s at %.0f%% MFU%s.\n", best.strategy.c_str(), best.mesh.c_str(),
-                Seconds(best.step_s).c_str(), 100 * best.mfu,
+                FormatSeconds(best.step_s).c_str(), 100 * best.mfu,
                 best.comms_bound ? ", communication-bound: a larger batch per chip, or fewer chips, would help"
                                  : ", compute-bound");
   } else {

@@ -85,19 +85,20 @@ struct HopTable {
   std::vector<std::vector<int>> steps;
 };
 
-// [position][block]: the first step at which a ReduceScatter phase on `ap`
-// sends the chip's partial sum of a block (never: a large number).
-HopTable FirstSendSteps(const AxisPlan& ap, int m) {
-  HopTable t{m, std::vector<std::vector<int>>(ap.size, std::vector<int>(ap.size, 1 << 30))};
-  for (const Hop& h : PhaseHops(ap, PhaseKind::kReduceScatter)) t.steps[h.from][h.block] = std::min(t.steps[h.from][h.block], h.step);
+// [position][block]: the first step at which a ReduceScatter phase's `hops`
+// (on an axis of `size`) send the chip's partial sum of a block (never: a
+// large number).
+HopTable FirstSendSteps(const std::vector<Hop>& hops, int m, int size) {
+  HopTable t{m, std::vector<std::vector<int>>(size, std::vector<int>(size, 1 << 30))};
+  for (const Hop& h : hops) t.steps[h.from][h.block] = std::min(t.steps[h.from][h.block], h.step);
   return t;
 }
 
-// [from][to]: the hops an AllToAll phase on `ap` takes a block over (the
+// [from][to]: the hops an AllToAll phase's `hops` take a block over (the
 // step at which it arrives).
-HopTable PathHops(const AxisPlan& ap, int m) {
-  HopTable t{m, std::vector<std::vector<int>>(ap.size, std::vector<int>(ap.size, 0))};
-  for (const Hop& h : PhaseHops(ap, PhaseKind::kAllToAll)) t.steps[h.block][h.dest] = std::max(t.steps[h.block][h.dest], h.step);
+HopTable PathHops(const std::vector<Hop>& hops, int m, int size) {
+  HopTable t{m, std::vector<std::vector<int>>(size, std::vector<int>(size, 0))};
+  for (const Hop& h : hops) t.steps[h.block][h.dest] = std::max(t.steps[h.block][h.dest], h.step);
   return t;
 }
 
@@ -281,6 +282,21 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
     return chips == nullptr || std::binary_search(wanted.begin(), wanted.end(), chip);
   };
 
+  // Each spec axis's hops for every kind of phase the op runs, and the table
+  // its pieces are ordered by (ReduceScatter: first sends; AllToAll: paths),
+  // made once for all parts and phases.
+  std::vector<std::map<PhaseKind, std::vector<Hop>>> axis_hops(plan.axes_.size());
+  std::vector<HopTable> tables(plan.axes_.size());
+  for (size_t m = 0; m < plan.axes_.size(); ++m) {
+    for (PhaseKind kind : PhaseKinds(spec.op)) axis_hops[m][kind] = PhaseHops(plan.axes_[m], kind);
+    if (spec.op == CollectiveOp::kAllToAll) {
+      tables[m] = PathHops(axis_hops[m][PhaseKind::kAllToAll], static_cast<int>(m), plan.axes_[m].size);
+    } else if (spec.op != CollectiveOp::kAllGather) {
+      tables[m] = FirstSendSteps(axis_hops[m][PhaseKind::kReduceScatter], static_cast<int>(m), plan.axes_[m].size);
+    }
+  }
+  auto hops_of = [&](int m, PhaseKind kind) -> const std::vector<Hop>& { return axis_hops[m].at(kind); };
+
   for (int p = 0; p < k; ++p) {
     std::vector<Axis> order;
     if (has_dcn) order.push_back(Axis::kDcn);
@@ -305,7 +321,7 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
     }
 
     int part_steps = 0;  // the part's steps, all phases
-    for (const Phase& phase : phases) part_steps += NumSteps(PhaseHops(plan.axes_[spec_index[order[phase.order_index]]], phase.kind));
+    for (const Phase& phase : phases) part_steps += NumSteps(hops_of(spec_index[order[phase.order_index]], phase.kind));
     int local_step = 0;  // part-local steps already used
     int stage = 0;
     for (int phase_index = 0; phase_index < static_cast<int>(phases.size()); ++phase_index) {
@@ -320,7 +336,7 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
       }
       const int m_a = spec_index[a];
       const AxisPlan& ap = plan.axes_[m_a];
-      std::vector<Hop> hops = PhaseHops(ap, phase.kind);
+      const std::vector<Hop>& hops = hops_of(m_a, phase.kind);
       const bool split = ap.algorithm == RingAlgorithm::kBiRing && ap.size % 2 == 0;
       // Group the hops that share a link and a step into one transfer.
       std::map<std::tuple<int, int, int, int>, std::vector<Hop>> grouped;
@@ -342,18 +358,15 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
       //   part first (the longest path starts first), then in the order they
       //   reached the chip in its earlier phases, so a send streams behind
       //   its data.
-      std::vector<HopTable> later_rs, a2a_later, a2a_earlier;
+      std::vector<const HopTable*> later_rs, a2a_later, a2a_earlier;
       for (int j = phase_index + 1; j < static_cast<int>(phases.size()); ++j) {
         if (phases[j].kind != phase.kind) break;
-        const AxisPlan& later = plan.axes_[spec_index[order[phases[j].order_index]]];
-        if (phase.kind == PhaseKind::kReduceScatter) later_rs.push_back(FirstSendSteps(later, spec_index[later.axis]));
-        if (phase.kind == PhaseKind::kAllToAll) a2a_later.push_back(PathHops(later, spec_index[later.axis]));
+        const int m = spec_index[order[phases[j].order_index]];
+        if (phase.kind == PhaseKind::kReduceScatter) later_rs.push_back(&tables[m]);
+        if (phase.kind == PhaseKind::kAllToAll) a2a_later.push_back(&tables[m]);
       }
       if (phase.kind == PhaseKind::kAllToAll) {
-        for (int j = phase_index - 1; j >= 0; --j) {
-          const AxisPlan& earlier = plan.axes_[spec_index[order[phases[j].order_index]]];
-          a2a_earlier.push_back(PathHops(earlier, spec_index[earlier.axis]));
-        }
+        for (int j = phase_index - 1; j >= 0; --j) a2a_earlier.push_back(&tables[spec_index[order[phases[j].order_index]]]);
       }
       auto coord = [&](int rank, int m) { return (rank / strides[m]) % sizes[m]; };
 
@@ -407,7 +420,7 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
               if (!later_rs.empty()) {
                 SortByKey(&ranks, [&](int r) {
                   std::vector<int> steps;
-                  for (const HopTable& t : later_rs) steps.push_back(t.steps[line.Get(spec.axes[t.m])][coord(r, t.m)]);
+                  for (const HopTable* t : later_rs) steps.push_back(t->steps[line.Get(spec.axes[t->m])][coord(r, t->m)]);
                   return steps;
                 });
               }
@@ -430,12 +443,13 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
               });
               auto to_go = [&](const std::pair<int, int>& b) {  // hops after this one
                 int hops = 0;
-                for (const HopTable& t : a2a_later) hops += t.steps[line.Get(spec.axes[t.m])][coord(b.second, t.m)];
+                for (const HopTable* t : a2a_later) hops += t->steps[line.Get(spec.axes[t->m])][coord(b.second, t->m)];
                 return hops;
               };
+              // Sorted by key, whose first entry is minus the hops to go.
               SortByKey(&blocks, [&](const std::pair<int, int>& b) {
                 std::vector<int> steps{-to_go(b)};
-                for (const HopTable& t : a2a_earlier) steps.push_back(t.steps[coord(b.first, t.m)][line.Get(spec.axes[t.m])]);
+                for (const HopTable* t : a2a_earlier) steps.push_back(t->steps[coord(b.first, t->m)][line.Get(spec.axes[t->m])]);
                 return steps;
               });
               for (const auto& [r, q] : blocks) {
