@@ -55,10 +55,10 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<TrainSpec> ReadJobFile(const std::string& path) {
+absl::StatusOr<TrainSpec> ReadJobFile(const std::string& path, bool shape_only) {
   auto text = ReadText(path);
   if (!text.ok()) return text.status();
-  return ParseTrainSpec(*text, path);
+  return ParseTrainSpec(*text, path, shape_only);
 }
 
 }  // namespace tpuemu

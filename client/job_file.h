@@ -15,6 +15,7 @@ namespace tpuemu {
 // InvalidArgument (exit 2) naming the path and the limit when it cannot be
 // read or holds more than the limit, or naming the key, the value and what
 // is allowed when the job is wrong.
-absl::StatusOr<TrainSpec> ReadJobFile(const std::string& path);
+// `shape_only`: read as values: none, whatever the file says.
+absl::StatusOr<TrainSpec> ReadJobFile(const std::string& path, bool shape_only = false);
 
 }  // namespace tpuemu

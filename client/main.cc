@@ -7,6 +7,7 @@
 #include "client/credentials_command.h"
 #include "client/fault_command.h"
 #include "client/plan_command.h"
+#include "client/simulate_command.h"
 #include "client/job_commands.h"
 #include "client/health_command.h"
 #include "client/matmul_command.h"
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   tpuemu::AddCredentialsCommand(app, &exit_code);
   tpuemu::AddFaultCommand(app, &exit_code);
   tpuemu::AddPlanCommand(app, &exit_code);
+  tpuemu::AddSimulateCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -27,6 +27,11 @@ int RunReference(const ReferenceOptions& o) {
   auto job = ReadJobFile(o.path);
   if (!job.ok()) return Fail(job.status());
   const TrainConfig& config = job->config;
+  if (config.shape_only()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        o.path, ": values: none: a shape-only job has no values to compute on one device; use `tpuemu simulate ",
+        o.path, " --topology CHIP:SHAPE` for its emulated times, or values: real")));
+  }
 
   ReferenceTrainer trainer(config, o.threads);
   nlohmann::json steps = nlohmann::json::array();

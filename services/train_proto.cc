@@ -49,6 +49,7 @@ v1::TrainConfig ToProto(const TrainConfig& c) {
   m.set_checkpoint_every(c.checkpoint_every);
   m.set_max_restarts(c.max_restarts);
   m.set_num_chips(c.num_chips);
+  m.set_values(c.values);
   if (!c.faults.empty() || c.faults.route_around) *m.mutable_faults() = ToProto(c.faults);
   return m;
 }
@@ -84,6 +85,7 @@ TrainConfig FromProto(const v1::TrainConfig& m) {
   c.checkpoint_every = m.checkpoint_every();
   c.max_restarts = m.max_restarts();
   c.num_chips = m.num_chips();
+  c.values = m.values();
   // An axis that is no axis: refused by SpecOf (services/job_proto.cc) first.
   c.faults = FromProto(m.faults()).value_or(Faults{});
   return c;

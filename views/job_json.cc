@@ -1,5 +1,7 @@
 #include "views/job_json.h"
 
+#include <cmath>
+
 #include "views/job_views.h"
 #include "views/worker_memory.h"
 #include "core/pod/placement.h"
@@ -104,7 +106,7 @@ nlohmann::json TrainStepJson(const v1::TrainStep& s, const v1::TrainSummary& sum
   nlohmann::json split = nlohmann::json::object();
   for (const auto& [part, t] : s.compute_split_s()) split[part] = t;
   return {{"step", s.step()},
-          {"loss", s.loss()},
+          {"loss", std::isnan(s.loss()) ? nlohmann::json(nullptr) : nlohmann::json(s.loss())},  // null: shape-only
           {"emulated_step_s", s.emulated_step_s()},
           {"compute_s", s.compute_s()},
           {"compute_split_s", split},

@@ -63,9 +63,10 @@ void PrintTrainStatus(const v1::Job& job) {
 }
 
 void PrintTrainSucceeded(const v1::Job& job) {
-  std::printf("%s succeeded: %lld steps on %s; final parameters L2 %.9g\n", job.id().c_str(),
-              static_cast<long long>(StepsDone(job)), job.train_summary().mesh().c_str(),
-              job.train_summary().param_l2());
+  const double l2 = job.train_summary().param_l2();
+  std::printf("%s succeeded: %lld steps on %s; %s\n", job.id().c_str(), static_cast<long long>(StepsDone(job)),
+              job.train_summary().mesh().c_str(),
+              l2 > 0 ? absl::StrFormat("final parameters L2 %.9g", l2).c_str() : "shape-only: no values");
   PrintBubbleNote(job);
   PrintPerLayer(job.train_summary());
 }
@@ -126,8 +127,8 @@ std::string StepLine(const v1::TrainStep& s) {
   }
   auto bytes = s.comm_bytes_per_chip().find("total");
   std::string line = absl::StrFormat(
-      "step %4d  loss %-12.6g step %-9s compute %-9s comm:%-28s MFU %5.1f%%  %9.4g tok/s  sent/chip %s", s.step(),
-      s.loss(), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()), comm.empty() ? " none" : comm,
+      "step %4d  loss %-12s step %-9s compute %-9s comm:%-28s MFU %5.1f%%  %9.4g tok/s  sent/chip %s", s.step(),
+      std::isnan(s.loss()) ? "- (shape)" : absl::StrFormat("%.6g", s.loss()), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()), comm.empty() ? " none" : comm,
       100 * s.mfu(), s.tokens_per_s_emulated(), FormatBytes(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
   if (s.bubble_formula() > 0) {
     absl::StrAppend(&line, absl::StrFormat("  bubble %.1f%% (formula %.1f%%, with hops %.1f%%)  activations/chip %s",

@@ -52,7 +52,9 @@ absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, 
   frame.header = {options.job, chip, peer, tag, booking.arrival, static_cast<uint64_t>(emu_bytes), 0, 0};
   frame.pace_bandwidth = params.bw_dir / base.bw_dir;
   frame.pace_extra_latency_s = params.latency - base.latency;
-  if (options.wire_bf16) {
+  if (buffer == nullptr) {
+    // Shape-only: the header's emulated bytes are all the frame carries.
+  } else if (options.wire_bf16) {
     frame.payload.resize(elements);
     float* out = frame.payload.data();
     for (const Range& r : ranges) {
@@ -64,6 +66,15 @@ absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, 
   }
   if (!sender->Enqueue(std::move(frame), options.abort.get())) return options.abort->status();
   return booking;
+}
+
+absl::Status CheckFrameSize(const Frame& frame, int chip, int peer, uint64_t elements, int dtype_bytes,
+                            bool values) {
+  const uint64_t got = values ? frame.elements() : frame.header.emu_bytes / dtype_bytes;
+  if (got == elements && (values || frame.elements() == 0)) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("chip ", chip, " expected ", elements, values ? "" : " shape-only",
+                                          " elements from chip ", peer, ", got ", got,
+                                          values || frame.elements() == 0 ? "" : " with values"));
 }
 
 class ChipCollective::Impl {
@@ -199,10 +210,7 @@ class ChipCollective::Impl {
   absl::Status Receive(const ChunkOp& op) {
     auto frame = net_.mailbox().Take(options_.job, chip_, op.peer, op.tag | options_.tag_base, options_.recv_timeout);
     if (!frame.ok()) return frame.status();
-    if (frame->elements() != op.elements) {
-      return absl::InternalError(absl::StrCat("chip ", chip_, " expected ", op.elements, " elements from chip ",
-                                              op.peer, ", got ", frame->elements()));
-    }
+    if (auto s = CheckFrameSize(*frame, chip_, op.peer, op.elements, dtype_, buffer_ != nullptr); !s.ok()) return s;
     double done = frame->header.emu_arrival;
     if (op.reduce) {
       // The add runs on the chip's vector units, one op at a time: it starts
@@ -212,11 +220,11 @@ class ChipCollective::Impl {
       const double add = RooflineSeconds(profile_, n, 3 * n * dtype_) *
                          (options_.faults != nullptr ? options_.faults->ComputeFactor(chip_, options_.step) : 1);
       done = vector_unit_.Book(std::max(done, ReadyTime(op)), add) + add;
-      Accumulate(*frame, op.ranges);
+      if (buffer_ != nullptr) Accumulate(*frame, op.ranges);
       for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);
     } else {
       ArrivedAsStreamed(op, done);
-      Place(*std::move(frame), op.ranges);
+      if (buffer_ != nullptr) Place(*std::move(frame), op.ranges);
     }
     done_upto_.push_back(std::max(done, done_upto_.empty() ? 0.0 : done_upto_.back()));
     return absl::OkStatus();

@@ -37,12 +37,18 @@ float RoundToBf16(float x);
 // from `ready` on (`links` holds the chip's link clocks), records the
 // transfer in options.trace as `what`, and queues the frame, lent from the
 // buffer (and from `transit` where it holds the ranges) or rounded to bf16
-// for a bf16 wire. Returns the booking.
+// for a bf16 wire; with no buffer, a shape-only frame (no payload). Returns
+// the booking.
 absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
                                            int peer, Axis axis, int dir, uint64_t tag,
                                            const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
                                            int dtype_bytes, double ready, const std::string& what,
                                            const TransitBytes* transit = nullptr);
+
+// A received frame holds `elements` (or, on a shape-only run, `values`
+// false, that many elements' emulated bytes and no payload); an internal
+// error naming both chips if not.
+absl::Status CheckFrameSize(const Frame& frame, int chip, int peer, uint64_t elements, int dtype_bytes, bool values);
 
 // One chip's run in three phases, so that a host can keep its chips in step:
 // nobody's allocation or checking competes with another chip's data movement.
@@ -53,7 +59,9 @@ class ChipCollective {
   // Builds the program, allocates and fills the buffers (not timed).
   void Prepare();
   // Instead of Prepare: run on the caller's virtual buffer, which holds this
-  // chip's input at plan.InputRanges(chip) from emulated time `start_s` on.
+  // chip's input at plan.InputRanges(chip) from emulated time `start_s` on;
+  // with no buffer (nullptr), shape-only: the same transfers and clocks, no
+  // values moved or added.
   // `links` carries each outgoing link's emulated clock from one collective
   // of a job to the next (and counts the bytes they all sent).
   void PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links);

@@ -13,15 +13,18 @@ absl::StatusOr<ChipRunResult> RunTensorCollective(const CollectivePlan& plan, in
   const int64_t local = t.elements();
   // The collective's virtual buffer: the group's blocks one after another
   // (AllGather, ReduceScatter), or the block itself (AllReduce).
+  // A shape-only tensor runs the collective on no buffer: the same
+  // transfers and clocks, no values (ChipCollective::PrepareOn).
+  const bool values = t.has_values();
   std::shared_ptr<float[]> buffer;
-  if (op == CollectiveOp::kAllGather) {
+  if (values && op == CollectiveOp::kAllGather) {
     buffer.reset(new float[local * n]);
     std::memcpy(buffer.get() + rank * local, t.data.get(), local * sizeof(float));
-  } else if (op == CollectiveOp::kReduceScatter) {
+  } else if (values && op == CollectiveOp::kReduceScatter) {
     buffer.reset(new float[local]);
     SplitBlocks(t, n, dim, buffer.get());
   } else {
-    buffer = t.data;
+    buffer = t.data;  // AllReduce in place, or none
   }
   ChipCollective collective(plan, chip, net, options);
   collective.PrepareOn(buffer, start_s, links);
@@ -29,9 +32,14 @@ absl::StatusOr<ChipRunResult> RunTensorCollective(const CollectivePlan& plan, in
   auto report = collective.Report();
   if (!report.ok()) return report.status();
   if (op == CollectiveOp::kAllGather) {
-    t = ConcatBlocks(buffer.get(), n, t.shape, dim);
+    if (!values) {
+      t.shape[dim] *= n;
+    } else {
+      t = ConcatBlocks(buffer.get(), n, t.shape, dim);
+    }
   } else if (op == CollectiveOp::kReduceScatter) {
     t.shape[dim] /= n;
+    if (!values) return report;
     // The chip's reduced block, read in place from the collective's buffer.
     t.data = std::shared_ptr<float[]>(buffer, buffer.get() + rank * t.elements());
   }

@@ -16,7 +16,8 @@ absl::Status InProcessPod::Deliver(Frame&& frame) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec) {
+absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec,
+                                         const std::function<void(int step, const JobReport& report)>& on_step) {
   auto planned = PlanJob(spec, topo_, net_->time_scale());
   if (!planned.ok()) return planned.status();
   if ((*planned)->part() != PodPart{}) {
@@ -32,7 +33,9 @@ absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec) {
   for (int step = (*planned)->first_step(); step < (*planned)->steps(); ++step) {
     auto ran = (*host)->Run(step);
     if (!ran.ok()) return ran.status();
-    if (JobReport report = (*planned)->SummarizeStep(*ran); report.has_value()) out.steps.push_back(std::move(report));
+    JobReport report = (*planned)->SummarizeStep(*ran);
+    if (on_step) on_step(step, report);
+    if (report.has_value()) out.steps.push_back(std::move(report));
     chips = *std::move(ran);
   }
   out.report = (*planned)->Summarize(chips, (*host)->Check());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <any>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,8 +27,11 @@ class InProcessPod : public Fabric {
  public:
   InProcessPod(const Topology& topo, double time_scale);
   absl::Status Deliver(Frame&& frame) override;
-  // Plans the job with its kind, prepares it on every chip, runs its steps and checks it.
-  absl::StatusOr<JobRun> Run(const JobSpec& spec);
+  // Plans the job with its kind, prepares it on every chip, runs its steps and
+  // checks it; `on_step` (if any) is called after each step, with the step's
+  // number and its report (empty for a kind without step reports).
+  absl::StatusOr<JobRun> Run(const JobSpec& spec,
+                             const std::function<void(int step, const JobReport& report)>& on_step = nullptr);
   HostNetwork& network() { return *net_; }
 
  private:

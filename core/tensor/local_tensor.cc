@@ -37,6 +37,16 @@ LocalTensor LocalTensor::Allocate(std::vector<int64_t> shape) {
   return t;
 }
 
+LocalTensor LocalTensor::ShapeOnly(std::vector<int64_t> shape) {
+  LocalTensor t;
+  t.shape = std::move(shape);
+  return t;
+}
+
+LocalTensor LocalTensor::Make(std::vector<int64_t> shape, bool values) {
+  return values ? Allocate(std::move(shape)) : ShapeOnly(std::move(shape));
+}
+
 absl::StatusOr<ValueKind> ParseValueKind(const std::string& name) {
   if (name == "uniform") return ValueKind::kUniform;
   if (name == "int") return ValueKind::kSmallInt;
@@ -99,6 +109,7 @@ void SplitBlocks(const LocalTensor& t, int n, int dim, float* out) {
 LocalTensor SliceBlock(const LocalTensor& t, int dim, int n, int index) {
   std::vector<int64_t> shape = t.shape;
   shape[dim] /= n;
+  if (!t.has_values()) return LocalTensor::ShapeOnly(shape);
   const Split3 s = Around(shape, dim);
   LocalTensor out = LocalTensor::Allocate(shape);
   const int64_t row = s.len * s.inner;

@@ -20,7 +20,13 @@ struct LocalTensor {
   std::shared_ptr<float[]> data;
 
   int64_t elements() const;
+  // False for a shape-only tensor (a shape-only job's, values: none): every
+  // operation on it makes a shape-only result and moves no values.
+  bool has_values() const { return data != nullptr; }
   static LocalTensor Allocate(std::vector<int64_t> shape);  // uninitialised
+  static LocalTensor ShapeOnly(std::vector<int64_t> shape);
+  // Allocate, or ShapeOnly when `values` is false.
+  static LocalTensor Make(std::vector<int64_t> shape, bool values);
 };
 
 // uniform: in [-1, 1), 24 random bits. int: integers in [-3, 3], for which
@@ -39,7 +45,7 @@ LocalTensor GenerateBlock(ValueKind kind, uint64_t seed, int tensor, const std::
 LocalTensor ConcatBlocks(const float* blocks, int n, const std::vector<int64_t>& block_shape, int dim);
 // The inverse: t cut into n blocks along `dim`, written one after another.
 void SplitBlocks(const LocalTensor& t, int n, int dim, float* out);
-// Block `index` of n along `dim`.
+// Block `index` of n along `dim` (shape-only for a shape-only t).
 LocalTensor SliceBlock(const LocalTensor& t, int dim, int n, int index);
 
 }  // namespace tpuemu

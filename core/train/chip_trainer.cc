@@ -10,9 +10,12 @@
 namespace tpuemu {
 namespace {
 
-// c = op(a) * op(b) for two matrices held as tensors; partial once `abort` is set.
+// c = op(a) * op(b) for two matrices held as tensors; partial once `abort`
+// is set; shape-only (and nothing multiplied) for shape-only operands.
 LocalTensor MatMul(const LocalTensor& a, bool at, const LocalTensor& b, bool bt, const JobAbort& abort) {
-  LocalTensor c = LocalTensor::Allocate({at ? a.shape[1] : a.shape[0], bt ? b.shape[0] : b.shape[1]});
+  std::vector<int64_t> shape = {at ? a.shape[1] : a.shape[0], bt ? b.shape[0] : b.shape[1]};
+  if (!a.has_values() || !b.has_values()) return LocalTensor::ShapeOnly(std::move(shape));
+  LocalTensor c = LocalTensor::Allocate(std::move(shape));
   tpuemu::MatMul(a.data.get(), a.shape[0], a.shape[1], at, b.data.get(), b.shape[0], b.shape[1], bt, c.data.get(),
                  &abort);
   return c;
@@ -64,12 +67,14 @@ absl::Status ChipTrainer::ReduceGradient(LocalTensor& g, int d_dim, double& read
 LocalTensor ChipTrainer::MicrobatchTokens(int m, bool targets) const {
   // Microbatch m is rows [m B/M, (m+1) B/M) of the global batch; the chip
   // has its batch shard's share of them.
+  const int tensor = mesh_.size(MeshAxisKind::kTensor);
+  if (c_.shape_only()) return LocalTensor::ShapeOnly({b_mb_, c_.emb_dim / tensor});
   const int64_t first = m * (c_.global_batch_tokens / c_.num_microbatches) + bi_ * b_mb_;
   std::vector<float> tokens = BatchTokens(c_, step_, first, b_mb_);
   if (targets) ForwardPass(c_, *teacher_, tokens);
   LocalTensor x = LocalTensor::Allocate({b_mb_, c_.emb_dim});
   std::memcpy(x.data.get(), tokens.data(), tokens.size() * sizeof(float));
-  return SliceBlock(x, 1, mesh_.size(MeshAxisKind::kTensor), ti_);
+  return SliceBlock(x, 1, tensor, ti_);
 }
 
 absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
@@ -84,8 +89,8 @@ absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
   clock_.Compute(ComputeKind::kForwardMatmul, MatMulFlops(h, c_.emb_dim),
                  (xg.elements() + w.elements() + h.elements()) * bytes);
   // h becomes the activation's derivative, kept for the backward pass.
-  LocalTensor a = LocalTensor::Allocate(h.shape);
-  ActivateWithGrad(activation_, h.data.get(), h.elements(), a.data.get(), h.data.get());
+  LocalTensor a = LocalTensor::Make(h.shape, h.has_values());
+  if (h.has_values()) ActivateWithGrad(activation_, h.data.get(), h.elements(), a.data.get(), h.data.get());
   clock_.Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
   LocalTensor wo;
   if (auto s = fsdp_.Gathered(use, false, wo); !s.ok()) return s;
@@ -105,9 +110,9 @@ LocalTensor ChipTrainer::Loss(int m, const LocalTensor& x) {
   // The chip's block of the mean squared error; its gradient is that of the
   // mean over the whole batch.
   const LocalTensor y = MicrobatchTokens(m, true);
-  LocalTensor dx = LocalTensor::Allocate(x.shape);
+  LocalTensor dx = LocalTensor::Make(x.shape, x.has_values());
   const double scale = 1.0 / static_cast<double>(c_.global_batch_tokens * c_.emb_dim);
-  for (int64_t i = 0; i < x.elements(); ++i) {
+  for (int64_t i = 0; x.has_values() && i < x.elements(); ++i) {
     const double e = static_cast<double>(x.data[i]) - y.data[i];
     loss_sum_ += e * e;
     dx.data[i] = static_cast<float>(2 * e * scale);
@@ -117,11 +122,11 @@ LocalTensor ChipTrainer::Loss(int m, const LocalTensor& x) {
 }
 
 void ChipTrainer::Accumulate(LocalTensor& sum, LocalTensor&& g) {
-  if (sum.data == nullptr) {
+  if (sum.shape.empty()) {
     sum = std::move(g);
     return;
   }
-  for (int64_t i = 0; i < g.elements(); ++i) sum.data[i] += g.data[i];
+  for (int64_t i = 0; sum.has_values() && i < g.elements(); ++i) sum.data[i] += g.data[i];
   clock_.Compute(ComputeKind::kOther, static_cast<double>(g.elements()), 3.0 * g.elements() * c_.dtype_bytes);
 }
 
@@ -153,7 +158,7 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   LocalTensor dh = MatMul(dog, false, wo, true, *abort_);  // [B, F_t]
   clock_.Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dh, c_.emb_dim),
                  (dog.elements() + wo.elements() + dh.elements()) * bytes);
-  for (int64_t i = 0; i < dh.elements(); ++i) dh.data[i] *= saved.grad.data[i];
+  for (int64_t i = 0; dh.has_values() && i < dh.elements(); ++i) dh.data[i] *= saved.grad.data[i];
   clock_.Compute(ComputeKind::kOther, 2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
   LocalTensor dwin = MatMul(saved.xg, true, dh, false, *abort_);  // [D, F_t], partial over the batch
   clock_.Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwin, b_mb_),
@@ -185,7 +190,7 @@ absl::Status ChipTrainer::Forward(const PipelineOp& op) {
   if (group == 0) {
     x = MicrobatchTokens(op.microbatch, false);
   } else {
-    x = LocalTensor::Allocate({b_mb_, d_t_});
+    x = LocalTensor::Make({b_mb_, d_t_}, !c_.shape_only());
     if (auto s = stage_links_.Receive(true, op, group, x); !s.ok()) return s;
   }
   const double start = clock_.now();
@@ -208,7 +213,7 @@ absl::Status ChipTrainer::Backward(const PipelineOp& op) {
     dx = std::move(loss_grad_.at(op.microbatch));
     loss_grad_.erase(op.microbatch);
   } else {
-    dx = LocalTensor::Allocate({b_mb_, d_t_});
+    dx = LocalTensor::Make({b_mb_, d_t_}, !c_.shape_only());
     if (auto s = stage_links_.Receive(false, op, group, dx); !s.ok()) return s;
   }
   const double start = clock_.now();

@@ -22,6 +22,11 @@ void ChipWeights::Init(const TrainConfig& config, const std::vector<bool>& owned
   v_out_.assign(layers, {});
   for (int l = 0; l < layers; ++l) {
     if (!owned_[l]) continue;  // another stage's layer
+    if (c_.shape_only()) {
+      win_[l] = LocalTensor::ShapeOnly({s.d_rows, s.f_cols});
+      wout_[l] = LocalTensor::ShapeOnly({s.f_cols, s.d_rows});
+      continue;
+    }
     LocalTensor win = LocalTensor::Allocate({s.d_rows, s.f_cols}), wout = LocalTensor::Allocate({s.f_cols, s.d_rows});
     const LayerWeights in(c_, WeightStream::kStudent, l, false), out(c_, WeightStream::kStudent, l, true);
     for (int64_t r = 0; r < s.d_rows; ++r) {
@@ -44,13 +49,14 @@ ElementwiseCost ChipWeights::Update(int l, bool in, const LocalTensor& g, int t)
   std::vector<float>& m = in ? m_in_[l] : m_out_[l];
   std::vector<float>& v = in ? v_in_[l] : v_out_[l];
   // A fresh buffer: the old one may still be lent to frames in flight.
-  LocalTensor out = LocalTensor::Allocate(w.shape);
-  const int64_t n = w.elements();
+  LocalTensor out = LocalTensor::Make(w.shape, w.has_values());
+  const int64_t n = w.has_values() ? w.elements() : 0;  // values to update
+  const double e = static_cast<double>(w.elements());   // what the chip is charged for
   const float lr = static_cast<float>(c_.learning_rate);
   ElementwiseCost cost;
   if (c_.opt_type == "sgd") {
     for (int64_t i = 0; i < n; ++i) out.data[i] = w.data[i] - lr * g.data[i];
-    cost = {2.0 * n, 6.0 * n};
+    cost = {2.0 * e, 6.0 * e};
   } else {
     const float b1 = static_cast<float>(c_.adam_b1), b2 = static_cast<float>(c_.adam_b2);
     const float eps = static_cast<float>(c_.adam_eps);
@@ -62,7 +68,7 @@ ElementwiseCost ChipWeights::Update(int l, bool in, const LocalTensor& g, int t)
       out.data[i] = w.data[i] - lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
     }
     // bf16 weights read and written, bf16 gradient, fp32 moments read and written.
-    cost = {10.0 * n, 22.0 * n};
+    cost = {10.0 * e, 22.0 * e};
   }
   w = std::move(out);
   return cost;
@@ -71,7 +77,7 @@ ElementwiseCost ChipWeights::Update(int l, bool in, const LocalTensor& g, int t)
 template <class Self, class Fn>
 void ChipWeights::ForEachArray(Self& self, Fn fn) {
   for (size_t l = 0; l < self.owned_.size(); ++l) {
-    if (!self.owned_[l]) continue;
+    if (!self.owned_[l] || !self.win_[l].has_values()) continue;  // another stage's, or shape-only
     fn(self.win_[l].data.get(), self.win_[l].elements());
     fn(self.wout_[l].data.get(), self.wout_[l].elements());
     for (auto* moments : {&self.m_in_[l], &self.v_in_[l], &self.m_out_[l], &self.v_out_[l]}) {
@@ -109,6 +115,7 @@ double ChipWeights::SquareSum() const {
   for (size_t l = 0; l < owned_.size(); ++l) {
     if (!owned_[l]) continue;
     for (const LocalTensor* w : {&win_[l], &wout_[l]}) {
+      if (!w->has_values()) continue;  // shape-only
       for (int64_t i = 0; i < w->elements(); ++i) sum += static_cast<double>(w->data[i]) * w->data[i];
     }
   }

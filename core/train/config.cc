@@ -152,7 +152,8 @@ std::map<std::string, FieldRef> Fields(TrainConfig& c) {
           {"fsdp_prefetch", &c.fsdp_prefetch},
           {"hbm_bytes", &c.hbm_bytes},
           {"checkpoint_every", &c.checkpoint_every},
-          {"max_restarts", &c.max_restarts}};
+          {"max_restarts", &c.max_restarts},
+          {"values", &c.values}};
 }
 
 constexpr std::pair<const char*, int> kDtypes[] = {{"bf16", 2}, {"f32", 4}};
@@ -208,7 +209,8 @@ absl::Status CheckWord(const std::string& source, const std::string& key, const 
       {"activation", {"relu", "gelu", "silu", "tanh", "linear"}},
       {"dtype", {"bf16", "f32"}},
       {"wire_dtype", {"f32", "bf16"}},
-      {"pipeline_schedule", {"gpipe", "1f1b", "circular"}}};
+      {"pipeline_schedule", {"gpipe", "1f1b", "circular"}},
+      {"values", {"real", "none"}}};
   const auto allowed = kAllowed->find(key);
   if (allowed == kAllowed->end() || absl::c_linear_search(allowed->second, word)) return absl::OkStatus();
   return KeyError(source, key, absl::StrCat("'", word, "': allowed: ", absl::StrJoin(allowed->second, ", ")));
@@ -345,6 +347,9 @@ const std::vector<TrainKey>& TrainKeys() {
        "write every chip's parameters and optimizer state every N steps (0: never); `tpuemu resume` continues from "
        "the latest"},
       {"max_restarts", "int", "0", "resume from the latest checkpoint by itself, up to K times, after a worker is lost"},
+      {"values", "string", "real",
+       "real (tensors hold numbers, the loss is computed) | none (shape-only: the same programs and clocks with no "
+       "payload and no multiplies, so big models fit; no loss; docs/simulate.md)"},
       {"faults", "list", "(none)",
        "faults on purpose: '- slow_link: x@0.5' (links at a fraction of their bandwidth, +LATENCY per hop), "
        "'- straggler: 3@2' (a chip computing 2x slower), '- down_link: 0->1 x+' (a link carrying nothing), each "
@@ -357,7 +362,7 @@ const std::vector<TrainKey>& TrainKeys() {
   return keys;
 }
 
-absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& source) {
+absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& source, bool shape_only) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -415,6 +420,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     if (!seen[required]) return KeyError(source, required, "missing; it has no default");
   }
   if (c.name.empty()) c.name = "job";
+  if (shape_only) c.values = "none";
   if (auto s = ValidateTrainConfig(c, source); !s.ok()) return s;
   return c;
 }
@@ -457,6 +463,13 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
                     absl::StrCat(c.pipeline_repeats, ": several layer groups per stage need pipeline_schedule: "
                                                      "circular (it is ", c.pipeline_schedule, ")"));
   }
+  if (c.shape_only() && c.checkpoint_every > 0) {
+    return KeyError(source, "checkpoint_every",
+                    absl::StrCat(c.checkpoint_every, ": a shape-only job (values: none) has no parameters to "
+                                                     "checkpoint; drop the key or use values: real"));
+  }
+  // A shape-only job holds no values: no reference, no host memory to bound.
+  if (c.shape_only()) return absl::OkStatus();
   // The one-device reference holds weights, gradients, Adam moments and the
   // teacher (5 copies of 2 L D F floats) and the activations of every layer.
   const double d = static_cast<double>(c.emb_dim), f = static_cast<double>(c.mlp_dim),

@@ -73,7 +73,12 @@ struct TrainConfig {
   // Faults on purpose (issue 17, core/pod/faults.h): slow links and
   // stragglers, in the job's own chip numbers.
   Faults faults;
+  // Shape-only runs (issue 19): "none" moves no payload and multiplies
+  // nothing; every chip runs the same program on tensors that have shapes but
+  // no values, and both clocks advance exactly as with "real" values.
+  std::string values = "real";  // real | none
 
+  bool shape_only() const { return values == "none"; }
   int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
   bool operator==(const TrainConfig&) const = default;
 };
@@ -84,8 +89,10 @@ struct TrainConfig {
 inline constexpr size_t kMaxJobFileBytes = size_t{1} << 20;
 
 // Parses a job file's text and checks it (ValidateTrainConfig). `source`
-// names it in errors.
-absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& yaml_text, const std::string& source);
+// names it in errors. `shape_only`: as values: none, whatever the file says
+// (`tpuemu simulate`), checked as such.
+absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& yaml_text, const std::string& source,
+                                             bool shape_only = false);
 
 // Checks every key's value (ranges, allowed names, the combinations and the
 // one-device reference's memory), with the error a job file with that value

@@ -60,7 +60,9 @@ absl::Status HostTrainer::Prepare() {
   }
   // The teacher is the same on every chip that makes targets: made once here.
   std::shared_ptr<const ModelWeights> teacher;
-  if (std::any_of(chips_.begin(), chips_.end(), [](const auto& c) { return c->last_stage(); })) {
+  // A shape-only job makes no targets.
+  if (!config_.shape_only() &&
+      std::any_of(chips_.begin(), chips_.end(), [](const auto& c) { return c->last_stage(); })) {
     teacher = std::make_shared<const ModelWeights>(InitWeights(config_, WeightStream::kTeacher));
   }
   OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(teacher); });

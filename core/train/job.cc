@@ -8,8 +8,8 @@
 
 namespace tpuemu {
 
-absl::StatusOr<TrainSpec> ParseTrainSpec(const std::string& yaml_text, const std::string& source) {
-  auto config = ParseTrainConfig(yaml_text, source);
+absl::StatusOr<TrainSpec> ParseTrainSpec(const std::string& yaml_text, const std::string& source, bool shape_only) {
+  auto config = ParseTrainConfig(yaml_text, source, shape_only);
   if (!config.ok()) return config.status();
   return TrainSpec{*std::move(config), source};
 }
@@ -30,7 +30,8 @@ absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& top
   if (auto s = CheckMemory(config, *mesh, topo); !s.ok()) return s;
   if (auto s = CheckFaults(config.faults, topo, "faults"); !s.ok()) return s;
   if (auto s = CheckMeshCollectives(config, *mesh, topo); !s.ok()) return s;
-  const double host = ChipHostBytes(config, *mesh) * topo.num_chips();
+  // A shape-only job holds no tensors' values on the host.
+  const double host = config.shape_only() ? 0 : ChipHostBytes(config, *mesh) * topo.num_chips();
   if (auto s = CheckPodHostBytes(host, topo.num_chips(),
                                  absl::StrCat(config.name, ": emb_dim=", config.emb_dim, ", mlp_dim=",
                                               config.mlp_dim, ", num_layers=", config.num_layers,

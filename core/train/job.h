@@ -23,7 +23,8 @@ struct TrainSpec {
 
 // A job file's text as the spec it travels as (ParseTrainConfig), `source`
 // naming it.
-absl::StatusOr<TrainSpec> ParseTrainSpec(const std::string& yaml_text, const std::string& source);
+absl::StatusOr<TrainSpec> ParseTrainSpec(const std::string& yaml_text, const std::string& source,
+                                         bool shape_only = false);
 
 struct TrainJob {
   TrainConfig config;

@@ -101,7 +101,7 @@ absl::Status MeshComm::Send(const StageLink& to, uint64_t tag, const LocalTensor
 }
 
 absl::StatusOr<double> MeshComm::Receive(int peer, uint64_t tag, LocalTensor& t) {
-  auto arrival = PermuteReceive(net_, Options(), chip_, peer, tag, t);
+  auto arrival = PermuteReceive(net_, Options(), chip_, peer, tag, t, c_.dtype_bytes);
   if (arrival.ok()) clock_.MarkWall();
   return arrival;
 }

@@ -30,7 +30,7 @@ absl::StatusOr<double> PermuteSend(HostNetwork& net, LinkClocks& links, const Ru
 }
 
 absl::StatusOr<double> PermuteReceive(HostNetwork& net, const RunOptions& options, int chip, int peer, uint64_t tag,
-                                      LocalTensor& t) {
+                                      LocalTensor& t, int dtype_bytes) {
   const int64_t chunks = Chunks(t);
   double arrival = 0;
   for (int64_t c = 0; c < chunks; ++c) {
@@ -38,11 +38,8 @@ absl::StatusOr<double> PermuteReceive(HostNetwork& net, const RunOptions& option
     const int64_t n = std::min(kChunkElements, t.elements() - first);
     auto frame = net.mailbox().Take(options.job, chip, peer, tag | static_cast<uint64_t>(c), options.recv_timeout);
     if (!frame.ok()) return frame.status();
-    if (static_cast<int64_t>(frame->elements()) != n) {
-      return absl::InternalError(absl::StrCat("chip ", chip, " expected ", n, " elements from chip ", peer,
-                                              ", got ", frame->elements()));
-    }
-    frame->CopyOut(0, n, t.data.get() + first);
+    if (auto s = CheckFrameSize(*frame, chip, peer, n, dtype_bytes, t.has_values()); !s.ok()) return s;
+    if (t.has_values()) frame->CopyOut(0, n, t.data.get() + first);
     arrival = std::max(arrival, frame->header.emu_arrival);
   }
   return arrival;

@@ -18,15 +18,16 @@ inline constexpr uint64_t kPermuteTagBit = uint64_t{1} << 63;
 
 // Books `t` (emulated dtype `dtype_bytes` per element) on the chip's link
 // along axis/dir from emulated time `ready` on, carrying `links` forward,
-// and queues its chunks. Returns the emulated time its last chunk arrives.
+// and queues its chunks (shape-only ones for a shape-only t). Returns the emulated time its last chunk arrives.
 // The sender does not wait: the transfer runs while the chip computes.
 absl::StatusOr<double> PermuteSend(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
                                    int peer, Axis axis, int dir, uint64_t tag, const LocalTensor& t, int dtype_bytes,
                                    double ready);
 
-// Receives into `t` (already shaped) a block PermuteSend sent with `tag`;
-// returns the emulated time the last of it arrived.
+// Receives into `t` (already shaped; shape-only for a shape-only run) a
+// block PermuteSend sent with `tag`; returns the emulated time the last of
+// it arrived.
 absl::StatusOr<double> PermuteReceive(HostNetwork& net, const RunOptions& options, int chip, int peer, uint64_t tag,
-                                      LocalTensor& t);
+                                      LocalTensor& t, int dtype_bytes);
 
 }  // namespace tpuemu

@@ -1,6 +1,7 @@
 #include "core/train/report.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -127,7 +128,8 @@ StepReport SummarizeStep(const TrainConfig& c, const TrainMesh& mesh, const Topo
     r.bubble_with_transfers = BubbleWithTransfers(c.stages(), c.num_microbatches, c.pipeline_repeats,
                                                   r.bubble_microbatch_compute_s, r.bubble_hop_s);
   }
-  r.loss = loss_sum / static_cast<double>(c.global_batch_tokens * c.emb_dim);
+  // A shape-only step computes no loss: NaN, which the views show as none.
+  r.loss = c.shape_only() ? std::nan("") : loss_sum / static_cast<double>(c.global_batch_tokens * c.emb_dim);
   const double tokens = static_cast<double>(c.global_batch_tokens);
   if (r.emulated_s > 0) {
     r.mfu = StepModelFlops(c) / (topo.num_chips() * topo.profile().flops_bf16 * r.emulated_s);

@@ -33,7 +33,7 @@ TEST(PermuteTest, ABlockArrivesWholeAtReadyPlusTransferPlusOneHop) {
   LinkClocks links;
   LocalTensor got = LocalTensor::Allocate(sent.shape);
   absl::StatusOr<double> received;
-  std::thread receiver([&] { received = PermuteReceive(pod.network(), options, 1, 0, kPermuteTagBit | 5 << 24, got); });
+  std::thread receiver([&] { received = PermuteReceive(pod.network(), options, 1, 0, kPermuteTagBit | 5 << 24, got, dtype); });
   auto arrival = PermuteSend(pod.network(), links, options, 0, 1, Axis::kX, +1, kPermuteTagBit | 5 << 24, sent, dtype,
                              ready);
   receiver.join();
@@ -61,7 +61,7 @@ TEST(PermuteTest, WrapsAroundAndRoundsToBf16OnTheWire) {
   auto arrival = PermuteSend(pod.network(), links, options, 3, 0, Axis::kX, +1, kPermuteTagBit, sent, 2, 0);
   ASSERT_TRUE(arrival.ok()) << arrival.status();
   LocalTensor got = LocalTensor::Allocate(sent.shape);
-  auto received = PermuteReceive(pod.network(), options, 0, 3, kPermuteTagBit, got);
+  auto received = PermuteReceive(pod.network(), options, 0, 3, kPermuteTagBit, got, 2);
   ASSERT_TRUE(received.ok()) << received.status();
   for (int64_t i = 0; i < sent.elements(); ++i) EXPECT_EQ(got.data[i], RoundToBf16(sent.data[i])) << i;
   EXPECT_NE(got.data[1], sent.data[1]);  // 4/3 is not a bf16

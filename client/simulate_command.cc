@@ -1,0 +1,97 @@
+#include "client/simulate_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli_errors.h"
+#include "client/job_file.h"
+#include "client/progress.h"
+#include "core/base/process_memory.h"
+#include "core/job/inprocess_pod.h"
+#include "core/job/record.h"
+#include "core/pod/topology.h"
+#include "core/train/job.h"
+#include "services/job_proto.h"
+#include "views/job_json.h"
+#include "views/job_views.h"
+
+namespace tpuemu {
+namespace {
+
+struct SimulateOptions {
+  std::string path, topology;
+  int slices = 1;
+  bool json = false;
+};
+
+int RunSimulate(const SimulateOptions& o) {
+  // The file's keys as they are, its values aside: a real-data job file
+  // simulates as its shape.
+  auto spec = ReadJobFile(o.path, /*shape_only=*/true);
+  if (!spec.ok()) return Fail(spec.status());
+  auto topo = Topology::Create({o.topology, o.slices, 4, "auto"});
+  if (!topo.ok()) return Fail(topo.status());
+  const auto start = std::chrono::steady_clock::now();
+  Progress progress(true);
+  progress.Update(absl::StrCat(spec->config.name, ": preparing ", topo->num_chips(), " emulated chips"));
+  InProcessPod pod(*topo, 0);
+  JobRecord record("sim-1", 1, JobSpec(*spec));
+  record.submitted_unix_s = record.started_unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  record.state = JobState::kRunning;
+  auto run = pod.Run(record.spec, [&](int step, const JobReport&) {
+    progress.Update(absl::StrCat(spec->config.name, ": step ", step + 1, " of ", spec->config.steps, " on ",
+                                 topo->num_chips(), " chips"));
+  });
+  progress.Done();
+  if (!run.ok()) return Fail(run.status());
+  record.state = JobState::kSucceeded;
+  record.finished_unix_s = record.started_unix_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record.summary = run->report;
+  record.steps.assign(run->steps.begin(), run->steps.end());
+  const v1::Job job = ToProto(record);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double peak_rss = static_cast<double>(PeakResidentBytes());
+  if (o.json) {
+    nlohmann::json out = JobJson(job);
+    out["simulation"] = {{"topology", topo->Describe()},
+                         {"chips", topo->num_chips()},
+                         {"wall_s", wall_s},
+                         {"peak_rss_bytes", peak_rss}};
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s shape-only on %s (%d chips), in this process\n", spec->config.name.c_str(),
+              topo->Describe().c_str(), topo->num_chips());
+  for (const v1::TrainStep& step : job.steps()) std::printf("%s\n", StepLine(step).c_str());
+  ViewOf(job).print_succeeded(job);
+  std::printf("simulated in %.2f s of wall time, %.0f MiB peak resident memory\n", wall_s, peak_rss / (1 << 20));
+  return 0;
+}
+
+}  // namespace
+
+void AddSimulateCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<SimulateOptions>();
+  auto* c = app.add_subcommand(
+      "simulate", "run a training job shape-only (no values, no multiplies) on an emulated pod in this process");
+  c->footer(
+      "The job's chips run the same programs over the same links as on a pod, on tensors that have\n"
+      "shapes and no values (values: none): every emulated figure (step time, compute, communication\n"
+      "by mesh axis, bytes per chip, MFU, the pipeline bubble) is what a real-data run reports, and\n"
+      "the loss is none. No pod is needed; memory and time grow with the chips, not the model's\n"
+      "size. Prints the steps as `tpuemu submit --wait` does; --json prints the finished job as\n"
+      "`submit --wait --json` does, with a \"simulation\" object (wall time, peak memory). Examples:\n"
+      "  tpuemu simulate examples/jobs/fsdp_tp.yaml --topology v5p:4x4x4\n"
+      "  tpuemu simulate examples/jobs/dp.yaml --topology v5p:2x4 --slices 2 --json\n"
+      "docs/simulate.md");
+  c->add_option("job", o->path, "JOB.yaml, the job file (its `values` key is taken as none)")->required();
+  c->add_option("--topology", o->topology, "CHIP:SHAPE of each slice, e.g. v5p:4x4x4 or v5e:16x16")->required();
+  c->add_option("--slices", o->slices, "slices joined over DCN")->check(CLI::Range(1, 64))->capture_default_str();
+  c->add_flag("--json", o->json, "print the finished job as JSON, as `submit --wait --json` does");
+  c->callback([o, exit_code] { *exit_code = RunSimulate(*o); });
+}
+
+}  // namespace tpuemu

@@ -1,0 +1,119 @@
+// A shape-only step (values: none) is the real-data step without its values:
+// the same per-chip programs over the same links, so every emulated figure
+// of every step (step time, compute, per-axis communication, bytes each chip
+// sent, the bubble) equals the real-data run's, on meshes up to 64 chips.
+#include <cmath>
+#include <string>
+
+#include "core/job/inprocess_pod.h"
+#include "core/train/job.h"
+#include "core/train/report.h"
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+struct ShapeCase {
+  const char* name;
+  const char* topology;
+  int slices;
+  const char* job;  // mesh lines
+  int layers = 2;
+};
+
+void PrintTo(const ShapeCase& c, std::ostream* os) { *os << c.name; }
+
+constexpr char kModel[] = "emb_dim: 64\nmlp_dim: 128\nglobal_batch_tokens: 128\nseed: 3\nsteps: 2\n";
+
+const ShapeCase kCases[] = {
+    {"Dp2x4", "v5p:2x4", 1, "ici_data_parallelism: -1\nici_fsdp_parallelism: 1\n"},
+    {"FsdpRing8", "v5p:8", 1, "ici_fsdp_parallelism: -1\nfsdp_prefetch: true\n"},
+    {"Tp2x4", "v5p:2x4", 1, "ici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\n"},
+    {"FsdpTpTwoSlices", "v5p:2x4", 2, "ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\ndcn_data_parallelism: 2\n"},
+    {"Pipeline1f1b", "v5p:2x4", 1,
+     "ici_fsdp_parallelism: 2\nici_pipeline_parallelism: 4\nnum_pipeline_microbatches: 8\n"
+     "pipeline_schedule: 1f1b\n",
+     4},
+    {"PipelineCircularBf16Wire", "v5p:2x4", 1,
+     "ici_data_parallelism: 2\nici_fsdp_parallelism: 1\nici_pipeline_parallelism: 4\n"
+     "num_pipeline_repeats: 2\npipeline_schedule: circular\nwire_dtype: bf16\n",
+     8},
+    {"FsdpTp64", "v5p:4x4x4", 1, "ici_fsdp_parallelism: 16\nici_tensor_parallelism: 4\n"},
+};
+
+class ShapeOnlyTest : public testing::TestWithParam<ShapeCase> {
+ protected:
+  std::vector<StepReport> Steps(const std::string& values) {
+    const ShapeCase& k = GetParam();
+    auto topo = Topology::Create({k.topology, k.slices, 1, "auto"});
+    EXPECT_TRUE(topo.ok()) << topo.status();
+    if (!topo.ok()) return {};
+    auto spec = ParseTrainSpec(std::string(kModel) + k.job + "num_layers: " + std::to_string(k.layers) +
+                                   "\nvalues: " + values + "\n",
+                               "job.yaml");
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    if (!spec.ok()) return {};
+    InProcessPod pod(*topo, 0);
+    auto run = pod.Run(JobSpec(*spec));
+    EXPECT_TRUE(run.ok()) << run.status();
+    if (!run.ok()) return {};
+    std::vector<StepReport> steps;
+    for (const JobReport& s : run->steps) steps.push_back(std::any_cast<StepReport>(s));
+    return steps;
+  }
+};
+
+void ExpectSame(double shape, double real, const std::string& what) {
+  EXPECT_NEAR(shape, real, 1e-9 * std::fabs(real)) << what;
+}
+
+TEST_P(ShapeOnlyTest, EveryEmulatedFigureEqualsTheRealDataRun) {
+  const std::vector<StepReport> real = Steps("real"), shape = Steps("none");
+  ASSERT_EQ(real.size(), 2u);
+  ASSERT_EQ(shape.size(), real.size());
+  for (size_t s = 0; s < real.size(); ++s) {
+    const StepReport &r = real[s], &o = shape[s];
+    const std::string at = "step " + std::to_string(s);
+    EXPECT_TRUE(std::isfinite(r.loss)) << at;
+    EXPECT_TRUE(std::isnan(o.loss)) << at << ": a shape-only step computes no loss";
+    ASSERT_GT(r.emulated_s, 0);
+    ExpectSame(o.emulated_s, r.emulated_s, at + " emulated step time");
+    ExpectSame(o.compute_s, r.compute_s, at + " compute");
+    for (int p = 0; p < kComputeParts; ++p) ExpectSame(o.compute_parts_s[p], r.compute_parts_s[p], at + " compute part");
+    for (int a = 0; a < kMeshAxes; ++a) {
+      const std::string axis = at + " axis " + MeshAxisName(static_cast<MeshAxisKind>(a));
+      ExpectSame(o.exposed_comm_s[a], r.exposed_comm_s[a], axis + " exposed");
+      ExpectSame(o.comm_s[a], r.comm_s[a], axis + " comm");
+      EXPECT_EQ(o.comm_bytes[a], r.comm_bytes[a]) << axis + " bytes";
+    }
+    EXPECT_GT(r.comm_bytes_total, 0u) << at;
+    EXPECT_EQ(o.comm_bytes_total, r.comm_bytes_total) << at;
+    ExpectSame(o.mfu, r.mfu, at + " mfu");
+    ExpectSame(o.bubble_fraction, r.bubble_fraction, at + " bubble");
+    EXPECT_EQ(o.peak_activation_bytes, r.peak_activation_bytes) << at;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Meshes, ShapeOnlyTest, testing::ValuesIn(kCases),
+                         [](const testing::TestParamInfo<ShapeCase>& i) { return std::string(i.param.name); });
+
+TEST(ShapeOnlyConfigTest, RefusesCheckpointsAndUnknownValues) {
+  auto checkpointed = ParseTrainSpec(std::string(kModel) + "values: none\ncheckpoint_every: 1\n", "job.yaml");
+  ASSERT_FALSE(checkpointed.ok());
+  EXPECT_NE(checkpointed.status().message().find("checkpoint_every: 1: a shape-only job"), std::string::npos)
+      << checkpointed.status();
+  auto unknown = ParseTrainSpec(std::string(kModel) + "values: zeros\n", "job.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("values: 'zeros': allowed: real, none"), std::string::npos)
+      << unknown.status();
+}
+
+TEST(ShapeOnlyConfigTest, ShapeOnlyIsNotBoundByTheReferencesHostMemory) {
+  // 2 GiB of weights: too big for a one-device reference, fine shape-only.
+  const std::string big = "emb_dim: 16384\nmlp_dim: 65536\nnum_layers: 4\nglobal_batch_tokens: 65536\n";
+  EXPECT_FALSE(ParseTrainSpec(big, "job.yaml").ok());
+  EXPECT_TRUE(ParseTrainSpec(big + "values: none\n", "job.yaml").ok());
+}
+
+}  // namespace
+}  // namespace tpuemu
