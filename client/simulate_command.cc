@@ -10,6 +10,7 @@
 #include "client/progress.h"
 #include "core/base/process_memory.h"
 #include "core/job/inprocess_pod.h"
+#include "core/job/symmetric_pod.h"
 #include "core/job/record.h"
 #include "core/pod/topology.h"
 #include "core/train/job.h"
@@ -21,7 +22,7 @@ namespace tpuemu {
 namespace {
 
 struct SimulateOptions {
-  std::string path, topology;
+  std::string path, topology, engine = "auto";
   int slices = 1;
   bool json = false;
 };
@@ -33,18 +34,30 @@ int RunSimulate(const SimulateOptions& o) {
   if (!spec.ok()) return Fail(spec.status());
   auto topo = Topology::Create({o.topology, o.slices, 4, "auto"});
   if (!topo.ok()) return Fail(topo.status());
+  // One chip for all where the chips are alike, else every chip.
+  const absl::Status alike = CheckOneChipStandsForAll(*spec, *topo);
+  const bool one_for_all = o.engine == "one-chip" || (o.engine == "auto" && alike.ok());
+  if (o.engine == "one-chip" && !alike.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--engine one-chip: ", alike.message(),
+                                                        "; use --engine every-chip (or auto)")));
+  }
+  const std::string engine = one_for_all ? "one chip for all" : "every chip";
   const auto start = std::chrono::steady_clock::now();
   Progress progress(true);
-  progress.Update(absl::StrCat(spec->config.name, ": preparing ", topo->num_chips(), " emulated chips"));
-  InProcessPod pod(*topo, 0);
+  auto on_step = [&](int step, const JobReport&) {
+    progress.Update(absl::StrCat(spec->config.name, ": step ", step + 1, " of ", spec->config.steps, " on ",
+                                 topo->num_chips(), " chips (", engine, ")"));
+  };
+  on_step(-1, {});
   JobRecord record("sim-1", 1, JobSpec(*spec));
   record.submitted_unix_s = record.started_unix_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  record.state = JobState::kRunning;
-  auto run = pod.Run(record.spec, [&](int step, const JobReport&) {
-    progress.Update(absl::StrCat(spec->config.name, ": step ", step + 1, " of ", spec->config.steps, " on ",
-                                 topo->num_chips(), " chips"));
-  });
+  absl::StatusOr<JobRun> run;
+  if (one_for_all) {
+    run = SymmetricPod(*topo).Run(*spec, on_step);
+  } else {
+    run = InProcessPod(*topo, 0).Run(record.spec, on_step);
+  }
   progress.Done();
   if (!run.ok()) return Fail(run.status());
   record.state = JobState::kSucceeded;
@@ -58,13 +71,17 @@ int RunSimulate(const SimulateOptions& o) {
     nlohmann::json out = JobJson(job);
     out["simulation"] = {{"topology", topo->Describe()},
                          {"chips", topo->num_chips()},
+                         {"engine", engine},
+                         {"why", one_for_all ? "" : std::string(alike.message())},
                          {"wall_s", wall_s},
                          {"peak_rss_bytes", peak_rss}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::printf("%s shape-only on %s (%d chips), in this process\n", spec->config.name.c_str(),
-              topo->Describe().c_str(), topo->num_chips());
+  std::printf("%s shape-only on %s (%d chips), in this process: %s\n", spec->config.name.c_str(),
+              topo->Describe().c_str(), topo->num_chips(),
+              one_for_all ? "one chip stands for all (they are alike)"
+                          : absl::StrCat("every chip runs (", alike.message(), ")").c_str());
   for (const v1::TrainStep& step : job.steps()) std::printf("%s\n", StepLine(step).c_str());
   ViewOf(job).print_succeeded(job);
   std::printf("simulated in %.2f s of wall time, %.0f MiB peak resident memory\n", wall_s, peak_rss / (1 << 20));
@@ -90,6 +107,11 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
   c->add_option("job", o->path, "JOB.yaml, the job file (its `values` key is taken as none)")->required();
   c->add_option("--topology", o->topology, "CHIP:SHAPE of each slice, e.g. v5p:4x4x4 or v5e:16x16")->required();
   c->add_option("--slices", o->slices, "slices joined over DCN")->check(CLI::Range(1, 64))->capture_default_str();
+  c->add_option("--engine", o->engine,
+                "one-chip: one chip runs and stands for all, when they are alike (a torus that wraps on every "
+                "axis, no pipeline, no faults); every-chip: a thread per chip; auto: one-chip where it can")
+      ->check(CLI::IsMember({"auto", "one-chip", "every-chip"}))
+      ->capture_default_str();
   c->add_flag("--json", o->json, "print the finished job as JSON, as `submit --wait --json` does");
   c->callback([o, exit_code] { *exit_code = RunSimulate(*o); });
 }

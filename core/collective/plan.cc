@@ -24,20 +24,24 @@ struct Phase {
 };
 
 // Calls fn(rank) for every rank whose coordinate on spec axis m is fixed[m],
-// or any value where fixed[m] < 0.
-void ForEachRank(const std::vector<int>& sizes, const std::vector<int>& fixed, const std::function<void(int)>& fn) {
+// or any value where fixed[m] < 0: those from origin[m] on, round the axis
+// (from 0 without an origin).
+void ForEachRank(const std::vector<int>& sizes, const std::vector<int>& fixed, const std::function<void(int)>& fn,
+                 const std::vector<int>* origin = nullptr) {
   const int m = static_cast<int>(sizes.size());
-  std::vector<int> coord(m);
-  for (int i = 0; i < m; ++i) coord[i] = fixed[i] < 0 ? 0 : fixed[i];
+  std::vector<int> moved(m, 0);  // steps taken round each free axis
   while (true) {
     int rank = 0;
-    for (int i = 0; i < m; ++i) rank = rank * sizes[i] + coord[i];
+    for (int i = 0; i < m; ++i) {
+      const int c = fixed[i] >= 0 ? fixed[i] : ((origin != nullptr ? (*origin)[i] : 0) + moved[i]) % sizes[i];
+      rank = rank * sizes[i] + c;
+    }
     fn(rank);
     int i = m - 1;
     for (; i >= 0; --i) {
       if (fixed[i] >= 0) continue;
-      if (++coord[i] < sizes[i]) break;
-      coord[i] = 0;
+      if (++moved[i] < sizes[i]) break;
+      moved[i] = 0;
     }
     if (i < 0) return;
   }
@@ -338,9 +342,11 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
       const AxisPlan& ap = plan.axes_[m_a];
       const std::vector<Hop>& hops = hops_of(m_a, phase.kind);
       const bool split = ap.algorithm == RingAlgorithm::kBiRing && ap.size % 2 == 0;
-      // Group the hops that share a link and a step into one transfer.
+      // Group the hops that share a link and a step into one transfer, a
+      // step's transfers by direction before position, so that every chip
+      // lists its own in the same order wherever it sits on the ring.
       std::map<std::tuple<int, int, int, int>, std::vector<Hop>> grouped;
-      for (const Hop& h : hops) grouped[{h.step, h.from, h.to, h.dir}].push_back(h);
+      for (const Hop& h : hops) grouped[{h.step, h.dir, h.from, h.to}].push_back(h);
 
       // Spec-axis status for this phase: done before (routed/gathered), now, after.
       auto before = [&](int m) {
@@ -389,7 +395,7 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
       for (int rep : lines) {
         const Coord line = topo.CoordOf(rep);
         for (const auto& [key, group] : grouped) {
-          const auto& [step, from, to, dir] = key;
+          const auto& [step, dir, from, to] = key;
           Coord src = line, dst = line;
           src.Set(a, from);
           dst.Set(a, to);
@@ -415,8 +421,13 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
               // that way (AllGather), or that no hop reduced into before
               // (ReduceScatter), so the next hop can start sooner.
               const bool second_first = split && h.half == 0 && dir < 0;
+              // Pieces from the line's own coordinates on: every line lists
+              // its pieces alike, so a chip's program is the same wherever
+              // it sits on a torus (core/job/symmetric_pod.h).
+              std::vector<int> origin(nm);
+              for (int m = 0; m < nm; ++m) origin[m] = line.Get(spec.axes[m]);
               std::vector<int> ranks;
-              ForEachRank(sizes, fixed, [&](int r) { ranks.push_back(r); });
+              ForEachRank(sizes, fixed, [&](int r) { ranks.push_back(r); }, &origin);
               if (!later_rs.empty()) {
                 SortByKey(&ranks, [&](int r) {
                   std::vector<int> steps;

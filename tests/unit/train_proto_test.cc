@@ -52,6 +52,7 @@ const std::map<std::string, std::string> kNotDefault = {
                "  - straggler: 3@2 from 1 until 3\n  - down_link: 1->2 y- from 2\n"
                "  - kill_worker: 1 at 3\n  - pause_worker: 0 at 2 for 1.5s"},
     {"on_down_link", "route"},
+    {"values", "none"},
 };
 
 TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {
