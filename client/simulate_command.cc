@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "client/cli_errors.h"
@@ -15,14 +17,76 @@
 #include "core/pod/topology.h"
 #include "core/train/job.h"
 #include "services/job_proto.h"
+#include "core/train/report.h"
+#include "views/chrome_trace.h"
 #include "views/job_json.h"
 #include "views/job_views.h"
 
 namespace tpuemu {
 namespace {
 
+// A Chrome / Perfetto trace written step by step (views/chrome_trace.h),
+// whole or not at all.
+class TraceFile {
+ public:
+  explicit TraceFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
+  ~TraceFile() {
+    if (!closed_) std::remove(tmp_.c_str());
+  }
+
+  absl::Status Open(int steps) {
+    out_.open(tmp_);
+    if (!out_) return absl::InvalidArgumentError(absl::StrCat("--trace: cannot write '", path_, "'"));
+    writer_ = std::make_unique<ChromeTraceWriter>(out_);
+    v1::JobTrace first;
+    first.set_id("sim-1");
+    first.mutable_extent()->set_steps(steps);
+    first.mutable_extent()->set_last_kept_step(steps - 1);
+    writer_->Add(first);
+    return absl::OkStatus();
+  }
+
+  // A step's spans, `step_s` long, after the steps before it.
+  void AddStep(int step, double step_s, const std::vector<ChipRunResult>& chips) {
+    v1::JobTrace piece;
+    const std::string prefix = absl::StrCat("step ", step, ": ");
+    for (const ChipRunResult& chip : chips) {
+      for (const TraceEvent& e : chip.trace) {
+        v1::TraceEvent* out = piece.add_events();
+        out->set_track(e.track);
+        out->set_name(prefix + e.name);
+        out->set_start_s(clock_s_ + e.start_s);
+        out->set_end_s(clock_s_ + e.end_s);
+        out->set_bytes(e.bytes);
+      }
+    }
+    writer_->Add(piece);
+    clock_s_ += step_s;
+  }
+
+  absl::Status Close() {
+    writer_->Finish();
+    out_.close();
+    if (!out_) return absl::InternalError(absl::StrCat("--trace: writing '", tmp_, "' failed (disk full?)"));
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      return absl::InternalError(absl::StrCat("--trace: renaming '", tmp_, "' to '", path_, "' failed"));
+    }
+    closed_ = true;
+    return absl::OkStatus();
+  }
+
+  int64_t spans() const { return writer_->spans(); }
+
+ private:
+  std::string path_, tmp_;
+  std::ofstream out_;
+  std::unique_ptr<ChromeTraceWriter> writer_;
+  double clock_s_ = 0;
+  bool closed_ = false;
+};
+
 struct SimulateOptions {
-  std::string path, topology, engine = "auto";
+  std::string path, topology, engine = "auto", trace;
   int slices = 1;
   bool json = false;
 };
@@ -44,11 +108,18 @@ int RunSimulate(const SimulateOptions& o) {
   const std::string engine = one_for_all ? "one chip for all" : "every chip";
   const auto start = std::chrono::steady_clock::now();
   Progress progress(true);
-  auto on_step = [&](int step, const JobReport&) {
-    progress.Update(absl::StrCat(spec->config.name, ": step ", step + 1, " of ", spec->config.steps, " on ",
+  std::optional<TraceFile> trace;
+  if (!o.trace.empty()) {
+    trace.emplace(o.trace);
+    if (auto s = trace->Open(spec->config.steps); !s.ok()) return Fail(s);
+  }
+  auto on_step = [&](int step, const JobReport& report, const std::vector<ChipRunResult>& chips) {
+    if (trace) trace->AddStep(step, std::any_cast<const StepReport&>(report).emulated_s, chips);
+    progress.Update(absl::StrCat(spec->config.name, ": step ", step + 2, " of ", spec->config.steps, " on ",
                                  topo->num_chips(), " chips (", engine, ")"));
   };
-  on_step(-1, {});
+  progress.Update(absl::StrCat(spec->config.name, ": step 1 of ", spec->config.steps, " on ", topo->num_chips(),
+                               " chips (", engine, ")"));
   JobRecord record("sim-1", 1, JobSpec(*spec));
   record.submitted_unix_s = record.started_unix_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -60,6 +131,9 @@ int RunSimulate(const SimulateOptions& o) {
   }
   progress.Done();
   if (!run.ok()) return Fail(run.status());
+  if (trace) {
+    if (auto s = trace->Close(); !s.ok()) return Fail(s);
+  }
   record.state = JobState::kSucceeded;
   record.finished_unix_s = record.started_unix_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   record.summary = run->report;
@@ -85,6 +159,11 @@ int RunSimulate(const SimulateOptions& o) {
   for (const v1::TrainStep& step : job.steps()) std::printf("%s\n", StepLine(step).c_str());
   ViewOf(job).print_succeeded(job);
   std::printf("simulated in %.2f s of wall time, %.0f MiB peak resident memory\n", wall_s, peak_rss / (1 << 20));
+  if (trace) {
+    std::printf("wrote %lld spans to %s (%s); open it in https://ui.perfetto.dev\n",
+                static_cast<long long>(trace->spans()), o.trace.c_str(),
+                one_for_all ? "the chip that stood for all, and its links" : "every chip and link");
+  }
   return 0;
 }
 
@@ -113,6 +192,9 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"auto", "one-chip", "every-chip"}))
       ->capture_default_str();
   c->add_flag("--json", o->json, "print the finished job as JSON, as `submit --wait --json` does");
+  c->add_option("--trace", o->trace,
+                "write a Chrome / Perfetto trace of every step to FILE: compute, collectives and waits per chip, "
+                "a span per collective and link (not per chunk); with one chip for all, that chip's");
   c->callback([o, exit_code] { *exit_code = RunSimulate(*o); });
 }
 

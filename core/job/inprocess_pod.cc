@@ -16,8 +16,7 @@ absl::Status InProcessPod::Deliver(Frame&& frame) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec,
-                                         const std::function<void(int step, const JobReport& report)>& on_step) {
+absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec, const StepCallback& on_step) {
   auto planned = PlanJob(spec, topo_, net_->time_scale());
   if (!planned.ok()) return planned.status();
   if ((*planned)->part() != PodPart{}) {
@@ -34,7 +33,7 @@ absl::StatusOr<JobRun> InProcessPod::Run(const JobSpec& spec,
     auto ran = (*host)->Run(step);
     if (!ran.ok()) return ran.status();
     JobReport report = (*planned)->SummarizeStep(*ran);
-    if (on_step) on_step(step, report);
+    if (on_step) on_step(step, report, *ran);
     if (report.has_value()) out.steps.push_back(std::move(report));
     chips = *std::move(ran);
   }

@@ -23,15 +23,18 @@ struct JobRun {
   std::vector<JobReport> steps;
 };
 
+// Called after each step of a run, with the step's number, its report (empty
+// for a kind without step reports) and every chip's result.
+using StepCallback =
+    std::function<void(int step, const JobReport& report, const std::vector<ChipRunResult>& chips)>;
+
 class InProcessPod : public Fabric {
  public:
   InProcessPod(const Topology& topo, double time_scale);
   absl::Status Deliver(Frame&& frame) override;
   // Plans the job with its kind, prepares it on every chip, runs its steps and
-  // checks it; `on_step` (if any) is called after each step, with the step's
-  // number and its report (empty for a kind without step reports).
-  absl::StatusOr<JobRun> Run(const JobSpec& spec,
-                             const std::function<void(int step, const JobReport& report)>& on_step = nullptr);
+  // checks it, calling `on_step` (if any) after each step.
+  absl::StatusOr<JobRun> Run(const JobSpec& spec, const StepCallback& on_step = nullptr);
   HostNetwork& network() { return *net_; }
 
  private:

@@ -20,8 +20,8 @@ absl::Status CheckOneChipStandsForAll(const TrainSpec& spec, const Topology& top
   if (!c.faults.empty()) return no("it has faults on purpose, which single out chips and links");
   for (Axis a : {Axis::kX, Axis::kY, Axis::kZ, Axis::kDcn}) {
     if (topo.AxisSize(a) > 1 && !topo.AxisWraps(a)) {
-      return no(absl::StrCat("axis ", AxisName(a), " of ", topo.Describe(), " does not wrap around, so the chips at "
-                             "its ends have one link fewer"));
+      return no(absl::StrCat("axis ", AxisName(a), " (", topo.AxisSize(a), a == Axis::kDcn ? " slices" : " chips",
+                             ") does not wrap around, so the chips at its ends have one link fewer"));
     }
   }
   if (auto s = ResolveMesh(c, topo); !s.ok()) return s;  // also refuses a job on part of the pod
@@ -51,8 +51,7 @@ absl::Status SymmetricPod::Deliver(Frame&& frame) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobRun> SymmetricPod::Run(const TrainSpec& spec,
-                                         const std::function<void(int step, const JobReport& report)>& on_step) {
+absl::StatusOr<JobRun> SymmetricPod::Run(const TrainSpec& spec, const StepCallback& on_step) {
   if (auto s = CheckOneChipStandsForAll(spec, topo_); !s.ok()) return s;
   auto planned = PlanJob(JobSpec(spec), topo_, 0);
   if (!planned.ok()) return planned.status();
@@ -67,7 +66,7 @@ absl::StatusOr<JobRun> SymmetricPod::Run(const TrainSpec& spec,
     auto ran = (*host)->Run(step);
     if (!ran.ok()) return ran.status();
     JobReport report = (*planned)->SummarizeStep(*ran);
-    if (on_step) on_step(step, report);
+    if (on_step) on_step(step, report, *ran);
     out.steps.push_back(std::move(report));
     chips = *std::move(ran);
   }

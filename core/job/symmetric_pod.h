@@ -30,8 +30,8 @@ class SymmetricPod : public Fabric {
   absl::Status Deliver(Frame&& frame) override;
   // Runs a job that CheckOneChipStandsForAll allows, as InProcessPod::Run
   // does; the steps' and the job's reports are the whole pod's.
-  absl::StatusOr<JobRun> Run(const TrainSpec& spec,
-                             const std::function<void(int step, const JobReport& report)>& on_step = nullptr);
+  // The chips' results are the stand-in's alone.
+  absl::StatusOr<JobRun> Run(const TrainSpec& spec, const StepCallback& on_step = nullptr);
 
  private:
   Topology topo_;

@@ -1,6 +1,7 @@
 #include "core/train/mesh_comm.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "core/collective/tensor_collective.h"
@@ -17,6 +18,26 @@ uint64_t BytesSent(const LinkClocks& links) {
   uint64_t sent = 0;
   for (const auto& [_, link] : links) sent += static_cast<uint64_t>(link.bytes_sent());
   return sent;
+}
+
+// One span per link track for `chunks`, from its first chunk's start to its
+// last one's end, with their bytes, named `what` and the count.
+void AppendPerLink(const std::vector<TraceEvent>& chunks, const std::string& what, std::vector<TraceEvent>* out) {
+  std::map<std::string, std::pair<TraceEvent, int>> by_track;
+  for (const TraceEvent& e : chunks) {
+    auto [it, fresh] = by_track.try_emplace(e.track, e, 0);
+    TraceEvent& span = it->second.first;
+    if (!fresh) {
+      span.start_s = std::min(span.start_s, e.start_s);
+      span.end_s = std::max(span.end_s, e.end_s);
+      span.bytes += e.bytes;
+    }
+    ++it->second.second;
+  }
+  for (auto& [track, entry] : by_track) {
+    entry.first.name = absl::StrCat(what, " (", entry.second, " chunks)");
+    out->push_back(std::move(entry.first));
+  }
 }
 
 }  // namespace
@@ -72,8 +93,13 @@ absl::Status MeshComm::Collective(CollectiveOp op, MeshAxisKind axis, LocalTenso
   // never reach the permutes' top bit.
   options.tag_base = static_cast<uint64_t>(1 + collectives_++ % kCollectiveTags) << kTagShift;
   const uint64_t sent_before = BytesSent(links_);
+  // A shape-only job's links get a span per collective, not per chunk: a
+  // big model's step sends millions of chunks (docs/simulate.md).
+  std::vector<TraceEvent> chunks;
+  if (c_.shape_only() && options.trace != nullptr) options.trace = &chunks;
   auto report = RunTensorCollective(**found, chip_, net_, options, &links_, start, t, dim);
   if (!report.ok()) return report.status();
+  AppendPerLink(chunks, absl::StrCat(OpName(op), " ", MeshAxisName(axis)), clock_.trace());
   clock_.MarkWall();
   const uint64_t sent = BytesSent(links_) - sent_before;
   const double end = report->emulated_s;

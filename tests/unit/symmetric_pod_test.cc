@@ -104,8 +104,8 @@ TEST(OneChipForAllTest, SaysWhyChipsAreNotAlike) {
   };
   const Unlike kUnlike[] = {
       {"v5p:4x4", 1, "values: real\n", "it computes values"},
-      {"v5p:2x4", 1, "values: none\n", "axis x of v5p:2x4"},
-      {"v5p:4x4", 2, "values: none\nici_fsdp_parallelism: 16\n", "axis dcn of v5p:4x4"},
+      {"v5p:2x4", 1, "values: none\n", "axis x (2 chips) does not wrap"},
+      {"v5p:4x4", 2, "values: none\nici_fsdp_parallelism: 16\n", "axis dcn (2 slices) does not wrap"},
       {"v5p:4x4", 1, "values: none\nici_fsdp_parallelism: 4\nici_pipeline_parallelism: 4\nnum_pipeline_microbatches: 4\n",
        "4 pipeline stages"},
       {"v5p:4x4", 1, "values: none\nfaults:\n  - straggler: 3@2\n", "faults on purpose"},
