@@ -50,6 +50,7 @@ v1::TrainConfig ToProto(const TrainConfig& c) {
   m.set_max_restarts(c.max_restarts);
   m.set_num_chips(c.num_chips);
   m.set_values(c.values);
+  m.set_gated_mlp(c.gated_mlp);
   if (!c.faults.empty() || c.faults.route_around) *m.mutable_faults() = ToProto(c.faults);
   return m;
 }
@@ -86,6 +87,7 @@ TrainConfig FromProto(const v1::TrainConfig& m) {
   c.max_restarts = m.max_restarts();
   c.num_chips = m.num_chips();
   c.values = m.values();
+  c.gated_mlp = m.gated_mlp();
   // An axis that is no axis: refused by SpecOf (services/job_proto.cc) first.
   c.faults = FromProto(m.faults()).value_or(Faults{});
   return c;

@@ -77,33 +77,61 @@ LocalTensor ChipTrainer::MicrobatchTokens(int m, bool targets) const {
   return SliceBlock(x, 1, tensor, ti_);
 }
 
+LocalTensor ChipTrainer::Multiply(const LocalTensor& a, bool at, const LocalTensor& b, bool bt, ComputeKind kind) {
+  LocalTensor c = MatMul(a, at, b, bt, *abort_);
+  clock_.Compute(kind, MatMulFlops(c, at ? a.shape[0] : a.shape[1]),
+                 static_cast<double>(a.elements() + b.elements() + c.elements()) * c_.dtype_bytes);
+  return c;
+}
+
+void ChipTrainer::ChargeElementwise(int64_t n, double flops, double accesses) {
+  clock_.Compute(ComputeKind::kOther, flops * static_cast<double>(n), accesses * static_cast<double>(n) * c_.dtype_bytes);
+}
+
+absl::Status ChipTrainer::AddGradient(int l, Matrix m, LocalTensor&& g, bool last) {
+  LayerGradients& grads = grads_[l];
+  const int k = static_cast<int>(m);
+  Accumulate(grads.g[k], std::move(g));
+  return last ? ReduceGradient(grads.g[k], AlongD(m) ? 0 : 1, grads.ready[k]) : absl::OkStatus();
+}
+
 absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
   if (abort_->aborted()) return abort_->status();
   const int use = fsdp_.NextUse();
-  const double bytes = c_.dtype_bytes;
   LocalTensor xg = x;
   if (auto s = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, xg, 1); !s.ok()) return s;
   LocalTensor w;
-  if (auto s = fsdp_.Gathered(use, true, w); !s.ok()) return s;
-  LocalTensor h = MatMul(xg, false, w, false, *abort_);
-  clock_.Compute(ComputeKind::kForwardMatmul, MatMulFlops(h, c_.emb_dim),
-                 (xg.elements() + w.elements() + h.elements()) * bytes);
+  if (auto s = fsdp_.Gathered(use, Matrix::kIn, w); !s.ok()) return s;
+  LocalTensor h = Multiply(xg, false, w, false, ComputeKind::kForwardMatmul);
+  LocalTensor u;  // a gated MLP's up-projection
+  if (c_.gated_mlp) {
+    LocalTensor wu;
+    if (auto s = fsdp_.Gathered(use, Matrix::kUp, wu); !s.ok()) return s;
+    u = Multiply(xg, false, wu, false, ComputeKind::kForwardMatmul);
+  }
   // h becomes the activation's derivative, kept for the backward pass.
   LocalTensor a = LocalTensor::Make(h.shape, h.has_values());
   if (h.has_values()) ActivateWithGrad(activation_, h.data.get(), h.elements(), a.data.get(), h.data.get());
-  clock_.Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
+  ChargeElementwise(a.elements(), 1, 2);
+  LocalTensor gated = c_.gated_mlp ? Gated(a, u) : a;  // Wout's input
   LocalTensor wo;
-  if (auto s = fsdp_.Gathered(use, false, wo); !s.ok()) return s;
-  LocalTensor out = MatMul(a, false, wo, false, *abort_);
-  clock_.Compute(ComputeKind::kForwardMatmul, MatMulFlops(out, f_t_),
-                 (a.elements() + wo.elements() + out.elements()) * bytes);
+  if (auto s = fsdp_.Gathered(use, Matrix::kOut, wo); !s.ok()) return s;
+  LocalTensor out = Multiply(gated, false, wo, false, ComputeKind::kForwardMatmul);
   if (auto s = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !s.ok()) return s;
   // Charged as a TPU would hold them: the input and the pre-activation (the
-  // host's second [B, F] buffer spares it recomputing the activation).
-  clock_.HoldActivations(xg.elements() + h.elements());
-  saved_[{m, l}] = {std::move(xg), std::move(a), std::move(h)};
+  // host's second [B, F] buffer spares it recomputing the activation), and
+  // a gated MLP's up-projection.
+  clock_.HoldActivations(xg.elements() + h.elements() + (c_.gated_mlp ? u.elements() : 0));
+  saved_[{m, l}] = {std::move(xg), std::move(a), std::move(h), std::move(u)};
   x = std::move(out);
   return absl::OkStatus();
+}
+
+LocalTensor ChipTrainer::Gated(const LocalTensor& a, const LocalTensor& u) {
+  LocalTensor g = LocalTensor::Make(a.shape, a.has_values());
+  for (int64_t i = 0; g.has_values() && i < g.elements(); ++i) g.data[i] = a.data[i] * u.data[i];
+  ChargeElementwise(g.elements(), 1, 3);
+  return g;
 }
 
 LocalTensor ChipTrainer::Loss(int m, const LocalTensor& x) {
@@ -117,7 +145,7 @@ LocalTensor ChipTrainer::Loss(int m, const LocalTensor& x) {
     loss_sum_ += e * e;
     dx.data[i] = static_cast<float>(2 * e * scale);
   }
-  clock_.Compute(ComputeKind::kOther, 3.0 * x.elements(), 3.0 * x.elements() * c_.dtype_bytes);
+  ChargeElementwise(x.elements(), 3, 3);
   return dx;
 }
 
@@ -127,51 +155,63 @@ void ChipTrainer::Accumulate(LocalTensor& sum, LocalTensor&& g) {
     return;
   }
   for (int64_t i = 0; sum.has_values() && i < g.elements(); ++i) sum.data[i] += g.data[i];
-  clock_.Compute(ComputeKind::kOther, static_cast<double>(g.elements()), 3.0 * g.elements() * c_.dtype_bytes);
+  ChargeElementwise(g.elements(), 1, 3);
 }
 
 absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   if (abort_->aborted()) return abort_->status();
   const int use = fsdp_.NextUse();
-  const double bytes = c_.dtype_bytes;
   Saved saved = std::move(saved_.at({m, l}));
   saved_.erase({m, l});
-  clock_.HoldActivations(-(saved.xg.elements() + saved.grad.elements()));
+  clock_.HoldActivations(-(saved.xg.elements() + saved.grad.elements() + (c_.gated_mlp ? saved.u.elements() : 0)));
   // The layer's gradients are complete with its last microbatch: then they
   // are reduced, ahead, while the chip computes on.
-  LayerGradients& grads = grads_[l];
-  const bool last = ++grads.microbatches == c_.num_microbatches;
+  const bool last = ++grads_[l].microbatches == c_.num_microbatches;
   LocalTensor dog = dx;
   if (auto s = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dog, 1); !s.ok()) return s;
   // The emulated chip recomputes the activation (charged); the host kept it.
   const LocalTensor& a = saved.a;
-  clock_.Compute(ComputeKind::kOther, static_cast<double>(a.elements()), 2.0 * a.elements() * bytes);
-  LocalTensor dwout = MatMul(a, true, dog, false, *abort_);  // [F_t, D], partial over the batch
-  clock_.Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwout, b_mb_),
-                 (a.elements() + dog.elements() + dwout.elements()) * bytes);
-  Accumulate(grads.wout, std::move(dwout));
-  if (last) {
-    if (auto s = ReduceGradient(grads.wout, 1, grads.out_ready); !s.ok()) return s;
+  ChargeElementwise(a.elements(), 1, 2);
+  const LocalTensor gated = c_.gated_mlp ? Gated(a, saved.u) : a;  // Wout's input, again
+  // [F_t, D], partial over the batch
+  if (auto s = AddGradient(l, Matrix::kOut, Multiply(gated, true, dog, false, ComputeKind::kBackwardMatmul), last);
+      !s.ok()) {
+    return s;
   }
   LocalTensor wo;
-  if (auto s = fsdp_.Gathered(use, false, wo); !s.ok()) return s;
-  LocalTensor dh = MatMul(dog, false, wo, true, *abort_);  // [B, F_t]
-  clock_.Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dh, c_.emb_dim),
-                 (dog.elements() + wo.elements() + dh.elements()) * bytes);
-  for (int64_t i = 0; dh.has_values() && i < dh.elements(); ++i) dh.data[i] *= saved.grad.data[i];
-  clock_.Compute(ComputeKind::kOther, 2.0 * dh.elements(), 3.0 * dh.elements() * bytes);
-  LocalTensor dwin = MatMul(saved.xg, true, dh, false, *abort_);  // [D, F_t], partial over the batch
-  clock_.Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dwin, b_mb_),
-                 (saved.xg.elements() + dh.elements() + dwin.elements()) * bytes);
-  Accumulate(grads.win, std::move(dwin));
-  if (last) {
-    if (auto s = ReduceGradient(grads.win, 0, grads.in_ready); !s.ok()) return s;
+  if (auto s = fsdp_.Gathered(use, Matrix::kOut, wo); !s.ok()) return s;
+  LocalTensor dh = Multiply(dog, false, wo, true, ComputeKind::kBackwardMatmul);  // [B, F_t]: dA, then dH
+  LocalTensor du;  // a gated MLP's: dA * A
+  if (c_.gated_mlp) {
+    du = LocalTensor::Make(dh.shape, dh.has_values());
+    for (int64_t i = 0; dh.has_values() && i < dh.elements(); ++i) {
+      du.data[i] = dh.data[i] * a.data[i];
+      dh.data[i] = dh.data[i] * saved.u.data[i] * saved.grad.data[i];
+    }
+    ChargeElementwise(dh.elements(), 3, 5);
+  } else {
+    for (int64_t i = 0; dh.has_values() && i < dh.elements(); ++i) dh.data[i] *= saved.grad.data[i];
+    ChargeElementwise(dh.elements(), 2, 3);
+  }
+  // [D, F_t], partial over the batch
+  if (auto s = AddGradient(l, Matrix::kIn, Multiply(saved.xg, true, dh, false, ComputeKind::kBackwardMatmul), last);
+      !s.ok()) {
+    return s;
+  }
+  if (c_.gated_mlp) {
+    if (auto s = AddGradient(l, Matrix::kUp, Multiply(saved.xg, true, du, false, ComputeKind::kBackwardMatmul), last);
+        !s.ok()) {
+      return s;
+    }
   }
   LocalTensor w;
-  if (auto s = fsdp_.Gathered(use, true, w); !s.ok()) return s;
-  LocalTensor dxg = MatMul(dh, false, w, true, *abort_);  // [B, D], partial over tensor
-  clock_.Compute(ComputeKind::kBackwardMatmul, MatMulFlops(dxg, f_t_),
-                 (dh.elements() + w.elements() + dxg.elements()) * bytes);
+  if (auto s = fsdp_.Gathered(use, Matrix::kIn, w); !s.ok()) return s;
+  LocalTensor dxg = Multiply(dh, false, w, true, ComputeKind::kBackwardMatmul);  // [B, D], partial over tensor
+  if (c_.gated_mlp) {
+    LocalTensor wu;
+    if (auto s = fsdp_.Gathered(use, Matrix::kUp, wu); !s.ok()) return s;
+    Accumulate(dxg, Multiply(du, false, wu, true, ComputeKind::kBackwardMatmul));
+  }
   if (auto s = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !s.ok()) return s;
   dx = std::move(dxg);
   return absl::OkStatus();
@@ -258,10 +298,13 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
     if (!owns(l)) continue;
     const LayerGradients& grads = grads_[l];
     // Exposed on the axis whose collective finishes the reduction.
-    clock_.Wait(mesh_.size(MeshAxisKind::kData) > 1 ? MeshAxisKind::kData : MeshAxisKind::kFsdp,
-                std::max(grads.out_ready, grads.in_ready), "reduced gradients");
-    for (bool in : {false, true}) {
-      const ElementwiseCost cost = weights_.Update(l, in, in ? grads.win : grads.wout, step + 1);
+    double ready = 0;
+    for (double r : grads.ready) ready = std::max(ready, r);
+    clock_.Wait(mesh_.size(MeshAxisKind::kData) > 1 ? MeshAxisKind::kData : MeshAxisKind::kFsdp, ready,
+                "reduced gradients");
+    for (Matrix m : {Matrix::kOut, Matrix::kIn, Matrix::kUp}) {
+      if (m == Matrix::kUp && !c_.gated_mlp) continue;
+      const ElementwiseCost cost = weights_.Update(l, m, grads.g[static_cast<int>(m)], step + 1);
       clock_.Compute(ComputeKind::kOther, cost.flops, cost.hbm_bytes);
     }
   }

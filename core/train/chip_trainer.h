@@ -76,6 +76,8 @@ class ChipTrainer {
   // The chip's shard of layer l's Win [D/fsdp, F/tensor] and Wout [F/tensor, D/fsdp].
   const LocalTensor& win(int l) const { return weights_.win(l); }
   const LocalTensor& wout(int l) const { return weights_.wout(l); }
+  // A gated MLP's Wup shard [D/fsdp, F/tensor], laid out as Win's.
+  const LocalTensor& wup(int l) const { return weights_.weight(Matrix::kUp, l); }
   // Where those shards sit in the full matrices.
   int64_t d_offset() const { return fi_ * d_f_; }  // first row of Win, first column of Wout
   int64_t f_offset() const { return ti_ * f_t_; }  // first column of Win, first row of Wout
@@ -96,9 +98,18 @@ class ChipTrainer {
   std::string SpanName(const PipelineOp& op, int group) const;
   // sum += g, charged as an elementwise op (a fresh sum takes g as it is).
   void Accumulate(LocalTensor& sum, LocalTensor&& g);
+  // A gated MLP's a * u, elementwise, charged.
+  LocalTensor Gated(const LocalTensor& a, const LocalTensor& u);
   // ReduceScatter over fsdp, then AllReduce over data, issued ahead; `ready`
   // says when the reduced gradient is in.
   absl::Status ReduceGradient(LocalTensor& g, int d_dim, double& ready);
+  // A matmul's gradient into the layer's sum, reduced ahead after the last microbatch.
+  absl::Status AddGradient(int l, Matrix m, LocalTensor&& g, bool last);
+  // y = op(a) * op(b), charged to `kind` with its operands' HBM traffic.
+  LocalTensor Multiply(const LocalTensor& a, bool at, const LocalTensor& b, bool bt, ComputeKind kind);
+  // An elementwise op over n elements: `flops` and `accesses` (reads and
+  // writes, in the emulated dtype) per element.
+  void ChargeElementwise(int64_t n, double flops, double accesses);
 
   TrainConfig c_;  // only its faults change, between steps (SetFaults)
   const TrainMesh& mesh_;
@@ -121,17 +132,19 @@ class ChipTrainer {
   int step_ = 0;
   struct Saved {
     // A layer's gathered input, activation and the activation's derivative
-    // (made with the activation: one transcendental per element).
-    LocalTensor xg, a, grad;
+    // (made with the activation: one transcendental per element), and for a
+    // gated MLP the up-projection it multiplies.
+    LocalTensor xg, a, grad, u;
   };
   std::map<std::pair<int, int>, Saved> saved_;  // by (microbatch, layer)
   std::map<int, LocalTensor> loss_grad_;        // by microbatch, on the last stage
   double loss_sum_ = 0;                         // squared errors of the chip's outputs
-  // A layer's gradients, accumulated over microbatches, then reduced ahead.
+  // A layer's gradients by Matrix, accumulated over microbatches, then
+  // reduced ahead.
   struct LayerGradients {
-    LocalTensor win, wout;
-    int microbatches = 0;               // accumulated so far
-    double in_ready = 0, out_ready = 0;  // when the reduced ones are in
+    LocalTensor g[kMatrixKinds];
+    int microbatches = 0;            // accumulated so far
+    double ready[kMatrixKinds] = {};  // when the reduced ones are in
   };
   std::vector<LayerGradients> grads_;  // by layer
 };

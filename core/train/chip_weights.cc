@@ -5,8 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "core/train/model.h"
-
 namespace tpuemu {
 
 void ChipWeights::Init(const TrainConfig& config, const std::vector<bool>& owned, const WeightShard& s) {
@@ -14,40 +12,42 @@ void ChipWeights::Init(const TrainConfig& config, const std::vector<bool>& owned
   owned_ = owned;
   const int64_t d = c_.emb_dim, f = c_.mlp_dim;
   const int layers = c_.num_layers;
-  win_.assign(layers, LocalTensor{});
-  wout_.assign(layers, LocalTensor{});
-  m_in_.assign(layers, {});
-  v_in_.assign(layers, {});
-  m_out_.assign(layers, {});
-  v_out_.assign(layers, {});
+  for (int k = 0; k < kMatrixKinds; ++k) {
+    w_[k].assign(layers, LocalTensor{});
+    m_[k].assign(layers, {});
+    v_[k].assign(layers, {});
+  }
   for (int l = 0; l < layers; ++l) {
     if (!owned_[l]) continue;  // another stage's layer
-    if (c_.shape_only()) {
-      win_[l] = LocalTensor::ShapeOnly({s.d_rows, s.f_cols});
-      wout_[l] = LocalTensor::ShapeOnly({s.f_cols, s.d_rows});
-      continue;
+    for (Matrix m : BlockMatrices(c_)) {
+      const int k = static_cast<int>(m);
+      const bool along_d = AlongD(m);
+      const std::vector<int64_t> shape = along_d ? std::vector<int64_t>{s.d_rows, s.f_cols}
+                                                 : std::vector<int64_t>{s.f_cols, s.d_rows};
+      if (c_.shape_only()) {
+        w_[k][l] = LocalTensor::ShapeOnly(shape);
+        continue;
+      }
+      LocalTensor w = LocalTensor::Allocate(shape);
+      const LayerWeights full(c_, WeightStream::kStudent, l, m);
+      for (int64_t r = 0; r < shape[0]; ++r) {
+        for (int64_t col = 0; col < shape[1]; ++col) {
+          w.data[r * shape[1] + col] = along_d ? full((s.d_offset + r) * f + s.f_offset + col)
+                                               : full((s.f_offset + r) * d + s.d_offset + col);
+        }
+      }
+      w_[k][l] = std::move(w);
+      m_[k][l].assign(s.d_rows * s.f_cols, 0.0f);
+      v_[k][l].assign(s.d_rows * s.f_cols, 0.0f);
     }
-    LocalTensor win = LocalTensor::Allocate({s.d_rows, s.f_cols}), wout = LocalTensor::Allocate({s.f_cols, s.d_rows});
-    const LayerWeights in(c_, WeightStream::kStudent, l, false), out(c_, WeightStream::kStudent, l, true);
-    for (int64_t r = 0; r < s.d_rows; ++r) {
-      for (int64_t k = 0; k < s.f_cols; ++k) win.data[r * s.f_cols + k] = in((s.d_offset + r) * f + s.f_offset + k);
-    }
-    for (int64_t r = 0; r < s.f_cols; ++r) {
-      for (int64_t k = 0; k < s.d_rows; ++k) wout.data[r * s.d_rows + k] = out((s.f_offset + r) * d + s.d_offset + k);
-    }
-    win_[l] = std::move(win);
-    wout_[l] = std::move(wout);
-    m_in_[l].assign(s.d_rows * s.f_cols, 0.0f);
-    v_in_[l].assign(s.d_rows * s.f_cols, 0.0f);
-    m_out_[l].assign(s.f_cols * s.d_rows, 0.0f);
-    v_out_[l].assign(s.f_cols * s.d_rows, 0.0f);
   }
 }
 
-ElementwiseCost ChipWeights::Update(int l, bool in, const LocalTensor& g, int t) {
-  LocalTensor& w = in ? win_[l] : wout_[l];
-  std::vector<float>& m = in ? m_in_[l] : m_out_[l];
-  std::vector<float>& v = in ? v_in_[l] : v_out_[l];
+ElementwiseCost ChipWeights::Update(int l, Matrix which, const LocalTensor& g, int t) {
+  const int k = static_cast<int>(which);
+  LocalTensor& w = w_[k][l];
+  std::vector<float>& m = m_[k][l];
+  std::vector<float>& v = v_[k][l];
   // A fresh buffer: the old one may still be lent to frames in flight.
   LocalTensor out = LocalTensor::Make(w.shape, w.has_values());
   const int64_t n = w.has_values() ? w.elements() : 0;  // values to update
@@ -77,12 +77,18 @@ ElementwiseCost ChipWeights::Update(int l, bool in, const LocalTensor& g, int t)
 template <class Self, class Fn>
 void ChipWeights::ForEachArray(Self& self, Fn fn) {
   for (size_t l = 0; l < self.owned_.size(); ++l) {
-    if (!self.owned_[l] || !self.win_[l].has_values()) continue;  // another stage's, or shape-only
-    fn(self.win_[l].data.get(), self.win_[l].elements());
-    fn(self.wout_[l].data.get(), self.wout_[l].elements());
-    for (auto* moments : {&self.m_in_[l], &self.v_in_[l], &self.m_out_[l], &self.v_out_[l]}) {
-      fn(moments->data(), static_cast<int64_t>(moments->size()));
+    if (!self.owned_[l] || !self.win(l).has_values()) continue;  // another stage's, or shape-only
+    // Win and Wout first, as checkpoints held them before gated MLPs.
+    for (Matrix m : {Matrix::kIn, Matrix::kOut}) fn(self.w_[static_cast<int>(m)][l].data.get(), self.w_[static_cast<int>(m)][l].elements());
+    for (Matrix m : {Matrix::kIn, Matrix::kOut}) {
+      for (auto* moments : {&self.m_[static_cast<int>(m)][l], &self.v_[static_cast<int>(m)][l]}) {
+        fn(moments->data(), static_cast<int64_t>(moments->size()));
+      }
     }
+    if (!self.c_.gated_mlp) continue;
+    const int up = static_cast<int>(Matrix::kUp);
+    fn(self.w_[up][l].data.get(), self.w_[up][l].elements());
+    for (auto* moments : {&self.m_[up][l], &self.v_[up][l]}) fn(moments->data(), static_cast<int64_t>(moments->size()));
   }
 }
 
@@ -114,9 +120,10 @@ double ChipWeights::SquareSum() const {
   double sum = 0;
   for (size_t l = 0; l < owned_.size(); ++l) {
     if (!owned_[l]) continue;
-    for (const LocalTensor* w : {&win_[l], &wout_[l]}) {
-      if (!w->has_values()) continue;  // shape-only
-      for (int64_t i = 0; i < w->elements(); ++i) sum += static_cast<double>(w->data[i]) * w->data[i];
+    for (Matrix m : BlockMatrices(c_)) {
+      const LocalTensor& w = weight(m, static_cast<int>(l));
+      if (!w.has_values()) continue;  // shape-only
+      for (int64_t i = 0; i < w.elements(); ++i) sum += static_cast<double>(w.data[i]) * w.data[i];
     }
   }
   return sum;

@@ -1,8 +1,10 @@
-// A chip's shards of its stage's layers, Win [D/fsdp, F/tensor] and
-// Wout [F/tensor, D/fsdp], with their optimizer state (Adam's moments, sharded
-// as the weights are: ZeRO-3 over fsdp).
+// A chip's shards of its stage's layers, Win [D/fsdp, F/tensor] (and, for a
+// gated MLP, Wup of the same shape) and Wout [F/tensor, D/fsdp], with their
+// optimizer state (Adam's moments, sharded as the weights are: ZeRO-3 over
+// fsdp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 
 #include "core/tensor/local_tensor.h"
 #include "core/train/config.h"
+#include "core/train/model.h"
 
 namespace tpuemu {
 
@@ -29,13 +32,13 @@ class ChipWeights {
  public:
   // The student's initial values of the owned layers' shards, zero moments.
   void Init(const TrainConfig& config, const std::vector<bool>& owned, const WeightShard& shard);
-
   bool owns(int l) const { return owned_[l]; }
-  const LocalTensor& win(int l) const { return win_[l]; }
-  const LocalTensor& wout(int l) const { return wout_[l]; }
-  // One optimizer step on layer l's Win (`in`) or Wout with its reduced
-  // gradient; `t` counts steps from 1.
-  ElementwiseCost Update(int l, bool in, const LocalTensor& g, int t);
+  const LocalTensor& weight(Matrix m, int l) const { return w_[static_cast<int>(m)][l]; }
+  const LocalTensor& win(int l) const { return weight(Matrix::kIn, l); }
+  const LocalTensor& wout(int l) const { return weight(Matrix::kOut, l); }
+  // One optimizer step on layer l's matrix `m` with its reduced gradient;
+  // `t` counts steps from 1.
+  ElementwiseCost Update(int l, Matrix m, const LocalTensor& g, int t);
   // Sum of squares of the owned shards.
   double SquareSum() const;
   // The shards and moments, as a checkpoint keeps them (after Init), and
@@ -44,16 +47,17 @@ class ChipWeights {
   absl::Status Restore(const std::string& state);
 
  private:
-  // Each owned layer's arrays (shards, then moments), in the one order Save
-  // and Restore use: fn(first element, elements).
-  // (Self: ChipWeights or const ChipWeights, for Restore or Save.)
+  // Each owned layer's arrays (Win and Wout, their moments, then Wup and
+  // its moments), in the one order Save and Restore use: fn(first element,
+  // elements). (Self: ChipWeights or const ChipWeights, for Restore or Save.)
   template <class Self, class Fn>
   static void ForEachArray(Self& self, Fn fn);
 
   TrainConfig c_;
-  std::vector<bool> owned_;                                     // by layer
-  std::vector<LocalTensor> win_, wout_;                         // empty where not owned
-  std::vector<std::vector<float>> m_in_, v_in_, m_out_, v_out_;  // Adam's moments
+  std::vector<bool> owned_;  // by layer
+  // By Matrix, then layer: shards (empty where not owned) and Adam's moments.
+  std::array<std::vector<LocalTensor>, kMatrixKinds> w_;
+  std::array<std::vector<std::vector<float>>, kMatrixKinds> m_, v_;
 };
 
 }  // namespace tpuemu

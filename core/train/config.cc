@@ -216,6 +216,33 @@ absl::Status CheckWord(const std::string& source, const std::string& key, const 
   return KeyError(source, key, absl::StrCat("'", word, "': allowed: ", absl::StrJoin(allowed->second, ", ")));
 }
 
+// mlp_activations: [NAME] or [NAME, linear] (a plain NAME too), into the
+// config's activation and gated_mlp.
+absl::Status ReadMlpActivations(const YAML::Node& v, const std::string& source, bool activation_seen,
+                                TrainConfig& c) {
+  const std::string key = "mlp_activations";
+  if (activation_seen) return KeyError(source, key, "give the activation once: here or in activation");
+  std::vector<std::string> names;
+  if (v.IsScalar()) {
+    names.push_back(v.Scalar());
+  } else if (v.IsSequence()) {
+    for (const YAML::Node& n : v) {
+      if (!n.IsScalar()) return KeyError(source, key, "expected a list of names, as [silu, linear]");
+      names.push_back(n.Scalar());
+    }
+  }
+  if (names.empty() || names.size() > 2 || (names.size() == 2 && names[1] != "linear")) {
+    return KeyError(source, key, "expected [NAME] (one activation) or [NAME, linear] (a gated MLP, as LLaMA's "
+                                 "[silu, linear])");
+  }
+  if (auto s = CheckWord(source, "activation", names[0]); !s.ok()) {
+    return KeyError(source, key, absl::StrCat("'", names[0], "': allowed: relu, gelu, silu, tanh, linear"));
+  }
+  c.activation = names[0];
+  c.gated_mlp = names.size() == 2;
+  return absl::OkStatus();
+}
+
 // Reads one key's scalar into its field, checked; throws YAML::Exception
 // when the text is not of the key's type.
 absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std::string& key, FieldRef field) {
@@ -355,6 +382,9 @@ const std::vector<TrainKey>& TrainKeys() {
        "'- straggler: 3@2' (a chip computing 2x slower), '- down_link: 0->1 x+' (a link carrying nothing), each "
        "'from STEP' and/or 'until STEP'; '- kill_worker: 1 at 3', '- pause_worker: 1 at 3 for 5s' (the job's host 1's "
        "process killed, or frozen, at step 3); docs/faults.md"},
+      {"mlp_activations", "list", "[gelu]",
+       "MaxText's: one activation, [NAME] (the block's Win -> NAME -> Wout), or a gated MLP, [NAME, linear] "
+       "(LLaMA's [silu, linear]: (NAME(x Win) * (x Wup)) Wout, 3 matrices); instead of `activation`"},
       {"on_down_link", "fail|route", "fail",
        "what a collective that needs a down link does: fail, naming it, or route: a ring that wraps goes the other "
        "way round (its one-way algorithm)"},
@@ -401,6 +431,13 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
       if (auto s = ReadFaults(kv.second, source, c.faults); !s.ok()) return s;
       continue;
     }
+    if (key == "mlp_activations") {
+      if (auto s = ReadMlpActivations(kv.second, source, seen.count("activation") > 0, c); !s.ok()) return s;
+      continue;
+    }
+    if (key == "activation" && seen.count("mlp_activations")) {
+      return KeyError(source, key, "give the activation once: here or in mlp_activations");
+    }
     if (key == "on_down_link") {
       if (!kv.second.IsScalar()) return KeyError(source, key, "expected fail or route");
       if (auto s = ParseOnDownLink(kv.second.Scalar(), absl::StrCat(source, ": on_down_link"), &c.faults.route_around);
@@ -438,6 +475,7 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
       continue;
     }
     if (key == "on_down_link") continue;  // Faults::route_around: a bool, nothing to check
+    if (key == "mlp_activations") continue;  // activation and gated_mlp: checked as activation
     absl::Status s = std::visit(
         Overloaded{
             // 0 slices or chips and time_scale -1 are "the pod's", which a file says by leaving the key out.

@@ -54,6 +54,10 @@ struct TrainConfig {
   double adam_b2 = 0.95;
   double adam_eps = 1e-8;
   std::string activation = "gelu";  // relu | gelu | silu | tanh | linear
+  // LLaMA's gated MLP (MaxText's mlp_activations: [silu, linear]): a second
+  // up-projection Wup beside Win, multiplied into the activation:
+  // (act(x Win) * (x Wup)) Wout, seed 001's 3 L D F parameters.
+  bool gated_mlp = false;
   int dtype_bytes = 2;              // emulated: bf16 (2) | f32 (4)
   int wire_dtype_bytes = 4;         // what crosses links: f32 (4) | bf16 (2)
   double time_scale = -1;           // -1: whatever the pod runs at
@@ -79,6 +83,7 @@ struct TrainConfig {
   std::string values = "real";  // real | none
 
   bool shape_only() const { return values == "none"; }
+  int mlp_matrices() const { return gated_mlp ? 3 : 2; }
   int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
   bool operator==(const TrainConfig&) const = default;
 };

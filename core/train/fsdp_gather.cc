@@ -26,11 +26,11 @@ absl::Status FsdpGather::Start(std::vector<int> uses) {
 }
 
 void FsdpGather::Issue(int layer, Ahead& a) {
-  a.win = weights_.win(layer);
-  a.wout = weights_.wout(layer);
-  a.status = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.win, 0, &a.in_ready);
-  if (a.status.ok()) {
-    a.status = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.wout, 1, &a.out_ready);
+  for (Matrix m : BlockMatrices(c_)) {
+    const int k = static_cast<int>(m);
+    a.w[k] = weights_.weight(m, layer);
+    a.status = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.w[k], AlongD(m) ? 0 : 1, &a.ready[k]);
+    if (!a.status.ok()) return;
   }
 }
 
@@ -42,22 +42,22 @@ FsdpGather::Ahead& FsdpGather::Current(int use) {
   return ahead_[use];
 }
 
-absl::Status FsdpGather::Gathered(int use, bool in, LocalTensor& out) {
-  const int layer = uses_[use];
+absl::Status FsdpGather::Gathered(int use, Matrix m, LocalTensor& out) {
+  const int layer = uses_[use], k = static_cast<int>(m);
   if (!gathered_once_.empty()) {
     const Ahead& a = gathered_once_.at(layer);
-    clock_.Wait(MeshAxisKind::kFsdp, in ? a.in_ready : a.out_ready, "weights gathered once per step");
-    out = in ? a.win : a.wout;
+    clock_.Wait(MeshAxisKind::kFsdp, a.ready[k], "weights gathered once per step");
+    out = a.w[k];
     return absl::OkStatus();
   }
   if (!c_.fsdp_prefetch) {
-    out = in ? weights_.win(layer) : weights_.wout(layer);
-    return comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, out, in ? 0 : 1);
+    out = weights_.weight(m, layer);
+    return comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, out, AlongD(m) ? 0 : 1);
   }
   Ahead& a = Current(use);
   if (!a.status.ok()) return a.status;
-  clock_.Wait(MeshAxisKind::kFsdp, in ? a.in_ready : a.out_ready, "prefetched weights");
-  out = in ? a.win : a.wout;
+  clock_.Wait(MeshAxisKind::kFsdp, a.ready[k], "prefetched weights");
+  out = a.w[k];
   return absl::OkStatus();
 }
 

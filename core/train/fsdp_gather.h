@@ -1,5 +1,5 @@
 // Layer weights gathered over the fsdp axis for each use (seed 001's FSDP,
-// ZeRO-3): a chip keeps only its shard of Win [D/fsdp, F/tensor] and
+// ZeRO-3): a chip keeps only its shard of Win [D/fsdp, F/tensor] (and Wup) and
 // Wout [F/tensor, D/fsdp], and a layer's forward or backward needs them
 // whole along D, so each use AllGathers them, just in time:
 //   by default : here and now, the chip waiting for them;
@@ -33,18 +33,18 @@ class FsdpGather {
   // pipeline_fsdp_ag_once (and more than one fsdp chip) every layer's
   // gathers are issued now.
   absl::Status Start(std::vector<int> uses);
-  // The next weight use; its layer's Win and Wout come from Gathered.
+  // The next weight use; its layer's matrices come from Gathered.
   int NextUse() { return next_use_++; }
-  // The full Win (`in`) or Wout of use `use`'s layer, along D.
-  absl::Status Gathered(int use, bool in, LocalTensor& out);
+  // The full matrix `m` of use `use`'s layer, along D.
+  absl::Status Gathered(int use, Matrix m, LocalTensor& out);
 
  private:
   struct Ahead {
-    LocalTensor win, wout;
-    double in_ready = 0, out_ready = 0;
+    LocalTensor w[kMatrixKinds];
+    double ready[kMatrixKinds] = {};
     absl::Status status;
   };
-  // Issues the gathers of a layer's Win and Wout ahead into `a`.
+  // Issues the gathers of a layer's matrices ahead into `a`.
   void Issue(int layer, Ahead& a);
   // Prefetching: use `use`'s gathers, issued before if they were, and the
   // next use's, issued now.

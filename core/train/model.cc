@@ -15,22 +15,48 @@ constexpr uint64_t kWeightStream = 1, kBatchStream = 2;
 
 uint64_t StreamKey(uint64_t seed, uint64_t stream) { return SplitMix64(SplitMix64(seed) ^ stream); }
 
+// Which matrix: Win and Wout as before gated MLPs (their values unchanged),
+// Wup apart from both.
+uint64_t MatrixBits(int layer, Matrix m) {
+  const uint64_t l = static_cast<uint64_t>(layer) << 1;
+  return m == Matrix::kIn ? l : m == Matrix::kOut ? l | 1 : (uint64_t{1} << 39) | l;
+}
+
+// y [rows, cols] = x [rows, inner] W [inner, cols].
+void Multiply(const float* x, int64_t rows, int64_t inner, const std::vector<float>& w, int64_t cols, float* y,
+              int threads = 1) {
+  MatMul(x, rows, inner, false, w.data(), inner, cols, false, y, nullptr, threads);
+}
+
 }  // namespace
 
-LayerWeights::LayerWeights(const TrainConfig& c, WeightStream stream, int layer, bool out)
-    // Scaled so that activations keep their size through the layers.
-    : scale_(std::sqrt(3.0f / static_cast<float>(out ? c.mlp_dim : c.emb_dim))),
+std::vector<Matrix> BlockMatrices(const TrainConfig& config) {
+  if (config.gated_mlp) return {Matrix::kIn, Matrix::kUp, Matrix::kOut};
+  return {Matrix::kIn, Matrix::kOut};
+}
+
+LayerWeights::LayerWeights(const TrainConfig& c, WeightStream stream, int layer, Matrix m)
+    // Scaled so that activations keep their size through the layers; Wup
+    // twice more, since act(x Win) * (x Wup) multiplies two values below 1.
+    // (With no normalization between blocks, a deep gated stack still
+    // grows or fades: the product is quadratic in its input.)
+    : scale_((m == Matrix::kUp ? 2.0f : 1.0f) *
+             std::sqrt(3.0f / static_cast<float>(m == Matrix::kOut ? c.mlp_dim : c.emb_dim))),
       key_(StreamKey(c.seed, kWeightStream)),
-      matrix_(SplitMix64((static_cast<uint64_t>(stream) << 40) | (static_cast<uint64_t>(layer) << 1) | (out ? 1 : 0))) {}
+      matrix_(SplitMix64((static_cast<uint64_t>(stream) << 40) | MatrixBits(layer, m))) {}
 
 void ForwardPass(const TrainConfig& c, const ModelWeights& m, std::vector<float>& x) {
   const int64_t b = static_cast<int64_t>(x.size()) / c.emb_dim, d = c.emb_dim, f = c.mlp_dim;
   const Activation act = ActivationNamed(c.activation);
-  std::vector<float> h(b * f);
+  std::vector<float> h(b * f), u(c.gated_mlp ? b * f : 0);
   for (int l = 0; l < c.num_layers; ++l) {
-    MatMul(x.data(), b, d, false, m.win[l].data(), d, f, false, h.data());
+    Multiply(x.data(), b, d, m.win[l], f, h.data());
     Activate(act, h.data(), b * f, h.data());
-    MatMul(h.data(), b, f, false, m.wout[l].data(), f, d, false, x.data());
+    if (c.gated_mlp) {
+      Multiply(x.data(), b, d, m.wup[l], f, u.data());
+      for (int64_t i = 0; i < b * f; ++i) h[i] *= u[i];
+    }
+    Multiply(h.data(), b, f, m.wout[l], d, x.data());
   }
 }
 
@@ -38,12 +64,12 @@ ModelWeights InitWeights(const TrainConfig& c, WeightStream stream) {
   ModelWeights w;
   const int64_t n = c.emb_dim * c.mlp_dim;
   for (int l = 0; l < c.num_layers; ++l) {
-    std::vector<float> win(n), wout(n);
-    const LayerWeights in(c, stream, l, false), out(c, stream, l, true);
-    for (int64_t i = 0; i < n; ++i) win[i] = in(i);
-    for (int64_t i = 0; i < n; ++i) wout[i] = out(i);
-    w.win.push_back(std::move(win));
-    w.wout.push_back(std::move(wout));
+    for (Matrix m : BlockMatrices(c)) {
+      std::vector<float> values(n);
+      const LayerWeights full(c, stream, l, m);
+      for (int64_t i = 0; i < n; ++i) values[i] = full(i);
+      (m == Matrix::kIn ? w.win : m == Matrix::kUp ? w.wup : w.wout).push_back(std::move(values));
+    }
   }
   return w;
 }
@@ -60,7 +86,7 @@ double BatchLoss(const TrainConfig& c, const ModelWeights& w, int step) {
 
 double SumOfSquares(const ModelWeights& w) {
   double sum = 0;
-  for (const auto* group : {&w.win, &w.wout}) {
+  for (const auto* group : {&w.win, &w.wup, &w.wout}) {
     for (const auto& m : *group) {
       for (float v : m) sum += static_cast<double>(v) * v;
     }
@@ -82,13 +108,11 @@ std::vector<float> BatchTokens(const TrainConfig& c, int step, int64_t first, in
 ReferenceTrainer::ReferenceTrainer(const TrainConfig& config, int threads)
     : c_(config), threads_(threads), weights_(InitWeights(config, WeightStream::kStudent)),
       teacher_(InitWeights(config, WeightStream::kTeacher)) {
-  for (const auto& w : weights_.win) {
-    m_.win.emplace_back(w.size(), 0.0f);
-    v_.win.emplace_back(w.size(), 0.0f);
-  }
-  for (const auto& w : weights_.wout) {
-    m_.wout.emplace_back(w.size(), 0.0f);
-    v_.wout.emplace_back(w.size(), 0.0f);
+  for (auto group : {&ModelWeights::win, &ModelWeights::wup, &ModelWeights::wout}) {
+    for (const auto& w : weights_.*group) {
+      (m_.*group).emplace_back(w.size(), 0.0f);
+      (v_.*group).emplace_back(w.size(), 0.0f);
+    }
   }
 }
 
@@ -99,6 +123,7 @@ StepRecord ReferenceTrainer::Step() {
   xs_.resize(layers + 1);
   as_.resize(layers);
   grads_.resize(layers);
+  us_.resize(c_.gated_mlp ? layers : 0);
   xs_[0] = BatchTokens(c_, step_, 0, b);
 
   // Teacher targets.
@@ -114,7 +139,17 @@ StepRecord ReferenceTrainer::Step() {
     float* h = grads_[l].data();
     MatMul(xs_[l].data(), b, d, false, weights_.win[l].data(), d, f, false, h, nullptr, threads_);
     ParallelFor(b * f, threads_, [&](int64_t i, int64_t end) { ActivateWithGrad(act, h + i, end - i, &as_[l][i], h + i); });
-    MatMul(as_[l].data(), b, f, false, weights_.wout[l].data(), f, d, false, xs_[l + 1].data(), nullptr, threads_);
+    const float* a = as_[l].data();
+    if (c_.gated_mlp) {
+      us_[l].resize(b * f);
+      Multiply(xs_[l].data(), b, d, weights_.wup[l], f, us_[l].data(), threads_);
+      gated_.resize(b * f);
+      ParallelFor(b * f, threads_, [&](int64_t i, int64_t end) {
+        for (; i < end; ++i) gated_[i] = as_[l][i] * us_[l][i];
+      });
+      a = gated_.data();
+    }
+    MatMul(a, b, f, false, weights_.wout[l].data(), f, d, false, xs_[l + 1].data(), nullptr, threads_);
   }
   double loss = 0;
   dx_.resize(b * d);
@@ -134,15 +169,46 @@ StepRecord ReferenceTrainer::Step() {
   dprev_.resize(b * d);
   for (int l = layers - 1; l >= 0; --l) {
     const float* grad = grads_[l].data();
-    MatMul(as_[l].data(), b, f, true, dx_.data(), b, d, false, dwout_.data(), nullptr, threads_);  // dWout = A^T dOut
+    const float* a = as_[l].data();
+    if (c_.gated_mlp) {  // G = A * U, Wout's input
+      gated_.resize(b * f);
+      ParallelFor(b * f, threads_, [&](int64_t i, int64_t end) {
+        for (; i < end; ++i) gated_[i] = as_[l][i] * us_[l][i];
+      });
+      a = gated_.data();
+    }
+    MatMul(a, b, f, true, dx_.data(), b, d, false, dwout_.data(), nullptr, threads_);  // dWout = A^T dOut
     MatMul(dx_.data(), b, d, false, weights_.wout[l].data(), f, d, true, da_.data(), nullptr, threads_);  // dA
-    ParallelFor(b * f, threads_, [&](int64_t i, int64_t end) {
-      for (; i < end; ++i) da_[i] *= grad[i];  // dH
-    });
+    if (c_.gated_mlp) {
+      // dU = dG * A; dH = dG * U * act'(H)
+      du_.resize(b * f);
+      const float* u = us_[l].data();
+      ParallelFor(b * f, threads_, [&](int64_t i, int64_t end) {
+        for (; i < end; ++i) {
+          du_[i] = da_[i] * as_[l][i];
+          da_[i] = da_[i] * u[i] * grad[i];
+        }
+      });
+    } else {
+      ParallelFor(b * f, threads_, [&](int64_t i, int64_t end) {
+        for (; i < end; ++i) da_[i] *= grad[i];  // dH
+      });
+    }
     MatMul(xs_[l].data(), b, d, true, da_.data(), b, f, false, dwin_.data(), nullptr, threads_);  // dWin = X^T dH
     MatMul(da_.data(), b, f, false, weights_.win[l].data(), d, f, true, dprev_.data(), nullptr, threads_);  // dX
+    if (c_.gated_mlp) {
+      dwup_.resize(d * f);
+      MatMul(xs_[l].data(), b, d, true, du_.data(), b, f, false, dwup_.data(), nullptr, threads_);  // dWup = X^T dU
+      // dX += dU Wup^T
+      gated_.resize(b * d);
+      MatMul(du_.data(), b, f, false, weights_.wup[l].data(), d, f, true, gated_.data(), nullptr, threads_);
+      ParallelFor(b * d, threads_, [&](int64_t i, int64_t end) {
+        for (; i < end; ++i) dprev_[i] += gated_[i];
+      });
+    }
     Update(weights_.wout[l], dwout_, m_.wout[l], v_.wout[l]);
     Update(weights_.win[l], dwin_, m_.win[l], v_.win[l]);
+    if (c_.gated_mlp) Update(weights_.wup[l], dwup_, m_.wup[l], v_.wup[l]);
     std::swap(dx_, dprev_);
   }
   return {step_ - 1, loss};

@@ -14,19 +14,28 @@
 
 namespace tpuemu {
 
-// Row-major weights of every layer: win[l] is D x F, wout[l] is F x D.
+// A block's matrices: Win [D, F], Wup [D, F] (a gated MLP's second
+// up-projection, multiplied into Win's activation), Wout [F, D].
+enum class Matrix { kIn = 0, kUp = 1, kOut = 2 };
+inline constexpr int kMatrixKinds = 3;
+// The matrices of a block of `config`'s model, in the order they are used forward.
+std::vector<Matrix> BlockMatrices(const TrainConfig& config);
+// Laid out as Win ([D, F]): Win and Wup.
+inline bool AlongD(Matrix m) { return m != Matrix::kOut; }
+
+// Row-major weights of every layer: win[l] and wup[l] (gated MLPs; else
+// empty) are D x F, wout[l] is F x D.
 struct ModelWeights {
-  std::vector<std::vector<float>> win, wout;
+  std::vector<std::vector<float>> win, wup, wout;
 };
 
 enum class WeightStream { kStudent = 0, kTeacher = 1 };
 
-// The elements of layer `layer`'s Win (out = false) or Wout, by row-major
-// index: the hashes that depend only on the matrix are made once here, not
-// once per element.
+// The elements of layer `layer`'s matrix `m`, by row-major index: the hashes
+// that depend only on the matrix are made once here, not once per element.
 class LayerWeights {
  public:
-  LayerWeights(const TrainConfig& c, WeightStream stream, int layer, bool out);
+  LayerWeights(const TrainConfig& c, WeightStream stream, int layer, Matrix m);
   float operator()(int64_t index) const {
     return scale_ * UnitFloat(SplitMix64(key_ ^ (matrix_ ^ static_cast<uint64_t>(index))));
   }
@@ -74,10 +83,10 @@ class ReferenceTrainer {
   int step_ = 0;
   // Kept from step to step (a fresh vector of this size each time cost as
   // much in page faults and zeroing as the elementwise work itself): each
-  // layer's input, activation and activation derivative; the backward
-  // pass's scratch.
-  std::vector<std::vector<float>> xs_, as_, grads_;
-  std::vector<float> y_, dx_, da_, dwout_, dwin_, dprev_;
+  // layer's input, activation and activation derivative (and, gated, the
+  // up-projection); the backward pass's scratch.
+  std::vector<std::vector<float>> xs_, as_, grads_, us_;
+  std::vector<float> y_, dx_, da_, du_, gated_, dwout_, dwin_, dwup_, dprev_;
 };
 
 }  // namespace tpuemu

@@ -28,18 +28,20 @@ std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh) 
   const double fsdp = mesh.size(MeshAxisKind::kFsdp), tensor = mesh.size(MeshAxisKind::kTensor);
   const double microbatch = static_cast<double>(c.global_batch_tokens) /
                             (mesh.size(MeshAxisKind::kData) * fsdp * c.num_microbatches);
-  const double params = 2 * l * d * f / (fsdp * tensor);
-  // FSDP: one layer's Win and Wout gathered over fsdp (two with prefetch,
-  // all the stage's with pipeline_fsdp_ag_once).
+  const double k = c.mlp_matrices();
+  const double params = k * l * d * f / (fsdp * tensor);
+  // FSDP: one layer's matrices gathered over fsdp (two layers' with
+  // prefetch, all the stage's with pipeline_fsdp_ag_once).
   const double gathered_layers = c.pipeline_fsdp_ag_once ? l : c.fsdp_prefetch ? 2 : 1;
   std::vector<MemoryItem> items = {
       {"parameters", params * dtype},
       {"gradients", params * dtype},
       {"optimizer state", c.opt_type == "adam" ? params * 8 : 0},
       // Saved for the backward pass: each layer's gathered input and
-      // pre-activation, for every microbatch in flight.
-      {"activations", MicrobatchesHeld(c) * l * microbatch * (d + f / tensor) * dtype},
-      {"gathered weights", fsdp > 1 ? gathered_layers * 2 * d * f / tensor * dtype : 0},
+      // pre-activation (and a gated MLP's up-projection), for every
+      // microbatch in flight.
+      {"activations", MicrobatchesHeld(c) * l * microbatch * (d + (k - 1) * f / tensor) * dtype},
+      {"gathered weights", fsdp > 1 ? gathered_layers * k * d * f / tensor * dtype : 0},
   };
   return items;
 }
@@ -49,11 +51,14 @@ double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh) {
   const double fsdp = mesh.size(MeshAxisKind::kFsdp), tensor = mesh.size(MeshAxisKind::kTensor);
   const double batch = static_cast<double>(c.global_batch_tokens) / (mesh.size(MeshAxisKind::kData) * fsdp);
   const double microbatch = batch / c.num_microbatches;
-  const double shard = 2 * l * d * f / (fsdp * tensor);
+  const double k = c.mlp_matrices();
+  const double shard = k * l * d * f / (fsdp * tensor);
   const double copies = c.opt_type == "adam" ? 4 : 2;  // weights, gradients (, two moments)
   const double gathered_layers = c.pipeline_fsdp_ag_once ? l : c.fsdp_prefetch ? 2 : 1;
-  const double gathered = fsdp > 1 ? gathered_layers * 2 * d * f / tensor : 0;
-  return 4 * (2.0 * c.num_layers * d * f + copies * shard + MicrobatchesHeld(c) * l * microbatch * (d + 2 * f / tensor) +
+  const double gathered = fsdp > 1 ? gathered_layers * k * d * f / tensor : 0;
+  // The teacher; per microbatch and layer the input, activation and its
+  // derivative (and a gated MLP's up-projection).
+  return 4 * (k * c.num_layers * d * f + copies * shard + MicrobatchesHeld(c) * l * microbatch * (d + k * f / tensor) +
               gathered + 4 * batch * d);
 }
 
@@ -80,7 +85,8 @@ absl::Status CheckMemory(const TrainConfig& c, const TrainMesh& mesh, const Topo
 }
 
 double StepModelFlops(const TrainConfig& c) {
-  return 3.0 * 2 * 2.0 * c.global_batch_tokens * c.emb_dim * c.mlp_dim * c.num_layers;
+  return 3.0 * 2 * c.mlp_matrices() * static_cast<double>(c.global_batch_tokens) * c.emb_dim * c.mlp_dim *
+         c.num_layers;
 }
 
 StepReport SummarizeStep(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo,
@@ -157,13 +163,17 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
     for (Axis a : mesh.axes(k)) w += 2 * topo.Link(a).bw_dir;
     return w;
   };
-  // FSDP gathers Win and Wout for every use: forward and backward of each
-  // microbatch (the seed's 12 D F is one microbatch), or once per step.
+  // FSDP gathers each of the k matrices for every use: forward and backward
+  // of each microbatch (the seed's 12 D F, with k = 2, is one microbatch),
+  // or once per step; seed 001's table counts 2 bytes per parameter.
+  const double k = c.mlp_matrices();
   const bool once = c.pipeline_fsdp_ag_once;
   const std::string fsdp_formula =
-      once ? "FSDP once: 8 D F/T (N-1)/N"
-           : m == 1 ? "FSDP: 12 D F/T (N-1)/N" : absl::StrCat("FSDP x M=", m, ": (8M+4) D F/T (N-1)/N");
-  const double fsdp_units = once ? 8 : 8 * m + 4;
+      once ? absl::StrCat("FSDP once: ", 4 * k, " D F/T (N-1)/N")
+      : m == 1
+          ? absl::StrCat("FSDP: ", 6 * k, " D F/T (N-1)/N")
+          : absl::StrCat("FSDP x M=", m, ": (", 4 * k, "M+", 2 * k, ") D F/T (N-1)/N");
+  const double fsdp_units = k * (once ? 4 : 4 * m + 2);
   // A stage sends each microbatch's activations on after each of its layer
   // groups but the last one, and gradients back before each but the first.
   const double sends = stages == 2 ? 2.0 * c.pipeline_repeats - 1 : 2.0 * c.pipeline_repeats;
@@ -179,8 +189,9 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
     double count, v;
   };
   const Row rows[] = {
-      {MeshAxisKind::kData, data, "DP: 8 D F/(T Z) (N-1)/N", 4 * dtype * d * f / (tensor * fsdp) * (data - 1) / data,
-       CollectiveOp::kAllReduce, 2, dtype * d * f / (tensor * fsdp)},
+      {MeshAxisKind::kData, data, absl::StrCat("DP: ", 4 * k, " D F/(T Z) (N-1)/N"),
+       2 * k * dtype * d * f / (tensor * fsdp) * (data - 1) / data, CollectiveOp::kAllReduce, k,
+       dtype * d * f / (tensor * fsdp)},
       {MeshAxisKind::kFsdp, fsdp, fsdp_formula, fsdp_units / 2 * dtype * d * f / tensor * (fsdp - 1) / fsdp,
        CollectiveOp::kAllGather, fsdp_units / 2, dtype * d * f / tensor},
       {MeshAxisKind::kTensor, tensor, "TP: 8 B D (N-1)/N", 4 * dtype * batch * d * (tensor - 1) / tensor,
@@ -209,8 +220,8 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
     }
     out.push_back(std::move(cost));
   }
-  const double flops = 12 * batch * d * f / tensor;  // 2 matmuls forward, 4 backward
-  out.push_back({"compute", "12 B D F/T flops / C", 0, 0, flops / topo.profile().flops_bf16,
+  const double flops = 6 * k * batch * d * f / tensor;  // k matmuls forward, 2k backward
+  out.push_back({"compute", absl::StrCat(6 * k, " B D F/T flops / C"), 0, 0, flops / topo.profile().flops_bf16,
                  (step.compute_parts_s[0] + step.compute_parts_s[1]) / layers, "flops / C"});
   return out;
 }

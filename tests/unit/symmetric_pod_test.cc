@@ -33,6 +33,8 @@ const AlikeCase kAlike[] = {
     {"FsdpTp4x4x4", "v5p:4x4x4", 1, "ici_fsdp_parallelism: 16\nici_tensor_parallelism: 4\n"},
     {"DpFsdpTp4x4x4", "v5p:4x4x4", 1,
      "ici_data_parallelism: 4\nici_fsdp_parallelism: 4\nici_tensor_parallelism: 4\n"},
+    {"GatedMlpFsdpTp4x4x4", "v5p:4x4x4", 1,
+     "ici_fsdp_parallelism: 16\nici_tensor_parallelism: 4\nmlp_activations: [silu, linear]\n"},
     {"FsdpTpThreeSlicesBf16Wire", "v5p:4x4", 3,
      "ici_fsdp_parallelism: 4\nici_tensor_parallelism: 4\ndcn_data_parallelism: 3\nwire_dtype: bf16\n"},
 };

@@ -54,10 +54,13 @@ TEST(LayerWeightsTest, EqualTheHashOfSeedStreamAndIndexAsDocumented) {
   c.emb_dim = 16;
   c.mlp_dim = 64;
   for (WeightStream stream : {WeightStream::kStudent, WeightStream::kTeacher}) {
-    for (bool out : {false, true}) {
-      const LayerWeights w(c, stream, 3, out);
-      const uint64_t matrix = SplitMix64((static_cast<uint64_t>(stream) << 40) | (3 << 1) | (out ? 1 : 0));
-      const float scale = std::sqrt(3.0f / static_cast<float>(out ? c.mlp_dim : c.emb_dim));
+    for (Matrix m : {Matrix::kIn, Matrix::kOut, Matrix::kUp}) {
+      const LayerWeights w(c, stream, 3, m);
+      // Win and Wout: bit 0 says which; a gated MLP's Wup: bit 39 as well.
+      const uint64_t bits = m == Matrix::kIn ? 3 << 1 : m == Matrix::kOut ? (3 << 1) | 1 : (uint64_t{1} << 39) | (3 << 1);
+      const uint64_t matrix = SplitMix64((static_cast<uint64_t>(stream) << 40) | bits);
+      const float scale = (m == Matrix::kUp ? 2.0f : 1.0f) *
+                          std::sqrt(3.0f / static_cast<float>(m == Matrix::kOut ? c.mlp_dim : c.emb_dim));
       for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{1023}, int64_t{1} << 33}) {
         // Uniform(seed, weight stream 1, matrix ^ index), written out.
         const uint64_t r = SplitMix64(SplitMix64(SplitMix64(c.seed) ^ 1) ^ (matrix ^ static_cast<uint64_t>(i)));

@@ -76,6 +76,7 @@ ComparedRun TrainAndCompare(const std::string& topology, int slices, const std::
       double err = 0, scale = 0;
       CompareShard(chip->win(l), ref.win[l], f, chip->d_offset(), chip->f_offset(), err, scale);
       CompareShard(chip->wout(l), ref.wout[l], d, chip->f_offset(), chip->d_offset(), err, scale);
+      if (config.gated_mlp) CompareShard(chip->wup(l), ref.wup[l], f, chip->d_offset(), chip->f_offset(), err, scale);
       EXPECT_LE(err, 1e-5 * scale + adam_slack) << "layer " << l << " on " << mesh.Describe();
     }
   }

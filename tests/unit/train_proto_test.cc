@@ -53,6 +53,7 @@ const std::map<std::string, std::string> kNotDefault = {
                "  - kill_worker: 1 at 3\n  - pause_worker: 0 at 2 for 1.5s"},
     {"on_down_link", "route"},
     {"values", "none"},
+    {"mlp_activations", "[silu, linear]"},
 };
 
 TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {

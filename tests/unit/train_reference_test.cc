@@ -48,6 +48,15 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
       {"- a\n- b\n", "expected a flat map"},
       {"emb_dim: 8\n  mlp_dim: : 8\n", "not valid YAML"},
       {"emb_dim: 16384\nmlp_dim: 65536\nnum_layers: 8\nglobal_batch_tokens: 8\n", "MiB of host memory"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nmlp_activations: [silu, gelu]\n",
+       "mlp_activations: expected [NAME] (one activation) or [NAME, linear]"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nmlp_activations: [swish, linear]\n",
+       "mlp_activations: 'swish': allowed: relu, gelu, silu, tanh, linear"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nmlp_activations: []\n", "mlp_activations: expected [NAME]"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nactivation: relu\nmlp_activations: [silu, linear]\n",
+       "mlp_activations: give the activation once"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nmlp_activations: [silu, linear]\nactivation: relu\n",
+       "activation: give the activation once"},
   };
   for (const Case& c : cases) {
     auto r = ParseTrainConfig(c.text, "job.yaml");
@@ -154,29 +163,33 @@ TEST(TrainConfigTest, MeshFillsInAndChecksProductsAndDivisibility) {
 }
 
 TEST(ReferenceTrainerTest, GradientsMatchFiniteDifferences) {
-  for (const char* act : {"tanh", "gelu", "silu", "linear"}) {
-    TrainConfig c = Tiny(std::string("opt_type: sgd\nactivation: ") + act + "\n");
+  // Every activation alone, and gated MLPs (LLaMA's silu among them).
+  for (const char* mlp : {"[tanh]", "[gelu]", "[silu]", "[linear]", "[silu, linear]", "[gelu, linear]"}) {
+    TrainConfig c = Tiny(std::string("opt_type: sgd\nmlp_activations: ") + mlp + "\n");
     c.learning_rate = 1.0;  // one SGD step moves each weight by exactly -gradient
     ReferenceTrainer t(c);
     const ModelWeights before = t.weights();
     t.Step();
     const ModelWeights after = t.weights();
+    const std::pair<const char*, std::vector<std::vector<float>> ModelWeights::*> kMatrices[] = {
+        {"Win", &ModelWeights::win}, {"Wup", &ModelWeights::wup}, {"Wout", &ModelWeights::wout}};
     for (int l = 0; l < c.num_layers; ++l) {
-      for (bool out : {false, true}) {
+      for (const auto& [name, matrix] : kMatrices) {
+        if ((before.*matrix).empty()) continue;  // Wup: gated MLPs only
+        ASSERT_EQ((before.*matrix).size(), static_cast<size_t>(c.num_layers)) << name;
         for (int64_t i : {0, 5, 37, 101}) {
           ModelWeights plus = before, minus = before;
           const double eps = 1e-2;
-          auto& p = out ? plus.wout[l][i] : plus.win[l][i];
-          auto& m = out ? minus.wout[l][i] : minus.win[l][i];
-          p += eps;
-          m -= eps;
+          (plus.*matrix)[l][i] += eps;
+          (minus.*matrix)[l][i] -= eps;
           const double numeric = (BatchLoss(c, plus, 0) - BatchLoss(c, minus, 0)) / (2 * eps);
-          const double analytic = out ? before.wout[l][i] - after.wout[l][i] : before.win[l][i] - after.win[l][i];
+          const double analytic = (before.*matrix)[l][i] - (after.*matrix)[l][i];
           EXPECT_NEAR(analytic, numeric, 1e-3 + 2e-2 * std::fabs(numeric))
-              << act << " layer " << l << (out ? " Wout[" : " Win[") << i << "]";
+              << mlp << " layer " << l << " " << name << "[" << i << "]";
         }
       }
     }
+    EXPECT_EQ(before.wup.empty(), !c.gated_mlp) << mlp;
   }
 }
 

@@ -39,6 +39,12 @@ const ShapeCase kCases[] = {
      "num_pipeline_repeats: 2\npipeline_schedule: circular\nwire_dtype: bf16\n",
      8},
     {"FsdpTp64", "v5p:4x4x4", 1, "ici_fsdp_parallelism: 16\nici_tensor_parallelism: 4\n"},
+    {"GatedMlpFsdpTp64", "v5p:4x4x4", 1,
+     "ici_fsdp_parallelism: 16\nici_tensor_parallelism: 4\nmlp_activations: [silu, linear]\nfsdp_prefetch: true\n"},
+    {"GatedMlpPipeline", "v5p:2x4", 1,
+     "ici_fsdp_parallelism: 2\nici_pipeline_parallelism: 4\nnum_pipeline_microbatches: 4\n"
+     "mlp_activations: [silu, linear]\n",
+     4},
 };
 
 class ShapeOnlyTest : public testing::TestWithParam<ShapeCase> {
