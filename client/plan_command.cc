@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli_errors.h"
+#include "client/plan_verify.h"
 #include "core/base/units.h"
 #include "core/plan/planner.h"
 #include "nlohmann/json.hpp"
@@ -18,7 +19,7 @@ namespace {
 
 struct PlanOptions {
   std::string model, topology, batch;
-  int slices = 1, chips_per_host = 4, top = 0;
+  int slices = 1, chips_per_host = 4, top = 0, verify = 0;
   bool json = false;
 };
 
@@ -46,7 +47,7 @@ std::string Tokens(double t) {
 
 nlohmann::json ToJson(const MeshPlan& p) {
   nlohmann::json memory = nlohmann::json::array();
-  for (const MemoryItem& m : p.memory) memory.push_back({{"what", m.what}, {"bytes", m.bytes}});
+  for (const PlanMemoryItem& m : p.memory) memory.push_back({{"what", m.what}, {"bytes", m.bytes}});
   return {{"strategy", p.strategy},
           {"mesh", p.mesh},
           {"data", p.data},
@@ -69,6 +70,33 @@ nlohmann::json ToJson(const MeshPlan& p) {
           {"why", p.why}};
 }
 
+void PrintVerified(const std::vector<Verified>& verified, const std::vector<MeshPlan>& plans) {
+  std::printf("\nverify: the top %zu meshes' MLP blocks, shape-only on the emulated pod, beside the formulas for the "
+              "same blocks\n(attention and the vocabulary are in neither column: training jobs do not hold them yet)\n",
+              verified.size());
+  std::printf("%-3s %-44s %10s %10s %7s %10s %10s %10s %10s\n", "#", "ran on", "step pred", "step emu", "emu/pred",
+              "compute p", "compute e", "comms p", "comms e");
+  for (size_t i = 0; i < verified.size(); ++i) {
+    const Verified& v = verified[i];
+    if (!v.ran) {
+      std::printf("%-3zu %s: not run: %s\n", i + 1, plans[i].mesh.c_str(), v.why_not.c_str());
+      continue;
+    }
+    std::printf("%-3zu %-44s %10s %10s %7.3f %10s %10s %10s %10s\n", i + 1, v.job_mesh.c_str(),
+                FormatSeconds(v.predicted.step_s).c_str(), FormatSeconds(v.step_s).c_str(),
+                v.step_s / v.predicted.step_s, FormatSeconds(v.predicted.compute_s).c_str(),
+                FormatSeconds(v.compute_s).c_str(), FormatSeconds(v.predicted.comms_s + v.predicted.dcn_s).c_str(),
+                FormatSeconds(v.busy_comm_s).c_str());
+  }
+  for (const Verified& v : verified) {
+    if (!v.ran) continue;
+    std::printf("(emulated comms: every collective's time on its links, hidden or not; %s, batch %.0f tokens; a "
+                "step above the formulas' is transfers the chips waited for)\n",
+                v.engine.c_str(), v.batch_tokens);
+    break;
+  }
+}
+
 int RunPlan(const PlanOptions& o) {
   auto model = LoadModel(o.model);
   if (!model.ok()) return Fail(model.status());
@@ -80,9 +108,17 @@ int RunPlan(const PlanOptions& o) {
   if (!plans.ok()) return Fail(plans.status());
   const ChipProfile& chip = topo->profile();
   const size_t shown = o.top > 0 ? std::min<size_t>(o.top, plans->size()) : plans->size();
+  std::vector<Verified> verified;
+  for (int i = 0; i < std::min<int>(o.verify, static_cast<int>(plans->size())); ++i) {
+    if (!o.json) std::fprintf(stderr, "verifying %d of %d: %s\n", i + 1, o.verify, (*plans)[i].mesh.c_str());
+    verified.push_back(VerifyPlan((*plans)[i], *model, *topo, *tokens));
+  }
   if (o.json) {
     nlohmann::json rows = nlohmann::json::array();
-    for (size_t i = 0; i < shown; ++i) rows.push_back(ToJson((*plans)[i]));
+    for (size_t i = 0; i < shown; ++i) {
+      rows.push_back(ToJson((*plans)[i]));
+      if (i < verified.size()) rows.back()["verify"] = VerifiedJson(verified[i]);
+    }
     std::cout << nlohmann::json{{"model", model->name},
                                 {"params", model->Params()},
                                 {"topology", topo->Describe()},
@@ -116,6 +152,7 @@ int RunPlan(const PlanOptions& o) {
     std::printf("  %zu %s %s: %s\n", i + 1, (*plans)[i].strategy.c_str(), (*plans)[i].mesh.c_str(),
                 (*plans)[i].why.c_str());
   }
+  if (!verified.empty()) PrintVerified(verified, *plans);
   const MeshPlan& best = plans->front();
   if (best.fits) {
     std::printf("\nchoice: %s, %s: a step of %s at %.0f%% MFU%s.\n", best.strategy.c_str(), best.mesh.c_str(),
@@ -153,7 +190,13 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   c->add_option("--batch-tokens", o->batch, "the global batch in tokens, e.g. 3M or 1.5e6")->required();
   c->add_option("--top", o->top, "show the best K meshes only (default: all)")->check(CLI::Range(1, 1000));
-  c->add_flag("--json", o->json, "print {model, params, topology, chips, batch_tokens, ici_intensity, plans: [...]}");
+  c->add_option("--verify", o->verify,
+                "run the best K meshes' MLP blocks shape-only on the emulated pod (tpuemu simulate's engine) and print "
+                "the emulated step beside the formulas'")
+      ->check(CLI::Range(1, 20));
+  c->add_flag("--json", o->json,
+              "print {model, params, topology, chips, batch_tokens, ici_intensity, plans: [...]} (with --verify, the "
+              "first K plans carry a verify object)");
   c->callback([o, exit_code] { *exit_code = RunPlan(*o); });
 }
 

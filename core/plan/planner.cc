@@ -109,7 +109,7 @@ MeshPlan Price(const Candidate& c, const ModelShape& m, const Topology& topo, do
               {"activations (bf16, kept after the MLP's matmuls)",
                2 * layers * (b / c.data) * (d + (mats - 1) * f) / c.tensor}};
   if (c.fsdp) p.memory.push_back({"one layer's gathered weights", 2 * mats * d * f / c.tensor});
-  for (const MemoryItem& item : p.memory) p.memory_bytes += item.bytes;
+  for (const PlanMemoryItem& item : p.memory) p.memory_bytes += item.bytes;
   p.fits = p.memory_bytes <= chip.hbm_bytes;
 
   // One layer's MLP per pass: compute slope (seconds per token of the
@@ -146,8 +146,8 @@ std::string Explain(const MeshPlan& p, const ModelShape& m, const Topology& topo
   const ChipProfile& chip = topo.profile();
   const double alpha = IciIntensity(chip), n = topo.chips_per_slice(), slices = topo.slices();
   if (!p.fits) {
-    const MemoryItem* big = &p.memory[0];
-    for (const MemoryItem& item : p.memory) {
+    const PlanMemoryItem* big = &p.memory[0];
+    for (const PlanMemoryItem& item : p.memory) {
       if (item.bytes > big->bytes) big = &item;
     }
     return absl::StrCat("does not fit: ", Gb(p.memory_bytes), " per chip > ", Gb(chip.hbm_bytes), " of HBM (",

@@ -28,7 +28,7 @@
 
 namespace tpuemu {
 
-struct MemoryItem {
+struct PlanMemoryItem {
   std::string what;
   double bytes = 0;
 };
@@ -44,7 +44,7 @@ struct MeshPlan {
   // HBM per chip: the seed's accounting (bf16 parameters, Adam's two fp32
   // moments, bf16 activations kept after the MLP's matmuls, one layer's
   // gathered weights).
-  std::vector<MemoryItem> memory;
+  std::vector<PlanMemoryItem> memory;
   double memory_bytes = 0;
   bool fits = false;
   // Per step, seconds on the emulated chips' roofline.

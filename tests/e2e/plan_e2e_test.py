@@ -48,6 +48,34 @@ class PlanTest(Pod):
                                    "--json").stdout)
         self.assertLess(json.loads(r.stdout)["params"], 0.6 * full["params"])
 
+    def test_verify_runs_the_meshes_a_job_can_hold(self):
+        """LLaMA-3 8B on 4096 v5p chips: the planner's sixth mesh (FSDP over y,z, TP over x) runs
+        shape-only with one chip for all; its transfers take what the formulas say, and its step is
+        longer by the activations' gathers the chips wait for (the formulas hide them behind the
+        matmuls). Meshes no job can hold say why."""
+        args = ["plan", "--model", "llama3-8b", "--topology", "v5p:16x16x16", "--batch-tokens", "4M", "--verify", "6"]
+        r = self.cli(*args, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        plans = json.loads(r.stdout)["plans"]
+        self.assertNotIn("verify", plans[6])
+        ran = [p for p in plans[:6] if p["verify"]["ran"]]
+        self.assertEqual([p["mesh"] for p in ran], ["fsdp: y,z (256), tensor: x (16)"])
+        v = ran[0]["verify"]
+        self.assertEqual(v["engine"], "one chip for all")
+        self.assertIn("fsdp=y,z(256) tensor=x(16)", v["job_mesh"])
+        self.assertAlmostEqual(v["emulated_comm_s"] / v["predicted_comms_s"], 1, delta=0.1)
+        self.assertGreaterEqual(v["emulated_compute_s"], v["predicted_compute_s"])  # elementwise work and Adam too
+        self.assertLess(v["emulated_compute_s"], 1.2 * v["predicted_compute_s"])
+        self.assertGreater(v["emulated_step_s"], v["predicted_step_s"])
+        self.assertIn("sub-ring", plans[0]["verify"]["why_not"])
+        self.assertIn("must split evenly", plans[2]["verify"]["why_not"])
+
+        text = self.cli(*args)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("verify: the top 6 meshes' MLP blocks", text.stdout)
+        self.assertIn("not run: a sub-ring of an axis is not a training mesh", text.stdout)
+        self.assertIn("one chip for all, batch 4000000 tokens", text.stdout)
+
     def test_bad_input_is_refused_naming_it(self):
         for args, needle in [
             (["--model", "llama9", "--topology", "v5p:4x4", "--batch-tokens", "1M"], "neither a preset"),

@@ -27,7 +27,7 @@ const MeshPlan& Find(const std::vector<MeshPlan>& plans, const std::string& stra
 }
 
 double Item(const MeshPlan& p, const std::string& prefix) {
-  for (const MemoryItem& m : p.memory) {
+  for (const PlanMemoryItem& m : p.memory) {
     if (m.what.rfind(prefix, 0) == 0) return m.bytes;
   }
   ADD_FAILURE() << "no memory item " << prefix;
