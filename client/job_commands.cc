@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -236,27 +235,12 @@ int Trace(const JobOptions& o) {
   if (o.output.empty()) return Fail(absl::InvalidArgumentError("-o: give the file to write, e.g. -o trace.json"));
   auto client = Connect(o.coordinator);
   if (!client.ok()) return Fail(client.status());
-  const std::string tmp = o.output + ".tmp";
-  std::ofstream out(tmp);
-  if (!out) return Fail(absl::InvalidArgumentError(absl::StrCat("-o: cannot write '", o.output, "'")));
-  // Whole or not at all: a reader never sees half a trace.
-  auto give_up = [&](const absl::Status& why) {
-    out.close();
-    std::remove(tmp.c_str());
-    return Fail(why);
-  };
-  ChromeTraceWriter writer(out);
-  absl::Status read = (*client)->Trace(o.id, [&](const v1::JobTrace& piece) {
-    writer.Add(piece);
-    return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing '", tmp, "' failed (disk full?)"));
-  });
-  if (!read.ok()) return give_up(read);
-  writer.Finish();
-  out.close();
-  if (!out) return give_up(absl::InternalError(absl::StrCat("writing '", tmp, "' failed (disk full?)")));
-  if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {
-    return give_up(absl::InternalError(absl::StrCat("renaming '", tmp, "' to '", o.output, "' failed")));
-  }
+  ChromeTraceFile file(o.output, "-o");
+  if (auto s = file.Open(); !s.ok()) return Fail(s);
+  absl::Status read = (*client)->Trace(o.id, [&](const v1::JobTrace& piece) { return file.Add(piece); });
+  if (!read.ok()) return Fail(read);
+  if (auto s = file.Commit(); !s.ok()) return Fail(s);
+  const ChromeTraceWriter& writer = file.writer();
   const v1::TraceExtent& kept = writer.extent();
   std::printf("wrote %lld spans of %s to %s; open it in https://ui.perfetto.dev\n",
               static_cast<long long>(writer.spans()), o.id.c_str(), o.output.c_str());

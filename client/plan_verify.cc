@@ -16,9 +16,11 @@ namespace {
 // Every chip a thread is fine up to here; beyond, only one chip for all.
 constexpr int kMostChipsEveryChip = 64;
 
-Verified NotRun(std::string why) {
+// A one-line reason (the memory check lists its items below its first line).
+Verified NotRun(const std::string& why) {
   Verified v;
-  v.why_not = std::move(why);
+  v.why_not = why.substr(0, why.find('\n'));
+  if (!v.why_not.empty() && v.why_not.back() == ':') v.why_not.resize(v.why_not.rfind(". ") + 1);  // "Largest items:"
   return v;
 }
 
@@ -53,7 +55,10 @@ Verified VerifyPlan(const MeshPlan& plan, const ModelShape& model, const Topolog
       "\nnum_layers: ", model.layers, "\nglobal_batch_tokens: ", static_cast<int64_t>(v.batch_tokens),
       model.mlp_matrices == 3 ? "\nmlp_activations: [silu, linear]" : "",
       "\nici_data_parallelism: ", plan.fsdp ? 1 : plan.data, "\nici_fsdp_parallelism: ", plan.fsdp ? plan.data : 1,
-      "\nici_tensor_parallelism: ", plan.tensor, "\ndcn_data_parallelism: ", topo.slices(), "\n");
+      "\nici_tensor_parallelism: ", plan.tensor, "\ndcn_data_parallelism: ", topo.slices(),
+      // The formulas hide a pass's weight gathers behind its matmuls: the
+      // emulated chips gather the next layer's during this one's.
+      "\nfsdp_prefetch: ", plan.fsdp && plan.data > 1 ? "true" : "false", "\n");
   auto spec = ParseTrainSpec(job, "the plan's job");
   auto planned = spec.ok() ? PlanTrainJob(*spec, topo, 0) : absl::StatusOr<TrainJob>(spec.status());
   if (!planned.ok()) return NotRun(std::string(planned.status().message()));

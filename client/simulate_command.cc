@@ -25,65 +25,22 @@
 namespace tpuemu {
 namespace {
 
-// A Chrome / Perfetto trace written step by step (views/chrome_trace.h),
-// whole or not at all.
-class TraceFile {
- public:
-  explicit TraceFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
-  ~TraceFile() {
-    if (!closed_) std::remove(tmp_.c_str());
-  }
-
-  absl::Status Open(int steps) {
-    out_.open(tmp_);
-    if (!out_) return absl::InvalidArgumentError(absl::StrCat("--trace: cannot write '", path_, "'"));
-    writer_ = std::make_unique<ChromeTraceWriter>(out_);
-    v1::JobTrace first;
-    first.set_id("sim-1");
-    first.mutable_extent()->set_steps(steps);
-    first.mutable_extent()->set_last_kept_step(steps - 1);
-    writer_->Add(first);
-    return absl::OkStatus();
-  }
-
-  // A step's spans, `step_s` long, after the steps before it.
-  void AddStep(int step, double step_s, const std::vector<ChipRunResult>& chips) {
-    v1::JobTrace piece;
-    const std::string prefix = absl::StrCat("step ", step, ": ");
-    for (const ChipRunResult& chip : chips) {
-      for (const TraceEvent& e : chip.trace) {
-        v1::TraceEvent* out = piece.add_events();
-        out->set_track(e.track);
-        out->set_name(prefix + e.name);
-        out->set_start_s(clock_s_ + e.start_s);
-        out->set_end_s(clock_s_ + e.end_s);
-        out->set_bytes(e.bytes);
-      }
+// A step's spans as a trace piece, `clock_s` after the job's start.
+v1::JobTrace StepPiece(int step, double clock_s, const std::vector<ChipRunResult>& chips) {
+  v1::JobTrace piece;
+  const std::string prefix = absl::StrCat("step ", step, ": ");
+  for (const ChipRunResult& chip : chips) {
+    for (const TraceEvent& e : chip.trace) {
+      v1::TraceEvent* out = piece.add_events();
+      out->set_track(e.track);
+      out->set_name(prefix + e.name);
+      out->set_start_s(clock_s + e.start_s);
+      out->set_end_s(clock_s + e.end_s);
+      out->set_bytes(e.bytes);
     }
-    writer_->Add(piece);
-    clock_s_ += step_s;
   }
-
-  absl::Status Close() {
-    writer_->Finish();
-    out_.close();
-    if (!out_) return absl::InternalError(absl::StrCat("--trace: writing '", tmp_, "' failed (disk full?)"));
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      return absl::InternalError(absl::StrCat("--trace: renaming '", tmp_, "' to '", path_, "' failed"));
-    }
-    closed_ = true;
-    return absl::OkStatus();
-  }
-
-  int64_t spans() const { return writer_->spans(); }
-
- private:
-  std::string path_, tmp_;
-  std::ofstream out_;
-  std::unique_ptr<ChromeTraceWriter> writer_;
-  double clock_s_ = 0;
-  bool closed_ = false;
-};
+  return piece;
+}
 
 struct SimulateOptions {
   std::string path, topology, engine = "auto", trace;
@@ -106,23 +63,36 @@ int RunSimulate(const SimulateOptions& o) {
                                                         "; use --engine every-chip (or auto)")));
   }
   const std::string engine = one_for_all ? "one chip for all" : "every chip";
+  const std::string why_every_chip =
+      one_for_all ? "" : alike.ok() ? "--engine every-chip" : std::string(alike.message());
   const auto start = std::chrono::steady_clock::now();
-  Progress progress(true);
-  std::optional<TraceFile> trace;
-  if (!o.trace.empty()) {
-    trace.emplace(o.trace);
-    if (auto s = trace->Open(spec->config.steps); !s.ok()) return Fail(s);
-  }
-  auto on_step = [&](int step, const JobReport& report, const std::vector<ChipRunResult>& chips) {
-    if (trace) trace->AddStep(step, std::any_cast<const StepReport&>(report).emulated_s, chips);
-    progress.Update(absl::StrCat(spec->config.name, ": step ", step + 2, " of ", spec->config.steps, " on ",
-                                 topo->num_chips(), " chips (", engine, ")"));
-  };
-  progress.Update(absl::StrCat(spec->config.name, ": step 1 of ", spec->config.steps, " on ", topo->num_chips(),
-                               " chips (", engine, ")"));
   JobRecord record("sim-1", 1, JobSpec(*spec));
   record.submitted_unix_s = record.started_unix_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  Progress progress(true);
+  // Written step by step: a trace of many steps never sits whole in memory.
+  std::optional<ChromeTraceFile> trace;
+  absl::Status traced = absl::OkStatus();
+  double trace_clock_s = 0;
+  if (!o.trace.empty()) {
+    trace.emplace(o.trace, "--trace");
+    if (auto s = trace->Open(); !s.ok()) return Fail(s);
+    v1::JobTrace first;
+    first.set_id(record.id);
+    first.mutable_extent()->set_steps(spec->config.steps);
+    first.mutable_extent()->set_last_kept_step(spec->config.steps - 1);
+    traced = trace->Add(first);
+  }
+  auto on_step = [&](int step, const JobReport& report, const std::vector<ChipRunResult>& chips) {
+    if (trace && traced.ok()) {
+      traced = trace->Add(StepPiece(step, trace_clock_s, chips));
+      trace_clock_s += std::any_cast<const StepReport&>(report).emulated_s;
+    }
+    progress.Update(absl::StrCat(spec->config.name, ": ", step + 1, " of ", spec->config.steps, " steps done on ",
+                                 topo->num_chips(), " chips (", engine, ")"));
+  };
+  progress.Update(absl::StrCat(spec->config.name, ": 0 of ", spec->config.steps, " steps done on ", topo->num_chips(),
+                               " chips (", engine, ")"));
   absl::StatusOr<JobRun> run;
   if (one_for_all) {
     run = SymmetricPod(*topo).Run(*spec, on_step);
@@ -131,8 +101,9 @@ int RunSimulate(const SimulateOptions& o) {
   }
   progress.Done();
   if (!run.ok()) return Fail(run.status());
+  if (!traced.ok()) return Fail(traced);
   if (trace) {
-    if (auto s = trace->Close(); !s.ok()) return Fail(s);
+    if (auto s = trace->Commit(); !s.ok()) return Fail(s);
   }
   record.state = JobState::kSucceeded;
   record.finished_unix_s = record.started_unix_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -146,7 +117,7 @@ int RunSimulate(const SimulateOptions& o) {
     out["simulation"] = {{"topology", topo->Describe()},
                          {"chips", topo->num_chips()},
                          {"engine", engine},
-                         {"why", one_for_all ? "" : std::string(alike.message())},
+                         {"why", why_every_chip},
                          {"wall_s", wall_s},
                          {"peak_rss_bytes", peak_rss}};
     std::cout << out.dump(2) << "\n";
@@ -155,13 +126,13 @@ int RunSimulate(const SimulateOptions& o) {
   std::printf("%s shape-only on %s (%d chips), in this process: %s\n", spec->config.name.c_str(),
               topo->Describe().c_str(), topo->num_chips(),
               one_for_all ? "one chip stands for all (they are alike)"
-                          : absl::StrCat("every chip runs (", alike.message(), ")").c_str());
+                          : absl::StrCat("every chip runs (", why_every_chip, ")").c_str());
   for (const v1::TrainStep& step : job.steps()) std::printf("%s\n", StepLine(step).c_str());
   ViewOf(job).print_succeeded(job);
   std::printf("simulated in %.2f s of wall time, %.0f MiB peak resident memory\n", wall_s, peak_rss / (1 << 20));
   if (trace) {
     std::printf("wrote %lld spans to %s (%s); open it in https://ui.perfetto.dev\n",
-                static_cast<long long>(trace->spans()), o.trace.c_str(),
+                static_cast<long long>(trace->writer().spans()), o.trace.c_str(),
                 one_for_all ? "the chip that stood for all, and its links" : "every chip and link");
   }
   return 0;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace tpuemu {
@@ -87,6 +89,38 @@ void ChromeTraceWriter::Finish() {
                                {"dropped_why", extent_.dropped_why()}};
   out_ << "],\"displayTimeUnit\":\"ns\",\"otherData\":"
        << nlohmann::json{{"job", id_}, {"clock", "emulated, microseconds"}, {"kept", kept}}.dump() << "}\n";
+}
+
+ChromeTraceFile::ChromeTraceFile(std::string path, std::string flag)
+    : path_(std::move(path)), tmp_(path_ + ".tmp"), flag_(std::move(flag)) {}
+
+ChromeTraceFile::~ChromeTraceFile() {
+  if (committed_ || !writer_) return;
+  out_.close();
+  std::remove(tmp_.c_str());
+}
+
+absl::Status ChromeTraceFile::Open() {
+  out_.open(tmp_);
+  if (!out_) return absl::InvalidArgumentError(absl::StrCat(flag_, ": cannot write '", path_, "'"));
+  writer_ = std::make_unique<ChromeTraceWriter>(out_);
+  return absl::OkStatus();
+}
+
+absl::Status ChromeTraceFile::Add(const v1::JobTrace& piece) {
+  writer_->Add(piece);
+  return out_ ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing '", tmp_, "' failed (disk full?)"));
+}
+
+absl::Status ChromeTraceFile::Commit() {
+  writer_->Finish();
+  out_.close();
+  if (!out_) return absl::InternalError(absl::StrCat("writing '", tmp_, "' failed (disk full?)"));
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("renaming '", tmp_, "' to '", path_, "' failed"));
+  }
+  committed_ = true;
+  return absl::OkStatus();
 }
 
 }  // namespace tpuemu

@@ -4,9 +4,13 @@
 // in microseconds of emulated time.
 #pragma once
 
+#include <fstream>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
+
+#include "absl/status/status.h"
 
 #include "tpuemu/v1/coordinator.pb.h"
 
@@ -34,6 +38,26 @@ class ChromeTraceWriter {
   std::map<std::string, int> tids_;  // by first appearance
   int64_t spans_ = 0;
   bool first_event_ = true;
+};
+
+// A trace file written whole or not at all: into PATH.tmp, renamed to PATH
+// by Commit (a reader never sees half a trace); dropped if not committed.
+class ChromeTraceFile {
+ public:
+  // `flag` names the option the path came from, in errors ("-o", "--trace").
+  ChromeTraceFile(std::string path, std::string flag);
+  ~ChromeTraceFile();
+  absl::Status Open();
+  // An error once writing failed (a full disk).
+  absl::Status Add(const v1::JobTrace& piece);
+  absl::Status Commit();
+  const ChromeTraceWriter& writer() const { return *writer_; }
+
+ private:
+  std::string path_, tmp_, flag_;
+  std::ofstream out_;
+  std::unique_ptr<ChromeTraceWriter> writer_;
+  bool committed_ = false;
 };
 
 }  // namespace tpuemu

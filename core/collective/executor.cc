@@ -70,11 +70,12 @@ absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, 
 
 absl::Status CheckFrameSize(const Frame& frame, int chip, int peer, uint64_t elements, int dtype_bytes,
                             bool values) {
-  const uint64_t got = values ? frame.elements() : frame.header.emu_bytes / dtype_bytes;
-  if (got == elements && (values || frame.elements() == 0)) return absl::OkStatus();
+  const bool fits = values ? frame.elements() == elements
+                           : frame.elements() == 0 && frame.header.emu_bytes == elements * dtype_bytes;
+  if (fits) return absl::OkStatus();
   return absl::InternalError(absl::StrCat("chip ", chip, " expected ", elements, values ? "" : " shape-only",
-                                          " elements from chip ", peer, ", got ", got,
-                                          values || frame.elements() == 0 ? "" : " with values"));
+                                          " elements from chip ", peer, ", got a frame of ", frame.elements(),
+                                          " elements and ", frame.header.emu_bytes, " emulated bytes"));
 }
 
 class ChipCollective::Impl {

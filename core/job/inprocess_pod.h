@@ -28,6 +28,11 @@ struct JobRun {
 using StepCallback =
     std::function<void(int step, const JobReport& report, const std::vector<ChipRunResult>& chips)>;
 
+// Prepares `planned` on the chips of `net` as job `job`, runs its steps,
+// calling `on_step` after each, and checks it.
+absl::StatusOr<JobRun> RunPlannedJob(const PlannedJob& planned, HostNetwork& net, uint64_t job,
+                                     const StepCallback& on_step);
+
 class InProcessPod : public Fabric {
  public:
   InProcessPod(const Topology& topo, double time_scale);

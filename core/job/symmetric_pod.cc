@@ -55,23 +55,7 @@ absl::StatusOr<JobRun> SymmetricPod::Run(const TrainSpec& spec, const StepCallba
   if (auto s = CheckOneChipStandsForAll(spec, topo_); !s.ok()) return s;
   auto planned = PlanJob(JobSpec(spec), topo_, 0);
   if (!planned.ok()) return planned.status();
-  RunOptions options;
-  options.job = 1;
-  auto host = (*planned)->MakeHostJob(*net_, options);
-  if (!host.ok()) return host.status();
-  if (auto s = (*host)->Prepare(); !s.ok()) return s;
-  JobRun out;
-  std::vector<ChipRunResult> chips;
-  for (int step = 0; step < (*planned)->steps(); ++step) {
-    auto ran = (*host)->Run(step);
-    if (!ran.ok()) return ran.status();
-    JobReport report = (*planned)->SummarizeStep(*ran);
-    if (on_step) on_step(step, report, *ran);
-    out.steps.push_back(std::move(report));
-    chips = *std::move(ran);
-  }
-  out.report = (*planned)->Summarize(chips, (*host)->Check());
-  return out;
+  return RunPlannedJob(**planned, *net_, /*job=*/1, on_step);
 }
 
 }  // namespace tpuemu

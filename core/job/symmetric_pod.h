@@ -11,7 +11,6 @@
 // (docs/simulate.md). Tests hold it equal to the every-chip run.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <memory>
 
@@ -29,8 +28,8 @@ class SymmetricPod : public Fabric {
   explicit SymmetricPod(const Topology& topo);
   absl::Status Deliver(Frame&& frame) override;
   // Runs a job that CheckOneChipStandsForAll allows, as InProcessPod::Run
-  // does; the steps' and the job's reports are the whole pod's.
-  // The chips' results are the stand-in's alone.
+  // does: the steps' and the job's reports are the whole pod's; the chips'
+  // results passed to `on_step` are the stand-in's alone.
   absl::StatusOr<JobRun> Run(const TrainSpec& spec, const StepCallback& on_step = nullptr);
 
  private:
