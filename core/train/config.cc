@@ -8,6 +8,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/plan/model_shape.h"
 #include "core/train/pod_part.h"
 #include "yaml-cpp/yaml.h"
 
@@ -216,6 +217,22 @@ absl::Status CheckWord(const std::string& source, const std::string& key, const 
   return KeyError(source, key, absl::StrCat("'", word, "': allowed: ", absl::StrJoin(allowed->second, ", ")));
 }
 
+// model: PRESET, its block's sizes into the config (core/plan/model_shape.h).
+absl::Status ApplyModelPreset(const YAML::Node& v, const std::string& source, TrainConfig& c) {
+  if (!v.IsScalar()) return KeyError(source, "model", "expected a preset's name, e.g. llama3-70b");
+  auto preset = ModelPreset(v.Scalar());
+  if (!preset.ok()) {
+    return KeyError(source, "model",
+                    absl::StrCat("'", v.Scalar(), "': allowed: ", absl::StrJoin(ModelPresetNames(), ", ")));
+  }
+  c.emb_dim = preset->emb_dim;
+  c.mlp_dim = preset->mlp_dim;
+  c.num_layers = static_cast<int>(preset->layers);
+  c.gated_mlp = preset->mlp_matrices == 3;
+  if (c.gated_mlp) c.activation = "silu";
+  return absl::OkStatus();
+}
+
 // mlp_activations: [NAME] or [NAME, linear] (a plain NAME too), into the
 // config's activation and gated_mlp.
 absl::Status ReadMlpActivations(const YAML::Node& v, const std::string& source, bool activation_seen,
@@ -382,6 +399,10 @@ const std::vector<TrainKey>& TrainKeys() {
        "'- straggler: 3@2' (a chip computing 2x slower), '- down_link: 0->1 x+' (a link carrying nothing), each "
        "'from STEP' and/or 'until STEP'; '- kill_worker: 1 at 3', '- pause_worker: 1 at 3 for 5s' (the job's host 1's "
        "process killed, or frozen, at step 3); docs/faults.md"},
+      {"model", "string", "(none)",
+       "a published model's block, whose keys the file's others override: llama2-7b, llama2-13b, llama3-8b, "
+       "llama3-70b (emb_dim, mlp_dim, num_layers and LLaMA's gated MLP, mlp_activations: [silu, linear]; "
+       "attention and the vocabulary are not in training jobs)"},
       {"mlp_activations", "list", "[gelu]",
        "MaxText's: one activation, [NAME] (the block's Win -> NAME -> Wout), or a gated MLP, [NAME, linear] "
        "(LLaMA's [silu, linear]: (NAME(x Win) * (x Wup)) Wout, 3 matrices); instead of `activation`"},
@@ -405,6 +426,11 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   TrainConfig c;
   const std::map<std::string, FieldRef> fields = Fields(c);
   std::map<std::string, bool> seen;
+  // A preset first, whatever its place in the file: the other keys override it.
+  if (root.IsMap() && root["model"]) {
+    if (auto s = ApplyModelPreset(root["model"], source, c); !s.ok()) return s;
+    seen["emb_dim"] = seen["mlp_dim"] = true;
+  }
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) {
       const int line = kv.first.Mark().line;  // -1 when yaml-cpp knows no position
@@ -431,6 +457,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
       if (auto s = ReadFaults(kv.second, source, c.faults); !s.ok()) return s;
       continue;
     }
+    if (key == "model") continue;  // applied above
     if (key == "mlp_activations") {
       if (auto s = ReadMlpActivations(kv.second, source, seen.count("activation") > 0, c); !s.ok()) return s;
       continue;
@@ -476,6 +503,7 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
     }
     if (key == "on_down_link") continue;  // Faults::route_around: a bool, nothing to check
     if (key == "mlp_activations") continue;  // activation and gated_mlp: checked as activation
+    if (key == "model") continue;            // a preset's values, checked as their own keys
     absl::Status s = std::visit(
         Overloaded{
             // 0 slices or chips and time_scale -1 are "the pod's", which a file says by leaving the key out.

@@ -54,7 +54,9 @@ absl::Status HostTrainer::AddFaults(const Faults& added) {
 
 absl::Status HostTrainer::Prepare() {
   if (!chips_.empty()) return absl::OkStatus();
-  EnsureBlisKernel();  // here, not in the first timed multiply (it forks and self-tests)
+  // Here, not in the first timed multiply (it forks and self-tests); a
+  // shape-only job multiplies nothing.
+  if (!config_.shape_only()) EnsureBlisKernel();
   for (int chip : net_.local_chips()) {
     chips_.push_back(std::make_unique<ChipTrainer>(config_, mesh_, chip, net_, options_.job, options_.abort));
   }

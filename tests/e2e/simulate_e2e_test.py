@@ -106,6 +106,18 @@ class SimulateTest(Pod):
         self.assertIn("(4096 chips), in this process: one chip stands for all", text.stdout)
         self.assertIn("FSDP: 12 D F/T (N-1)/N", text.stdout)
 
+    def test_the_llama3_70b_example(self):
+        example = os.path.join(os.path.dirname(__file__), "../../examples/jobs/llama3-70b.yaml")
+        r = self.cli("simulate", example, "--topology", "v5p:16x16x16", "--json", timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(out["simulation"]["engine"], "one chip for all")
+        step = out["steps"][0]
+        # Seed 001's table with LLaMA's 3 matrices: FSDP 18 D F/T (N-1)/N per layer, bf16.
+        d, f, layers, n_fsdp, n_tp = 8192, 28672, 80, 256, 16
+        self.assertEqual(step["comm_bytes_per_chip"]["fsdp"], 18 * d * f // n_tp * (n_fsdp - 1) // n_fsdp * layers)
+        self.assertEqual(out["summary"]["model_flops_per_step"], 6 * 3 * 4194304 * d * f * layers)
+
     def test_trace_of_a_simulated_job(self):
         job = self.write("job.yaml", JOB.replace("ici_fsdp_parallelism: 2", "ici_fsdp_parallelism: 4"))
         out = os.path.join(self.home, "trace.json")

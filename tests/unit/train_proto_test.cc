@@ -54,6 +54,7 @@ const std::map<std::string, std::string> kNotDefault = {
     {"on_down_link", "route"},
     {"values", "none"},
     {"mlp_activations", "[silu, linear]"},
+    {"model", "llama2-7b"},
 };
 
 TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {

@@ -57,6 +57,8 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
        "mlp_activations: give the activation once"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nmlp_activations: [silu, linear]\nactivation: relu\n",
        "activation: give the activation once"},
+      {"model: llama4\nglobal_batch_tokens: 8\n", "model: 'llama4': allowed: llama2-13b, llama2-7b, llama3-70b"},
+      {"model: llama3-8b\n", "global_batch_tokens: missing"},
   };
   for (const Case& c : cases) {
     auto r = ParseTrainConfig(c.text, "job.yaml");
@@ -65,6 +67,24 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.says)) << r.status();
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("job.yaml")) << r.status();
   }
+}
+
+TEST(TrainConfigTest, AModelPresetGivesItsBlockAndTheFilesKeysOverrideIt) {
+  auto c = ParseTrainConfig("global_batch_tokens: 8\nnum_layers: 2\nmodel: llama3-70b\n", "job.yaml", true);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->emb_dim, 8192);
+  EXPECT_EQ(c->mlp_dim, 28672);
+  EXPECT_EQ(c->num_layers, 2);  // the file's, wherever the preset stands
+  EXPECT_TRUE(c->gated_mlp);
+  EXPECT_EQ(c->activation, "silu");
+  EXPECT_EQ(c->mlp_matrices(), 3);
+  auto plain = ParseTrainConfig("model: llama2-7b\nmlp_activations: [gelu]\nemb_dim: 64\nmlp_dim: 128\n"
+                                "global_batch_tokens: 8\n",
+                                "job.yaml");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->gated_mlp);
+  EXPECT_EQ(plain->num_layers, 32);
+  EXPECT_EQ(plain->emb_dim, 64);
 }
 
 // A config that arrived typed (over the wire, not from a file) gets the
