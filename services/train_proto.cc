@@ -51,6 +51,7 @@ v1::TrainConfig ToProto(const TrainConfig& c) {
   m.set_num_chips(c.num_chips);
   m.set_values(c.values);
   m.set_gated_mlp(c.gated_mlp);
+  m.set_remat_policy(c.remat_policy);
   if (!c.faults.empty() || c.faults.route_around) *m.mutable_faults() = ToProto(c.faults);
   return m;
 }
@@ -88,6 +89,7 @@ TrainConfig FromProto(const v1::TrainConfig& m) {
   c.num_chips = m.num_chips();
   c.values = m.values();
   c.gated_mlp = m.gated_mlp();
+  c.remat_policy = m.remat_policy();
   // An axis that is no axis: refused by SpecOf (services/job_proto.cc) first.
   c.faults = FromProto(m.faults()).value_or(Faults{});
   return c;

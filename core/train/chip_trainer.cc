@@ -95,34 +95,46 @@ absl::Status ChipTrainer::AddGradient(int l, Matrix m, LocalTensor&& g, bool las
   return last ? ReduceGradient(grads.g[k], AlongD(m) ? 0 : 1, grads.ready[k]) : absl::OkStatus();
 }
 
+absl::Status ChipTrainer::ForwardToOut(int use, const LocalTensor& x, Saved& s, LocalTensor* w, LocalTensor* wu) {
+  s.xg = x;
+  if (auto st = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, s.xg, 1); !st.ok()) return st;
+  if (auto st = fsdp_.Gathered(use, Matrix::kIn, *w); !st.ok()) return st;
+  s.grad = Multiply(s.xg, false, *w, false, ComputeKind::kForwardMatmul);
+  if (c_.gated_mlp) {
+    if (auto st = fsdp_.Gathered(use, Matrix::kUp, *wu); !st.ok()) return st;
+    s.u = Multiply(s.xg, false, *wu, false, ComputeKind::kForwardMatmul);
+  }
+  // The pre-activation becomes the activation's derivative.
+  s.a = LocalTensor::Make(s.grad.shape, s.grad.has_values());
+  if (s.grad.has_values()) {
+    ActivateWithGrad(activation_, s.grad.data.get(), s.grad.elements(), s.a.data.get(), s.grad.data.get());
+  }
+  ChargeElementwise(s.a.elements(), 1, 2);
+  return absl::OkStatus();
+}
+
+int64_t ChipTrainer::HeldElements(const Saved& s) const {
+  // Charged as a TPU would hold them: the input and the pre-activation (the
+  // host's second [B, F] buffer spares it recomputing the activation), and
+  // a gated MLP's up-projection; or the input shard alone.
+  if (c_.full_remat()) return s.input.elements();
+  return s.xg.elements() + s.grad.elements() + (c_.gated_mlp ? s.u.elements() : 0);
+}
+
 absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
   if (abort_->aborted()) return abort_->status();
   const int use = fsdp_.NextUse();
-  LocalTensor xg = x;
-  if (auto s = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, xg, 1); !s.ok()) return s;
-  LocalTensor w;
-  if (auto s = fsdp_.Gathered(use, Matrix::kIn, w); !s.ok()) return s;
-  LocalTensor h = Multiply(xg, false, w, false, ComputeKind::kForwardMatmul);
-  LocalTensor u;  // a gated MLP's up-projection
-  if (c_.gated_mlp) {
-    LocalTensor wu;
-    if (auto s = fsdp_.Gathered(use, Matrix::kUp, wu); !s.ok()) return s;
-    u = Multiply(xg, false, wu, false, ComputeKind::kForwardMatmul);
-  }
-  // h becomes the activation's derivative, kept for the backward pass.
-  LocalTensor a = LocalTensor::Make(h.shape, h.has_values());
-  if (h.has_values()) ActivateWithGrad(activation_, h.data.get(), h.elements(), a.data.get(), h.data.get());
-  ChargeElementwise(a.elements(), 1, 2);
-  LocalTensor gated = c_.gated_mlp ? Gated(a, u) : a;  // Wout's input
+  Saved s;
+  LocalTensor w, wu;
+  if (auto st = ForwardToOut(use, x, s, &w, &wu); !st.ok()) return st;
+  LocalTensor gated = c_.gated_mlp ? Gated(s.a, s.u) : s.a;  // Wout's input
   LocalTensor wo;
-  if (auto s = fsdp_.Gathered(use, Matrix::kOut, wo); !s.ok()) return s;
+  if (auto st = fsdp_.Gathered(use, Matrix::kOut, wo); !st.ok()) return st;
   LocalTensor out = Multiply(gated, false, wo, false, ComputeKind::kForwardMatmul);
-  if (auto s = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !s.ok()) return s;
-  // Charged as a TPU would hold them: the input and the pre-activation (the
-  // host's second [B, F] buffer spares it recomputing the activation), and
-  // a gated MLP's up-projection.
-  clock_.HoldActivations(xg.elements() + h.elements() + (c_.gated_mlp ? u.elements() : 0));
-  saved_[{m, l}] = {std::move(xg), std::move(a), std::move(h), std::move(u)};
+  if (auto st = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !st.ok()) return st;
+  if (c_.full_remat()) s = Saved{.input = std::move(x)};
+  clock_.HoldActivations(HeldElements(s));
+  saved_[{m, l}] = std::move(s);
   x = std::move(out);
   return absl::OkStatus();
 }
@@ -163,15 +175,23 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   const int use = fsdp_.NextUse();
   Saved saved = std::move(saved_.at({m, l}));
   saved_.erase({m, l});
-  clock_.HoldActivations(-(saved.xg.elements() + saved.grad.elements() + (c_.gated_mlp ? saved.u.elements() : 0)));
+  clock_.HoldActivations(-HeldElements(saved));
+  LocalTensor w, wu;  // the gathered Win and Wup, when the forward is made again
+  if (c_.full_remat()) {
+    // The forward again, from the input shard: gathered over tensor, the
+    // up-projections and the activation (charged as forward work).
+    const LocalTensor input = std::move(saved.input);
+    if (auto s = ForwardToOut(use, input, saved, &w, &wu); !s.ok()) return s;
+  } else {
+    // The emulated chip recomputes the activation (charged); the host kept it.
+    ChargeElementwise(saved.a.elements(), 1, 2);
+  }
   // The layer's gradients are complete with its last microbatch: then they
   // are reduced, ahead, while the chip computes on.
   const bool last = ++grads_[l].microbatches == c_.num_microbatches;
   LocalTensor dog = dx;
   if (auto s = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dog, 1); !s.ok()) return s;
-  // The emulated chip recomputes the activation (charged); the host kept it.
   const LocalTensor& a = saved.a;
-  ChargeElementwise(a.elements(), 1, 2);
   const LocalTensor gated = c_.gated_mlp ? Gated(a, saved.u) : a;  // Wout's input, again
   // [F_t, D], partial over the batch
   if (auto s = AddGradient(l, Matrix::kOut, Multiply(gated, true, dog, false, ComputeKind::kBackwardMatmul), last);
@@ -204,12 +224,14 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
       return s;
     }
   }
-  LocalTensor w;
-  if (auto s = fsdp_.Gathered(use, Matrix::kIn, w); !s.ok()) return s;
+  if (!c_.full_remat()) {
+    if (auto s = fsdp_.Gathered(use, Matrix::kIn, w); !s.ok()) return s;
+  }
   LocalTensor dxg = Multiply(dh, false, w, true, ComputeKind::kBackwardMatmul);  // [B, D], partial over tensor
   if (c_.gated_mlp) {
-    LocalTensor wu;
-    if (auto s = fsdp_.Gathered(use, Matrix::kUp, wu); !s.ok()) return s;
+    if (!c_.full_remat()) {
+      if (auto s = fsdp_.Gathered(use, Matrix::kUp, wu); !s.ok()) return s;
+    }
     Accumulate(dxg, Multiply(du, false, wu, true, ComputeKind::kBackwardMatmul));
   }
   if (auto s = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !s.ok()) return s;

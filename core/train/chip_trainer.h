@@ -133,9 +133,17 @@ class ChipTrainer {
   struct Saved {
     // A layer's gathered input, activation and the activation's derivative
     // (made with the activation: one transcendental per element), and for a
-    // gated MLP the up-projection it multiplies.
-    LocalTensor xg, a, grad, u;
+    // gated MLP the up-projection it multiplies; with full remat, only the
+    // layer's input shard (`input`), the rest made again in the backward pass.
+    LocalTensor xg, a, grad, u, input;
   };
+  // A layer's forward up to Wout's input, for use `use`: x gathered over
+  // tensor into s.xg, then s.grad (the pre-activation, which becomes the
+  // activation's derivative), s.u (gated MLPs) and s.a. The gathered Win
+  // (and Wup) are left in *w (and *wu).
+  absl::Status ForwardToOut(int use, const LocalTensor& x, Saved& s, LocalTensor* w, LocalTensor* wu);
+  // Elements a layer's Saved holds for the backward pass (the activations charged).
+  int64_t HeldElements(const Saved& s) const;
   std::map<std::pair<int, int>, Saved> saved_;  // by (microbatch, layer)
   std::map<int, LocalTensor> loss_grad_;        // by microbatch, on the last stage
   double loss_sum_ = 0;                         // squared errors of the chip's outputs

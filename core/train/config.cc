@@ -154,7 +154,8 @@ std::map<std::string, FieldRef> Fields(TrainConfig& c) {
           {"hbm_bytes", &c.hbm_bytes},
           {"checkpoint_every", &c.checkpoint_every},
           {"max_restarts", &c.max_restarts},
-          {"values", &c.values}};
+          {"values", &c.values},
+          {"remat_policy", &c.remat_policy}};
 }
 
 constexpr std::pair<const char*, int> kDtypes[] = {{"bf16", 2}, {"f32", 4}};
@@ -211,7 +212,8 @@ absl::Status CheckWord(const std::string& source, const std::string& key, const 
       {"dtype", {"bf16", "f32"}},
       {"wire_dtype", {"f32", "bf16"}},
       {"pipeline_schedule", {"gpipe", "1f1b", "circular"}},
-      {"values", {"real", "none"}}};
+      {"values", {"real", "none"}},
+      {"remat_policy", {"none", "full"}}};
   const auto allowed = kAllowed->find(key);
   if (allowed == kAllowed->end() || absl::c_linear_search(allowed->second, word)) return absl::OkStatus();
   return KeyError(source, key, absl::StrCat("'", word, "': allowed: ", absl::StrJoin(allowed->second, ", ")));
@@ -403,6 +405,9 @@ const std::vector<TrainKey>& TrainKeys() {
        "a published model's block, whose keys the file's others override: llama2-7b, llama2-13b, llama3-8b, "
        "llama3-70b (emb_dim, mlp_dim, num_layers and LLaMA's gated MLP, mlp_activations: [silu, linear]; "
        "attention and the vocabulary are not in training jobs)"},
+      {"remat_policy", "string", "none",
+       "what a layer keeps for its backward pass: none (its gathered input and pre-activation) | full (its input "
+       "shard only: the backward pass gathers it and runs the forward matmuls again, charged; MaxText's default)"},
       {"mlp_activations", "list", "[gelu]",
        "MaxText's: one activation, [NAME] (the block's Win -> NAME -> Wout), or a gated MLP, [NAME, linear] "
        "(LLaMA's [silu, linear]: (NAME(x Win) * (x Wup)) Wout, 3 matrices); instead of `activation`"},

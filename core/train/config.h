@@ -58,6 +58,12 @@ struct TrainConfig {
   // up-projection Wup beside Win, multiplied into the activation:
   // (act(x Win) * (x Wup)) Wout, seed 001's 3 L D F parameters.
   bool gated_mlp = false;
+  // What a layer keeps for its backward pass (MaxText's remat_policy):
+  // "none" keeps the gathered input, the pre-activation (and a gated MLP's
+  // up-projection); "full" keeps only the layer's input shard and computes
+  // the rest again in the backward pass (charged: the tensor axis' gather
+  // and the forward matmuls once more).
+  std::string remat_policy = "none";  // none | full
   int dtype_bytes = 2;              // emulated: bf16 (2) | f32 (4)
   int wire_dtype_bytes = 4;         // what crosses links: f32 (4) | bf16 (2)
   double time_scale = -1;           // -1: whatever the pod runs at
@@ -84,6 +90,7 @@ struct TrainConfig {
 
   bool shape_only() const { return values == "none"; }
   int mlp_matrices() const { return gated_mlp ? 3 : 2; }
+  bool full_remat() const { return remat_policy == "full"; }
   int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
   bool operator==(const TrainConfig&) const = default;
 };

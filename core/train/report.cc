@@ -40,7 +40,9 @@ std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh) 
       // Saved for the backward pass: each layer's gathered input and
       // pre-activation (and a gated MLP's up-projection), for every
       // microbatch in flight.
-      {"activations", MicrobatchesHeld(c) * l * microbatch * (d + (k - 1) * f / tensor) * dtype},
+      // With full remat, the layer's input shard alone.
+      {"activations", MicrobatchesHeld(c) * l * microbatch * (c.full_remat() ? d / tensor : d + (k - 1) * f / tensor) *
+                          dtype},
       {"gathered weights", fsdp > 1 ? gathered_layers * k * d * f / tensor * dtype : 0},
   };
   return items;
@@ -177,6 +179,7 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
   // A stage sends each microbatch's activations on after each of its layer
   // groups but the last one, and gradients back before each but the first.
   const double sends = stages == 2 ? 2.0 * c.pipeline_repeats - 1 : 2.0 * c.pipeline_repeats;
+  const double tensor_collectives = c.full_remat() ? 5 : 4;
   // Each row's bytes are `count` collectives of `v` bytes each; their time
   // is the collective oracle's on the axis's own links (ICI, DCN, or ICI
   // then DCN, hierarchical), latency included.
@@ -194,8 +197,10 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
        dtype * d * f / (tensor * fsdp)},
       {MeshAxisKind::kFsdp, fsdp, fsdp_formula, fsdp_units / 2 * dtype * d * f / tensor * (fsdp - 1) / fsdp,
        CollectiveOp::kAllGather, fsdp_units / 2, dtype * d * f / tensor},
-      {MeshAxisKind::kTensor, tensor, "TP: 8 B D (N-1)/N", 4 * dtype * batch * d * (tensor - 1) / tensor,
-       CollectiveOp::kAllGather, 4, dtype * batch * d},
+      // Full remat gathers each layer's input once more in the backward pass.
+      {MeshAxisKind::kTensor, tensor, c.full_remat() ? "TP, full remat: 10 B D (N-1)/N" : "TP: 8 B D (N-1)/N",
+       tensor_collectives * dtype * batch * d * (tensor - 1) / tensor, CollectiveOp::kAllGather, tensor_collectives,
+       dtype * batch * d},
       {MeshAxisKind::kPipeline, stages, "PP: sends x 2 B D/T / layers", sends * dtype * batch * d / tensor / layers,
        CollectiveOp::kAllGather, 0, 0},
   };
@@ -220,8 +225,10 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
     }
     out.push_back(std::move(cost));
   }
-  const double flops = 6 * k * batch * d * f / tensor;  // k matmuls forward, 2k backward
-  out.push_back({"compute", absl::StrCat(6 * k, " B D F/T flops / C"), 0, 0, flops / topo.profile().flops_bf16,
+  // k matmuls forward, 2k backward (and the k - 1 before Wout again with full remat)
+  const double units = 6 * k + (c.full_remat() ? 2 * (k - 1) : 0);
+  const double flops = units * batch * d * f / tensor;
+  out.push_back({"compute", absl::StrCat(units, " B D F/T flops / C"), 0, 0, flops / topo.profile().flops_bf16,
                  (step.compute_parts_s[0] + step.compute_parts_s[1]) / layers, "flops / C"});
   return out;
 }

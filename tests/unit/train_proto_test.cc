@@ -55,6 +55,7 @@ const std::map<std::string, std::string> kNotDefault = {
     {"values", "none"},
     {"mlp_activations", "[silu, linear]"},
     {"model", "llama2-7b"},
+    {"remat_policy", "full"},
 };
 
 TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {
