@@ -432,7 +432,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   const std::map<std::string, FieldRef> fields = Fields(c);
   std::map<std::string, bool> seen;
   // A preset first, whatever its place in the file: the other keys override it.
-  if (root.IsMap() && root["model"]) {
+  if (root["model"]) {
     if (auto s = ApplyModelPreset(root["model"], source, c); !s.ok()) return s;
     seen["emb_dim"] = seen["mlp_dim"] = true;
   }

@@ -35,6 +35,13 @@ class Pod(unittest.TestCase):
     def cli(self, *args, timeout=120):
         return subprocess.run([TPUEMU, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
 
+    def write(self, name, text):
+        """A file in this test's home; its path."""
+        path = os.path.join(self.home, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
     def up(self, *args):
         r = self.cli("cluster", "up", "--local", *args)
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -13,12 +13,6 @@ LIMIT = 1 << 20  # docs/jobs.md: a job file holds at most 1 MiB
 
 
 class JobFileTest(Pod):
-    def write(self, name, text):
-        path = os.path.join(self.home, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
     def assert_refused(self, path, *needles):
         for command in ("submit", "reference"):
             r = self.cli(command, path, timeout=30)

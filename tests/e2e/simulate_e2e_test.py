@@ -39,12 +39,6 @@ EMULATED = ("emulated_step_s", "compute_s", "compute_split_s", "exposed_comm_s",
 
 
 class SimulateTest(Pod):
-    def write(self, name, text):
-        path = os.path.join(self.home, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
     def assert_same_emulated(self, got, want):
         self.assertEqual(len(got["steps"]), len(want["steps"]))
         for g, w in zip(got["steps"], want["steps"]):
