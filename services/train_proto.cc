@@ -52,6 +52,10 @@ v1::TrainConfig ToProto(const TrainConfig& c) {
   m.set_values(c.values);
   m.set_gated_mlp(c.gated_mlp);
   m.set_remat_policy(c.remat_policy);
+  m.set_num_query_heads(c.num_query_heads);
+  m.set_num_kv_heads(c.num_kv_heads);
+  m.set_head_dim(c.head_dim);
+  m.set_seq_len(c.seq_len);
   if (!c.faults.empty() || c.faults.route_around) *m.mutable_faults() = ToProto(c.faults);
   return m;
 }
@@ -90,6 +94,10 @@ TrainConfig FromProto(const v1::TrainConfig& m) {
   c.values = m.values();
   c.gated_mlp = m.gated_mlp();
   c.remat_policy = m.remat_policy();
+  c.num_query_heads = m.num_query_heads();
+  c.num_kv_heads = m.num_kv_heads();
+  c.head_dim = m.head_dim();
+  c.seq_len = m.seq_len();
   // An axis that is no axis: refused by SpecOf (services/job_proto.cc) first.
   c.faults = FromProto(m.faults()).value_or(Faults{});
   return c;

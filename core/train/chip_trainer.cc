@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/tensor/gemm.h"
 #include "core/train/activation.h"
+#include "core/train/attention.h"
 
 namespace tpuemu {
 namespace {
@@ -53,7 +54,7 @@ ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int c
 void ChipTrainer::Prepare(std::shared_ptr<const ModelWeights> teacher) {
   std::vector<bool> owned(c_.num_layers);
   for (int l = 0; l < c_.num_layers; ++l) owned[l] = (l / layers_per_group_) % stages_ == stage_;
-  weights_.Init(c_, owned, {d_offset(), d_f_, f_offset(), f_t_});
+  weights_.Init(c_, owned, {d_offset(), d_f_, ti_, mesh_.size(MeshAxisKind::kTensor)});
   // The last stage computes the loss: it makes the targets with the teacher.
   if (last_stage()) teacher_ = std::move(teacher);
 }
@@ -124,6 +125,114 @@ int64_t ChipTrainer::HeldElements(const Saved& s) const {
 absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
   if (abort_->aborted()) return abort_->status();
   const int use = fsdp_.NextUse();
+  if (c_.attention()) {
+    if (auto s = AttentionForward(m, l, use, x); !s.ok()) return s;
+  }
+  return MlpForward(m, l, use, x);
+}
+
+absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
+  if (abort_->aborted()) return abort_->status();
+  const int use = fsdp_.NextUse();
+  // The layer's gradients are complete with its last microbatch: then they
+  // are reduced, ahead, while the chip computes on.
+  const bool last = ++grads_[l].microbatches == c_.num_microbatches;
+  if (auto s = MlpBackward(m, l, use, last, dx); !s.ok()) return s;
+  return c_.attention() ? AttentionBackward(m, l, use, last, dx) : absl::OkStatus();
+}
+
+absl::Status ChipTrainer::AttentionToOut(int use, const LocalTensor& x, AttentionSaved& s, LocalTensor* w) {
+  s.xg = x;
+  if (auto st = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, s.xg, 1); !st.ok()) return st;
+  LocalTensor* outs[] = {&s.q, &s.k, &s.v};
+  const Matrix kProjections[] = {Matrix::kQuery, Matrix::kKey, Matrix::kValue};
+  for (int i = 0; i < 3; ++i) {
+    if (auto st = fsdp_.Gathered(use, kProjections[i], w[i]); !st.ok()) return st;
+    *outs[i] = Multiply(s.xg, false, w[i], false, ComputeKind::kForwardMatmul);
+  }
+  const AttentionShape shape = AttentionOf(c_, b_mb_, mesh_.size(MeshAxisKind::kTensor));
+  const bool values = s.q.has_values();
+  s.p = LocalTensor::Make({shape.prob_elements()}, values);
+  s.o = LocalTensor::Make({b_mb_, shape.q_width()}, values);
+  if (values) tpuemu::AttentionForward(shape, s.q.data.get(), s.k.data.get(), s.v.data.get(), s.p.data.get(), s.o.data.get());
+  // q k^T and p v on the matrix unit; the softmax (scale, max, exp, sum,
+  // divide) elementwise.
+  clock_.Compute(ComputeKind::kForwardMatmul, shape.ForwardFlops(),
+                 static_cast<double>(s.q.elements() + s.k.elements() + s.v.elements() + s.o.elements() +
+                                     2 * s.p.elements()) * c_.dtype_bytes);
+  ChargeElementwise(s.p.elements(), 5, 2);
+  return absl::OkStatus();
+}
+
+int64_t ChipTrainer::HeldElements(const AttentionSaved& s) const {
+  if (c_.full_remat()) return s.input.elements();
+  return s.xg.elements() + s.q.elements() + s.k.elements() + s.v.elements() + s.p.elements() + s.o.elements();
+}
+
+absl::Status ChipTrainer::AttentionForward(int m, int l, int use, LocalTensor& x) {
+  AttentionSaved s;
+  LocalTensor w[3];
+  if (auto st = AttentionToOut(use, x, s, w); !st.ok()) return st;
+  LocalTensor wo;
+  if (auto st = fsdp_.Gathered(use, Matrix::kAttnOut, wo); !st.ok()) return st;
+  LocalTensor out = Multiply(s.o, false, wo, false, ComputeKind::kForwardMatmul);  // [B, D], partial over tensor
+  if (auto st = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !st.ok()) return st;
+  if (c_.full_remat()) s = AttentionSaved{.input = std::move(x)};
+  clock_.HoldActivations(HeldElements(s));
+  attention_saved_[{m, l}] = std::move(s);
+  x = std::move(out);
+  return absl::OkStatus();
+}
+
+absl::Status ChipTrainer::AttentionBackward(int m, int l, int use, bool last, LocalTensor& dx) {
+  AttentionSaved s = std::move(attention_saved_.at({m, l}));
+  attention_saved_.erase({m, l});
+  clock_.HoldActivations(-HeldElements(s));
+  LocalTensor w[3];  // the gathered Wq, Wk, Wv
+  if (c_.full_remat()) {
+    const LocalTensor input = std::move(s.input);
+    if (auto st = AttentionToOut(use, input, s, w); !st.ok()) return st;
+  }
+  LocalTensor dog = dx;
+  if (auto st = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dog, 1); !st.ok()) return st;
+  if (auto st = AddGradient(l, Matrix::kAttnOut, Multiply(s.o, true, dog, false, ComputeKind::kBackwardMatmul), last);
+      !st.ok()) {
+    return st;
+  }
+  LocalTensor wo;
+  if (auto st = fsdp_.Gathered(use, Matrix::kAttnOut, wo); !st.ok()) return st;
+  const LocalTensor d_o = Multiply(dog, false, wo, true, ComputeKind::kBackwardMatmul);  // [B, N H / tensor]
+  const AttentionShape shape = AttentionOf(c_, b_mb_, mesh_.size(MeshAxisKind::kTensor));
+  const bool values = d_o.has_values();
+  LocalTensor grads[] = {LocalTensor::Make(s.q.shape, values), LocalTensor::Make(s.k.shape, values),
+                         LocalTensor::Make(s.v.shape, values)};
+  if (values) {
+    tpuemu::AttentionBackward(shape, s.q.data.get(), s.k.data.get(), s.v.data.get(), s.p.data.get(), d_o.data.get(),
+                              grads[0].data.get(), grads[1].data.get(), grads[2].data.get());
+  }
+  clock_.Compute(ComputeKind::kBackwardMatmul, 2 * shape.ForwardFlops(),
+                 static_cast<double>(2 * (s.q.elements() + s.k.elements() + s.v.elements()) + d_o.elements() +
+                                     3 * s.p.elements()) * c_.dtype_bytes);
+  ChargeElementwise(s.p.elements(), 4, 3);
+  const Matrix kProjections[] = {Matrix::kQuery, Matrix::kKey, Matrix::kValue};
+  LocalTensor dxg;  // [B, D], partial over tensor
+  for (int i = 0; i < 3; ++i) {
+    if (auto st = AddGradient(l, kProjections[i], Multiply(s.xg, true, grads[i], false, ComputeKind::kBackwardMatmul),
+                              last);
+        !st.ok()) {
+      return st;
+    }
+    if (!c_.full_remat()) {
+      if (auto st = fsdp_.Gathered(use, kProjections[i], w[i]); !st.ok()) return st;
+    }
+    Accumulate(dxg, Multiply(grads[i], false, w[i], true, ComputeKind::kBackwardMatmul));
+  }
+  if (auto st = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !st.ok()) return st;
+  dx = std::move(dxg);
+  return absl::OkStatus();
+}
+
+absl::Status ChipTrainer::MlpForward(int m, int l, int use, LocalTensor& x) {
   Saved s;
   LocalTensor w, wu;
   if (auto st = ForwardToOut(use, x, s, &w, &wu); !st.ok()) return st;
@@ -170,9 +279,7 @@ void ChipTrainer::Accumulate(LocalTensor& sum, LocalTensor&& g) {
   ChargeElementwise(g.elements(), 1, 3);
 }
 
-absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
-  if (abort_->aborted()) return abort_->status();
-  const int use = fsdp_.NextUse();
+absl::Status ChipTrainer::MlpBackward(int m, int l, int use, bool last, LocalTensor& dx) {
   Saved saved = std::move(saved_.at({m, l}));
   saved_.erase({m, l});
   clock_.HoldActivations(-HeldElements(saved));
@@ -186,9 +293,6 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
     // The emulated chip recomputes the activation (charged); the host kept it.
     ChargeElementwise(saved.a.elements(), 1, 2);
   }
-  // The layer's gradients are complete with its last microbatch: then they
-  // are reduced, ahead, while the chip computes on.
-  const bool last = ++grads_[l].microbatches == c_.num_microbatches;
   LocalTensor dog = dx;
   if (auto s = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dog, 1); !s.ok()) return s;
   const LocalTensor& a = saved.a;
@@ -294,6 +398,7 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   comm_.Start();
   step_ = step;
   saved_.clear();
+  attention_saved_.clear();
   loss_grad_.clear();
   loss_sum_ = 0;
   const int layers = c_.num_layers;
@@ -324,8 +429,9 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
     for (double r : grads.ready) ready = std::max(ready, r);
     clock_.Wait(mesh_.size(MeshAxisKind::kData) > 1 ? MeshAxisKind::kData : MeshAxisKind::kFsdp, ready,
                 "reduced gradients");
-    for (Matrix m : {Matrix::kOut, Matrix::kIn, Matrix::kUp}) {
-      if (m == Matrix::kUp && !c_.gated_mlp) continue;
+    for (Matrix m : {Matrix::kOut, Matrix::kIn, Matrix::kUp, Matrix::kAttnOut, Matrix::kQuery, Matrix::kKey,
+                     Matrix::kValue}) {
+      if (grads.g[static_cast<int>(m)].shape.empty()) continue;  // not in this block
       const ElementwiseCost cost = weights_.Update(l, m, grads.g[static_cast<int>(m)], step + 1);
       clock_.Compute(ComputeKind::kOther, cost.flops, cost.hbm_bytes);
     }

@@ -73,14 +73,12 @@ class ChipTrainer {
 
   // Whether the chip's stage holds layer l.
   bool owns(int l) const { return weights_.owns(l); }
-  // The chip's shard of layer l's Win [D/fsdp, F/tensor] and Wout [F/tensor, D/fsdp].
-  const LocalTensor& win(int l) const { return weights_.win(l); }
-  const LocalTensor& wout(int l) const { return weights_.wout(l); }
-  // A gated MLP's Wup shard [D/fsdp, F/tensor], laid out as Win's.
-  const LocalTensor& wup(int l) const { return weights_.weight(Matrix::kUp, l); }
+  // The chip's shard of layer l's matrix m: [D/fsdp, width/tensor] along D
+  // (Win, Wup, Wq, Wk, Wv), else [width/tensor, D/fsdp] (Wout, Wo).
+  const LocalTensor& weight(Matrix m, int l) const { return weights_.weight(m, l); }
   // Where those shards sit in the full matrices.
-  int64_t d_offset() const { return fi_ * d_f_; }  // first row of Win, first column of Wout
-  int64_t f_offset() const { return ti_ * f_t_; }  // first column of Win, first row of Wout
+  int64_t d_offset() const { return fi_ * d_f_; }  // first row along D
+  int64_t width_offset(Matrix m) const { return ti_ * (MatrixWidth(c_, m) / mesh_.size(MeshAxisKind::kTensor)); }
 
  private:
   // One microbatch through one of the stage's layer groups, forward (the
@@ -90,6 +88,13 @@ class ChipTrainer {
   absl::Status Backward(const PipelineOp& op);
   absl::Status LayerForward(int m, int l, LocalTensor& x);
   absl::Status LayerBackward(int m, int l, LocalTensor& dx);
+  // A block's two parts for weight use `use`: attention (when the model has
+  // it), then the MLP; backward the other way round. `last`: the layer's
+  // last microbatch, whose gradients are then reduced.
+  absl::Status AttentionForward(int m, int l, int use, LocalTensor& x);
+  absl::Status AttentionBackward(int m, int l, int use, bool last, LocalTensor& dx);
+  absl::Status MlpForward(int m, int l, int use, LocalTensor& x);
+  absl::Status MlpBackward(int m, int l, int use, bool last, LocalTensor& dx);
   // The loss of microbatch m's output, and its gradient.
   LocalTensor Loss(int m, const LocalTensor& x);
   // The chip's rows of microbatch m: tokens, or the teacher's targets.
@@ -145,6 +150,16 @@ class ChipTrainer {
   // Elements a layer's Saved holds for the backward pass (the activations charged).
   int64_t HeldElements(const Saved& s) const;
   std::map<std::pair<int, int>, Saved> saved_;  // by (microbatch, layer)
+  // What attention keeps: its gathered input, q, k, v (the chip's heads),
+  // the probabilities and o; with full remat only its input shard.
+  struct AttentionSaved {
+    LocalTensor xg, q, k, v, p, o, input;
+  };
+  // Attention up to Wo's input: x gathered over tensor, the projections
+  // with the gathered Wq, Wk, Wv (left in w[0..2]) and the heads' attention.
+  absl::Status AttentionToOut(int use, const LocalTensor& x, AttentionSaved& s, LocalTensor* w);
+  int64_t HeldElements(const AttentionSaved& s) const;
+  std::map<std::pair<int, int>, AttentionSaved> attention_saved_;  // by (microbatch, layer)
   std::map<int, LocalTensor> loss_grad_;        // by microbatch, on the last stage
   double loss_sum_ = 0;                         // squared errors of the chip's outputs
   // A layer's gradients by Matrix, accumulated over microbatches, then

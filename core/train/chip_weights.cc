@@ -10,7 +10,7 @@ namespace tpuemu {
 void ChipWeights::Init(const TrainConfig& config, const std::vector<bool>& owned, const WeightShard& s) {
   c_ = config;
   owned_ = owned;
-  const int64_t d = c_.emb_dim, f = c_.mlp_dim;
+  const int64_t d = c_.emb_dim;
   const int layers = c_.num_layers;
   for (int k = 0; k < kMatrixKinds; ++k) {
     w_[k].assign(layers, LocalTensor{});
@@ -22,8 +22,9 @@ void ChipWeights::Init(const TrainConfig& config, const std::vector<bool>& owned
     for (Matrix m : BlockMatrices(c_)) {
       const int k = static_cast<int>(m);
       const bool along_d = AlongD(m);
-      const std::vector<int64_t> shape = along_d ? std::vector<int64_t>{s.d_rows, s.f_cols}
-                                                 : std::vector<int64_t>{s.f_cols, s.d_rows};
+      const int64_t width = MatrixWidth(c_, m), cols = width / s.tensor_ways, col_offset = s.tensor_index * cols;
+      const std::vector<int64_t> shape = along_d ? std::vector<int64_t>{s.d_rows, cols}
+                                                 : std::vector<int64_t>{cols, s.d_rows};
       if (c_.shape_only()) {
         w_[k][l] = LocalTensor::ShapeOnly(shape);
         continue;
@@ -32,13 +33,13 @@ void ChipWeights::Init(const TrainConfig& config, const std::vector<bool>& owned
       const LayerWeights full(c_, WeightStream::kStudent, l, m);
       for (int64_t r = 0; r < shape[0]; ++r) {
         for (int64_t col = 0; col < shape[1]; ++col) {
-          w.data[r * shape[1] + col] = along_d ? full((s.d_offset + r) * f + s.f_offset + col)
-                                               : full((s.f_offset + r) * d + s.d_offset + col);
+          w.data[r * shape[1] + col] = along_d ? full((s.d_offset + r) * width + col_offset + col)
+                                               : full((col_offset + r) * d + s.d_offset + col);
         }
       }
       w_[k][l] = std::move(w);
-      m_[k][l].assign(s.d_rows * s.f_cols, 0.0f);
-      v_[k][l].assign(s.d_rows * s.f_cols, 0.0f);
+      m_[k][l].assign(s.d_rows * cols, 0.0f);
+      v_[k][l].assign(s.d_rows * cols, 0.0f);
     }
   }
 }
@@ -85,10 +86,13 @@ void ChipWeights::ForEachArray(Self& self, Fn fn) {
         fn(moments->data(), static_cast<int64_t>(moments->size()));
       }
     }
-    if (!self.c_.gated_mlp) continue;
-    const int up = static_cast<int>(Matrix::kUp);
-    fn(self.w_[up][l].data.get(), self.w_[up][l].elements());
-    for (auto* moments : {&self.m_[up][l], &self.v_[up][l]}) fn(moments->data(), static_cast<int64_t>(moments->size()));
+    // Then each other matrix the block has, with its moments.
+    for (Matrix m : BlockMatrices(self.c_)) {
+      if (m == Matrix::kIn || m == Matrix::kOut) continue;
+      const int k = static_cast<int>(m);
+      fn(self.w_[k][l].data.get(), self.w_[k][l].elements());
+      for (auto* moments : {&self.m_[k][l], &self.v_[k][l]}) fn(moments->data(), static_cast<int64_t>(moments->size()));
+    }
   }
 }
 

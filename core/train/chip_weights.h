@@ -1,7 +1,8 @@
 // A chip's shards of its stage's layers, Win [D/fsdp, F/tensor] (and, for a
-// gated MLP, Wup of the same shape) and Wout [F/tensor, D/fsdp], with their
-// optimizer state (Adam's moments, sharded as the weights are: ZeRO-3 over
-// fsdp).
+// gated MLP, Wup of the same shape) and Wout [F/tensor, D/fsdp], with
+// attention Wq, Wk, Wv [D/fsdp, width/tensor] and Wo [width/tensor, D/fsdp]
+// (the tensor axis splits whole heads), with their optimizer state (Adam's
+// moments, sharded as the weights are: ZeRO-3 over fsdp).
 #pragma once
 
 #include <array>
@@ -17,10 +18,12 @@
 
 namespace tpuemu {
 
-// Where the chip's shards sit in the full matrices.
+// Where the chip's shards sit in the full matrices: along D, rows
+// [d_offset, d_offset + d_rows) of Win (columns of Wout); along each
+// matrix's width, block `tensor_index` of `tensor_ways`.
 struct WeightShard {
-  int64_t d_offset = 0, d_rows = 0;  // rows of Win, columns of Wout
-  int64_t f_offset = 0, f_cols = 0;  // columns of Win, rows of Wout
+  int64_t d_offset = 0, d_rows = 0;
+  int tensor_index = 0, tensor_ways = 1;
 };
 
 // What an update costs, charged as an elementwise op.

@@ -155,7 +155,11 @@ std::map<std::string, FieldRef> Fields(TrainConfig& c) {
           {"checkpoint_every", &c.checkpoint_every},
           {"max_restarts", &c.max_restarts},
           {"values", &c.values},
-          {"remat_policy", &c.remat_policy}};
+          {"remat_policy", &c.remat_policy},
+          {"base_num_query_heads", &c.num_query_heads},
+          {"base_num_kv_heads", &c.num_kv_heads},
+          {"head_dim", &c.head_dim},
+          {"max_target_length", &c.seq_len}};
 }
 
 constexpr std::pair<const char*, int> kDtypes[] = {{"bf16", 2}, {"f32", 4}};
@@ -172,6 +176,12 @@ std::string DtypeName(int bytes) {
 absl::Status CheckInt(const std::string& source, const std::string& key, int64_t n) {
   if (key == "emb_dim" || key == "mlp_dim" || key == "global_batch_tokens") {
     if (n <= 0 || n > (int64_t{1} << 24)) return KeyError(source, key, absl::StrCat(n, ": must be between 1 and 16777216"));
+    return absl::OkStatus();
+  }
+  if (key == "base_num_query_heads" || key == "base_num_kv_heads" || key == "head_dim" ||
+      key == "max_target_length") {  // 0: no attention, or the default
+    const int64_t most = key == "max_target_length" ? (int64_t{1} << 20) : 65536;
+    if (n < 0 || n > most) return KeyError(source, key, absl::StrCat(n, ": must be between 0 and ", most));
     return absl::OkStatus();
   }
   if (key == "checkpoint_every" || key == "max_restarts") {
@@ -347,6 +357,52 @@ absl::Status ReadFaults(const YAML::Node& list, const std::string& source, Fault
   return absl::OkStatus();
 }
 
+// A file's attention keys left out: K = N, H = D / N.
+absl::Status FillAttentionDefaults(const std::string& source, TrainConfig& c) {
+  if (!c.attention()) return absl::OkStatus();
+  if (c.num_kv_heads == 0) c.num_kv_heads = c.num_query_heads;
+  if (c.head_dim == 0) {
+    if (c.emb_dim % c.num_query_heads != 0) {
+      return KeyError(source, "head_dim",
+                      absl::StrCat("missing, and emb_dim=", c.emb_dim, " does not split over base_num_query_heads=",
+                                   c.num_query_heads, "; give head_dim"));
+    }
+    c.head_dim = c.emb_dim / c.num_query_heads;
+  }
+  return absl::OkStatus();
+}
+
+// Attention's keys agree with one another.
+absl::Status CheckAttention(const TrainConfig& c, const std::string& source) {
+  if (!c.attention()) {
+    for (const auto& [key, value] : {std::pair<const char*, int64_t>{"base_num_kv_heads", c.num_kv_heads},
+                                     {"head_dim", c.head_dim},
+                                     {"max_target_length", c.seq_len}}) {
+      if (value != 0) {
+        return KeyError(source, key, absl::StrCat(value, " without attention: set base_num_query_heads too (or drop ",
+                                                  key, ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (c.num_kv_heads <= 0 || c.num_query_heads % c.num_kv_heads != 0) {
+    return KeyError(source, "base_num_kv_heads",
+                    absl::StrCat(c.num_kv_heads, ": must divide base_num_query_heads=", c.num_query_heads,
+                                 " (each key-value head serves a group of query heads)"));
+  }
+  if (c.head_dim <= 0) return KeyError(source, "head_dim", absl::StrCat(c.head_dim, ": must be positive"));
+  if (c.seq_len <= 0) {
+    return KeyError(source, "max_target_length",
+                    "missing: attention needs the sequence length (tokens per sequence)");
+  }
+  if (c.global_batch_tokens % c.seq_len != 0) {
+    return KeyError(source, "global_batch_tokens",
+                    absl::StrCat(c.global_batch_tokens, " is not whole sequences of max_target_length=", c.seq_len,
+                                 "; use a multiple of ", c.seq_len));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const std::vector<TrainKey>& TrainKeys() {
@@ -408,6 +464,15 @@ const std::vector<TrainKey>& TrainKeys() {
       {"remat_policy", "string", "none",
        "what a layer keeps for its backward pass: none (its gathered input and pre-activation) | full (its input "
        "shard only: the backward pass gathers it and runs the forward matmuls again, charged; MaxText's default)"},
+      {"base_num_query_heads", "int", "0",
+       "N, attention's query heads: each block is causal self-attention (query, key, value and output "
+       "projections), then the MLP; 0: no attention (seed 001's block); the tensor axis splits the heads"},
+      {"base_num_kv_heads", "int", "(query heads)", "K, key-value heads (grouped-query attention: N/K query heads "
+       "share one)"},
+      {"head_dim", "int", "(emb_dim / N)", "H, each head's width"},
+      {"max_target_length", "int", "(required with attention)",
+       "T, tokens per sequence: attention mixes rows within a sequence, so each chip's share of a microbatch "
+       "must be whole sequences"},
       {"mlp_activations", "list", "[gelu]",
        "MaxText's: one activation, [NAME] (the block's Win -> NAME -> Wout), or a gated MLP, [NAME, linear] "
        "(LLaMA's [silu, linear]: (NAME(x Win) * (x Wup)) Wout, 3 matrices); instead of `activation`"},
@@ -490,6 +555,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   }
   if (c.name.empty()) c.name = "job";
   if (shape_only) c.values = "none";
+  if (auto s = FillAttentionDefaults(source, c); !s.ok()) return s;
   if (auto s = ValidateTrainConfig(c, source); !s.ok()) return s;
   return c;
 }
@@ -539,13 +605,18 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
                     absl::StrCat(c.checkpoint_every, ": a shape-only job (values: none) has no parameters to "
                                                      "checkpoint; drop the key or use values: real"));
   }
+  if (auto s = CheckAttention(c, source); !s.ok()) return s;
   // A shape-only job holds no values: no reference, no host memory to bound.
   if (c.shape_only()) return absl::OkStatus();
   // The one-device reference holds weights, gradients, Adam moments and the
-  // teacher (5 copies of 2 L D F floats) and the activations of every layer.
+  // teacher (5 copies of each layer's parameters) and the activations of
+  // every layer (attention's: its input, q, k, v, o and the probabilities).
   const double d = static_cast<double>(c.emb_dim), f = static_cast<double>(c.mlp_dim),
                b = static_cast<double>(c.global_batch_tokens), l = c.num_layers;
-  const double bytes = 4 * (5 * 2 * l * d * f + l * b * (2 * f + d) + 4 * b * d);
+  const double attention =
+      c.attention() ? b * (d + 2.0 * (c.q_width() + c.kv_width()) + static_cast<double>(c.num_query_heads) * c.seq_len)
+                    : 0;
+  const double bytes = 4 * (5 * l * c.LayerParams() + l * (b * (c.mlp_matrices() * f + d) + attention) + 4 * b * d);
   if (bytes > kMaxReferenceBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": emb_dim=", c.emb_dim, ", mlp_dim=", c.mlp_dim, ", num_layers=", c.num_layers,
@@ -582,6 +653,18 @@ absl::Status ResolveMesh(TrainConfig& c, const Topology& topo) {
   if (auto s = divides("mlp_dim", c.mlp_dim, tensor_ways, "tensor"); !s.ok()) return s;
   // Activations between blocks are sharded over tensor along D (Megatron).
   if (auto s = divides("emb_dim", c.emb_dim, tensor_ways, "tensor"); !s.ok()) return s;
+  if (!c.attention()) return absl::OkStatus();
+  // The tensor axis splits attention by heads, keeping each group of query
+  // heads with its key-value head; a chip's rows are whole sequences.
+  if (auto s = divides("base_num_kv_heads", c.num_kv_heads, tensor_ways, "tensor"); !s.ok()) return s;
+  const int64_t rows = c.global_batch_tokens / (batch_ways * c.num_microbatches);
+  if (rows % c.seq_len != 0) {
+    return KeyError(source, "max_target_length",
+                    absl::StrCat(c.seq_len, ": each chip's share of a microbatch is ", rows, " tokens (",
+                                 c.global_batch_tokens, " over ", batch_ways, " data x fsdp shard(s) and ",
+                                 c.num_microbatches, " microbatch(es)), not whole sequences; use a global_batch_tokens "
+                                 "that is a multiple of ", batch_ways * c.num_microbatches * c.seq_len));
+  }
   return absl::OkStatus();
 }
 

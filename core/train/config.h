@@ -64,6 +64,14 @@ struct TrainConfig {
   // the rest again in the backward pass (charged: the tensor axis' gather
   // and the forward matmuls once more).
   std::string remat_policy = "none";  // none | full
+  // Causal self-attention before the MLP (issue 19; MaxText's keys): query,
+  // key, value and output projections with grouped key-value heads. No query
+  // heads: no attention (seed 001's block). Sequences of seq_len rows: the
+  // batch is sharded by whole sequences.
+  int num_query_heads = 0;  // base_num_query_heads
+  int num_kv_heads = 0;     // base_num_kv_heads (a file's default: the query heads)
+  int64_t head_dim = 0;     // (a file's default: emb_dim / query heads)
+  int64_t seq_len = 0;      // max_target_length
   int dtype_bytes = 2;              // emulated: bf16 (2) | f32 (4)
   int wire_dtype_bytes = 4;         // what crosses links: f32 (4) | bf16 (2)
   double time_scale = -1;           // -1: whatever the pod runs at
@@ -90,6 +98,14 @@ struct TrainConfig {
 
   bool shape_only() const { return values == "none"; }
   int mlp_matrices() const { return gated_mlp ? 3 : 2; }
+  bool attention() const { return num_query_heads > 0; }
+  int64_t q_width() const { return num_query_heads * head_dim; }  // Wq's columns, Wo's rows
+  int64_t kv_width() const { return num_kv_heads * head_dim; }     // Wk's and Wv's columns
+  // Parameters of one block: the MLP's k D F and attention's D (2 N H + 2 K H).
+  double LayerParams() const {
+    return static_cast<double>(emb_dim) * (mlp_matrices() * static_cast<double>(mlp_dim) +
+                                           2.0 * static_cast<double>(q_width() + kv_width()));
+  }
   bool full_remat() const { return remat_policy == "full"; }
   int stages() const { return ici.pipeline * dcn.pipeline; }  // after ResolveMesh
   bool operator==(const TrainConfig&) const = default;

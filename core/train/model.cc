@@ -16,11 +16,18 @@ constexpr uint64_t kWeightStream = 1, kBatchStream = 2;
 uint64_t StreamKey(uint64_t seed, uint64_t stream) { return SplitMix64(SplitMix64(seed) ^ stream); }
 
 // Which matrix: Win and Wout as before gated MLPs (their values unchanged),
-// Wup apart from both.
+// Wup apart from both, attention's apart from all three.
 uint64_t MatrixBits(int layer, Matrix m) {
   const uint64_t l = static_cast<uint64_t>(layer) << 1;
-  return m == Matrix::kIn ? l : m == Matrix::kOut ? l | 1 : (uint64_t{1} << 39) | l;
+  switch (m) {
+    case Matrix::kIn: return l;
+    case Matrix::kOut: return l | 1;
+    case Matrix::kUp: return (uint64_t{1} << 39) | l;
+    default: return (static_cast<uint64_t>(m) << 33) | l;
+  }
 }
+
+constexpr Matrix kAttentionMatrices[] = {Matrix::kQuery, Matrix::kKey, Matrix::kValue, Matrix::kAttnOut};
 
 // y [rows, cols] = x [rows, inner] W [inner, cols].
 void Multiply(const float* x, int64_t rows, int64_t inner, const std::vector<float>& w, int64_t cols, float* y,
@@ -31,9 +38,41 @@ void Multiply(const float* x, int64_t rows, int64_t inner, const std::vector<flo
 }  // namespace
 
 std::vector<Matrix> BlockMatrices(const TrainConfig& config) {
-  if (config.gated_mlp) return {Matrix::kIn, Matrix::kUp, Matrix::kOut};
-  return {Matrix::kIn, Matrix::kOut};
+  std::vector<Matrix> out;
+  if (config.attention()) out.assign(std::begin(kAttentionMatrices), std::end(kAttentionMatrices));
+  out.push_back(Matrix::kIn);
+  if (config.gated_mlp) out.push_back(Matrix::kUp);
+  out.push_back(Matrix::kOut);
+  return out;
 }
+
+int64_t MatrixWidth(const TrainConfig& c, Matrix m) {
+  switch (m) {
+    case Matrix::kQuery:
+    case Matrix::kAttnOut: return c.q_width();
+    case Matrix::kKey:
+    case Matrix::kValue: return c.kv_width();
+    default: return c.mlp_dim;
+  }
+}
+
+AttentionShape AttentionOf(const TrainConfig& c, int64_t rows, int tensor) {
+  return {rows / c.seq_len, c.seq_len, c.num_query_heads / tensor, c.num_kv_heads / tensor, c.head_dim};
+}
+
+std::vector<std::vector<float>>& ModelWeights::of(Matrix m) {
+  switch (m) {
+    case Matrix::kIn: return win;
+    case Matrix::kUp: return wup;
+    case Matrix::kOut: return wout;
+    case Matrix::kQuery: return wq;
+    case Matrix::kKey: return wk;
+    case Matrix::kValue: return wv;
+    case Matrix::kAttnOut: return wo;
+  }
+  return win;
+}
+const std::vector<std::vector<float>>& ModelWeights::of(Matrix m) const { return const_cast<ModelWeights*>(this)->of(m); }
 
 LayerWeights::LayerWeights(const TrainConfig& c, WeightStream stream, int layer, Matrix m)
     // Scaled so that activations keep their size through the layers; Wup
@@ -41,15 +80,29 @@ LayerWeights::LayerWeights(const TrainConfig& c, WeightStream stream, int layer,
     // (With no normalization between blocks, a deep gated stack still
     // grows or fades: the product is quadratic in its input.)
     : scale_((m == Matrix::kUp ? 2.0f : 1.0f) *
-             std::sqrt(3.0f / static_cast<float>(m == Matrix::kOut ? c.mlp_dim : c.emb_dim))),
+             std::sqrt(3.0f / static_cast<float>(AlongD(m) ? c.emb_dim : MatrixWidth(c, m)))),
       key_(StreamKey(c.seed, kWeightStream)),
       matrix_(SplitMix64((static_cast<uint64_t>(stream) << 40) | MatrixBits(layer, m))) {}
+
+// x [rows, D] <- attention's output on x (rows whole sequences), forward only.
+void AttentionPass(const TrainConfig& c, const ModelWeights& m, int l, std::vector<float>& x) {
+  const int64_t b = static_cast<int64_t>(x.size()) / c.emb_dim, d = c.emb_dim;
+  const AttentionShape s = AttentionOf(c, b);
+  std::vector<float> q(b * s.q_width()), k(b * s.kv_width()), v(b * s.kv_width()), p(s.prob_elements()),
+      o(b * s.q_width());
+  Multiply(x.data(), b, d, m.wq[l], s.q_width(), q.data());
+  Multiply(x.data(), b, d, m.wk[l], s.kv_width(), k.data());
+  Multiply(x.data(), b, d, m.wv[l], s.kv_width(), v.data());
+  AttentionForward(s, q.data(), k.data(), v.data(), p.data(), o.data());
+  Multiply(o.data(), b, s.q_width(), m.wo[l], d, x.data());
+}
 
 void ForwardPass(const TrainConfig& c, const ModelWeights& m, std::vector<float>& x) {
   const int64_t b = static_cast<int64_t>(x.size()) / c.emb_dim, d = c.emb_dim, f = c.mlp_dim;
   const Activation act = ActivationNamed(c.activation);
   std::vector<float> h(b * f), u(c.gated_mlp ? b * f : 0);
   for (int l = 0; l < c.num_layers; ++l) {
+    if (c.attention()) AttentionPass(c, m, l, x);
     Multiply(x.data(), b, d, m.win[l], f, h.data());
     Activate(act, h.data(), b * f, h.data());
     if (c.gated_mlp) {
@@ -62,13 +115,12 @@ void ForwardPass(const TrainConfig& c, const ModelWeights& m, std::vector<float>
 
 ModelWeights InitWeights(const TrainConfig& c, WeightStream stream) {
   ModelWeights w;
-  const int64_t n = c.emb_dim * c.mlp_dim;
   for (int l = 0; l < c.num_layers; ++l) {
     for (Matrix m : BlockMatrices(c)) {
-      std::vector<float> values(n);
+      std::vector<float> values(c.emb_dim * MatrixWidth(c, m));
       const LayerWeights full(c, stream, l, m);
-      for (int64_t i = 0; i < n; ++i) values[i] = full(i);
-      (m == Matrix::kIn ? w.win : m == Matrix::kUp ? w.wup : w.wout).push_back(std::move(values));
+      for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i) values[i] = full(i);
+      w.of(m).push_back(std::move(values));
     }
   }
   return w;
@@ -86,7 +138,7 @@ double BatchLoss(const TrainConfig& c, const ModelWeights& w, int step) {
 
 double SumOfSquares(const ModelWeights& w) {
   double sum = 0;
-  for (const auto* group : {&w.win, &w.wup, &w.wout}) {
+  for (const auto* group : {&w.win, &w.wup, &w.wout, &w.wq, &w.wk, &w.wv, &w.wo}) {
     for (const auto& m : *group) {
       for (float v : m) sum += static_cast<double>(v) * v;
     }
@@ -108,10 +160,10 @@ std::vector<float> BatchTokens(const TrainConfig& c, int step, int64_t first, in
 ReferenceTrainer::ReferenceTrainer(const TrainConfig& config, int threads)
     : c_(config), threads_(threads), weights_(InitWeights(config, WeightStream::kStudent)),
       teacher_(InitWeights(config, WeightStream::kTeacher)) {
-  for (auto group : {&ModelWeights::win, &ModelWeights::wup, &ModelWeights::wout}) {
-    for (const auto& w : weights_.*group) {
-      (m_.*group).emplace_back(w.size(), 0.0f);
-      (v_.*group).emplace_back(w.size(), 0.0f);
+  for (Matrix m : BlockMatrices(c_)) {
+    for (const auto& w : weights_.of(m)) {
+      m_.of(m).emplace_back(w.size(), 0.0f);
+      v_.of(m).emplace_back(w.size(), 0.0f);
     }
   }
 }
@@ -124,6 +176,7 @@ StepRecord ReferenceTrainer::Step() {
   as_.resize(layers);
   grads_.resize(layers);
   us_.resize(c_.gated_mlp ? layers : 0);
+  for (auto* v : {&qs_, &ks_, &vs_, &ps_, &os_, &mids_}) v->resize(c_.attention() ? layers : 0);
   xs_[0] = BatchTokens(c_, step_, 0, b);
 
   // Teacher targets.
@@ -132,17 +185,20 @@ StepRecord ReferenceTrainer::Step() {
 
   // Forward, keeping every layer's input, activation and its derivative
   // (the pre-activation goes first into the derivative's buffer).
+  // The MLP's input: the layer's, or attention's output.
+  auto mlp_in = [&](int l) -> const std::vector<float>& { return c_.attention() ? mids_[l] : xs_[l]; };
   for (int l = 0; l < layers; ++l) {
+    if (c_.attention()) AttentionForwardKeep(l);
     as_[l].resize(b * f);
     grads_[l].resize(b * f);
     xs_[l + 1].resize(b * d);
     float* h = grads_[l].data();
-    MatMul(xs_[l].data(), b, d, false, weights_.win[l].data(), d, f, false, h, nullptr, threads_);
+    MatMul(mlp_in(l).data(), b, d, false, weights_.win[l].data(), d, f, false, h, nullptr, threads_);
     ParallelFor(b * f, threads_, [&](int64_t i, int64_t end) { ActivateWithGrad(act, h + i, end - i, &as_[l][i], h + i); });
     const float* a = as_[l].data();
     if (c_.gated_mlp) {
       us_[l].resize(b * f);
-      Multiply(xs_[l].data(), b, d, weights_.wup[l], f, us_[l].data(), threads_);
+      Multiply(mlp_in(l).data(), b, d, weights_.wup[l], f, us_[l].data(), threads_);
       gated_.resize(b * f);
       ParallelFor(b * f, threads_, [&](int64_t i, int64_t end) {
         for (; i < end; ++i) gated_[i] = as_[l][i] * us_[l][i];
@@ -194,11 +250,11 @@ StepRecord ReferenceTrainer::Step() {
         for (; i < end; ++i) da_[i] *= grad[i];  // dH
       });
     }
-    MatMul(xs_[l].data(), b, d, true, da_.data(), b, f, false, dwin_.data(), nullptr, threads_);  // dWin = X^T dH
+    MatMul(mlp_in(l).data(), b, d, true, da_.data(), b, f, false, dwin_.data(), nullptr, threads_);  // dWin = X^T dH
     MatMul(da_.data(), b, f, false, weights_.win[l].data(), d, f, true, dprev_.data(), nullptr, threads_);  // dX
     if (c_.gated_mlp) {
       dwup_.resize(d * f);
-      MatMul(xs_[l].data(), b, d, true, du_.data(), b, f, false, dwup_.data(), nullptr, threads_);  // dWup = X^T dU
+      MatMul(mlp_in(l).data(), b, d, true, du_.data(), b, f, false, dwup_.data(), nullptr, threads_);  // dWup = X^T dU
       // dX += dU Wup^T
       gated_.resize(b * d);
       MatMul(du_.data(), b, f, false, weights_.wup[l].data(), d, f, true, gated_.data(), nullptr, threads_);
@@ -209,9 +265,56 @@ StepRecord ReferenceTrainer::Step() {
     Update(weights_.wout[l], dwout_, m_.wout[l], v_.wout[l]);
     Update(weights_.win[l], dwin_, m_.win[l], v_.win[l]);
     if (c_.gated_mlp) Update(weights_.wup[l], dwup_, m_.wup[l], v_.wup[l]);
+    if (c_.attention()) AttentionBackwardUpdate(l, dprev_);
     std::swap(dx_, dprev_);
   }
   return {step_ - 1, loss};
+}
+
+void ReferenceTrainer::AttentionForwardKeep(int l) {
+  const int64_t b = c_.global_batch_tokens, d = c_.emb_dim;
+  const AttentionShape s = AttentionOf(c_, b);
+  qs_[l].resize(b * s.q_width());
+  ks_[l].resize(b * s.kv_width());
+  vs_[l].resize(b * s.kv_width());
+  ps_[l].resize(s.prob_elements());
+  os_[l].resize(b * s.q_width());
+  mids_[l].resize(b * d);
+  Multiply(xs_[l].data(), b, d, weights_.wq[l], s.q_width(), qs_[l].data(), threads_);
+  Multiply(xs_[l].data(), b, d, weights_.wk[l], s.kv_width(), ks_[l].data(), threads_);
+  Multiply(xs_[l].data(), b, d, weights_.wv[l], s.kv_width(), vs_[l].data(), threads_);
+  AttentionForward(s, qs_[l].data(), ks_[l].data(), vs_[l].data(), ps_[l].data(), os_[l].data());
+  Multiply(os_[l].data(), b, s.q_width(), weights_.wo[l], d, mids_[l].data(), threads_);
+}
+
+void ReferenceTrainer::AttentionBackwardUpdate(int l, std::vector<float>& dx) {
+  const int64_t b = c_.global_batch_tokens, d = c_.emb_dim;
+  const AttentionShape s = AttentionOf(c_, b);
+  const int64_t qw = s.q_width(), kvw = s.kv_width();
+  std::vector<float> dwo(qw * d), d_o(b * qw), dq(b * qw), dk(b * kvw), dv(b * kvw), dw(d * qw), part(b * d);
+  MatMul(os_[l].data(), b, qw, true, dx.data(), b, d, false, dwo.data(), nullptr, threads_);  // dWo = O^T dMid
+  MatMul(dx.data(), b, d, false, weights_.wo[l].data(), qw, d, true, d_o.data(), nullptr, threads_);  // dO
+  AttentionBackward(s, qs_[l].data(), ks_[l].data(), vs_[l].data(), ps_[l].data(), d_o.data(), dq.data(), dk.data(),
+                    dv.data());
+  Update(weights_.wo[l], dwo, m_.wo[l], v_.wo[l]);
+  // dX = dQ Wq^T + dK Wk^T + dV Wv^T, each weight's gradient X^T dP, updated
+  // once its product is made (it reads the weight before the update).
+  const std::pair<Matrix, const std::vector<float>*> parts[] = {
+      {Matrix::kQuery, &dq}, {Matrix::kKey, &dk}, {Matrix::kValue, &dv}};
+  for (const auto& [m, grad] : parts) {
+    const int64_t width = MatrixWidth(c_, m);
+    auto& w = weights_.of(m)[l];
+    float* into = m == Matrix::kQuery ? dx.data() : part.data();
+    MatMul(grad->data(), b, width, false, w.data(), d, width, true, into, nullptr, threads_);
+    if (m != Matrix::kQuery) {
+      ParallelFor(b * d, threads_, [&](int64_t i, int64_t end) {
+        for (; i < end; ++i) dx[i] += part[i];
+      });
+    }
+    dw.resize(d * width);
+    MatMul(xs_[l].data(), b, d, true, grad->data(), b, width, false, dw.data(), nullptr, threads_);
+    Update(w, dw, m_.of(m)[l], v_.of(m)[l]);
+  }
 }
 
 void ReferenceTrainer::Update(std::vector<float>& w, const std::vector<float>& g, std::vector<float>& m,

@@ -10,23 +10,31 @@
 #include <vector>
 
 #include "core/base/splitmix.h"
+#include "core/train/attention.h"
 #include "core/train/config.h"
 
 namespace tpuemu {
 
-// A block's matrices: Win [D, F], Wup [D, F] (a gated MLP's second
-// up-projection, multiplied into Win's activation), Wout [F, D].
-enum class Matrix { kIn = 0, kUp = 1, kOut = 2 };
-inline constexpr int kMatrixKinds = 3;
+// A block's matrices: the MLP's Win [D, F], Wup [D, F] (a gated MLP's second
+// up-projection, multiplied into Win's activation), Wout [F, D]; with
+// attention, before them, Wq [D, N H], Wk and Wv [D, K H], Wo [N H, D].
+enum class Matrix { kIn = 0, kUp = 1, kOut = 2, kQuery = 3, kKey = 4, kValue = 5, kAttnOut = 6 };
+inline constexpr int kMatrixKinds = 7;
 // The matrices of a block of `config`'s model, in the order they are used forward.
 std::vector<Matrix> BlockMatrices(const TrainConfig& config);
-// Laid out as Win ([D, F]): Win and Wup.
-inline bool AlongD(Matrix m) { return m != Matrix::kOut; }
+// Laid out as Win ([D, width]): all but Wout and Wo ([width, D]).
+inline bool AlongD(Matrix m) { return m != Matrix::kOut && m != Matrix::kAttnOut; }
+// The matrix's other dimension than D (the one the tensor axis splits).
+int64_t MatrixWidth(const TrainConfig& c, Matrix m);
+// The attention of `rows` rows (whole sequences) on one of `tensor` shards of the heads.
+AttentionShape AttentionOf(const TrainConfig& c, int64_t rows, int tensor = 1);
 
-// Row-major weights of every layer: win[l] and wup[l] (gated MLPs; else
-// empty) are D x F, wout[l] is F x D.
+// Row-major weights of every layer, by matrix (empty where the block has
+// none): [D, width] along D, else [width, D].
 struct ModelWeights {
-  std::vector<std::vector<float>> win, wup, wout;
+  std::vector<std::vector<float>> win, wup, wout, wq, wk, wv, wo;
+  std::vector<std::vector<float>>& of(Matrix m);
+  const std::vector<std::vector<float>>& of(Matrix m) const;
 };
 
 enum class WeightStream { kStudent = 0, kTeacher = 1 };
@@ -74,6 +82,10 @@ class ReferenceTrainer {
 
  private:
   void Update(std::vector<float>& w, const std::vector<float>& g, std::vector<float>& m, std::vector<float>& v);
+  // Layer l's attention on xs_[l] into mids_[l], keeping what the backward
+  // pass needs; and that pass from dx (mids_[l]'s gradient) into dx (xs_[l]'s).
+  void AttentionForwardKeep(int l);
+  void AttentionBackwardUpdate(int l, std::vector<float>& dx);
 
   TrainConfig c_;
   int threads_;
@@ -86,6 +98,8 @@ class ReferenceTrainer {
   // layer's input, activation and activation derivative (and, gated, the
   // up-projection); the backward pass's scratch.
   std::vector<std::vector<float>> xs_, as_, grads_, us_;
+  // With attention, by layer: q, k, v, the probabilities, o, and the MLP's input.
+  std::vector<std::vector<float>> qs_, ks_, vs_, ps_, os_, mids_;
   std::vector<float> y_, dx_, da_, du_, gated_, dwout_, dwin_, dwup_, dprev_;
 };
 

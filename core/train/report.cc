@@ -21,15 +21,34 @@ double MicrobatchesHeld(const TrainConfig& c) {
   return c.pipeline_schedule == "1f1b" ? std::min(c.stages(), c.num_microbatches) : c.num_microbatches;
 }
 
+// Elements per row a layer keeps for the backward pass on a chip of
+// `tensor` shards (its MLP's gathered input, pre-activation and a gated
+// MLP's up-projection; attention's gathered input, q, k, v, o and
+// probabilities), or with full remat each part's input shard.
+double AttentionHeldPerRow(const TrainConfig& c, double tensor) {
+  if (!c.attention()) return 0;
+  return c.emb_dim + (2.0 * (c.q_width() + c.kv_width()) + static_cast<double>(c.num_query_heads) * c.seq_len) / tensor;
+}
+double HeldPerRow(const TrainConfig& c, double tensor) {
+  const double d = c.emb_dim, f = c.mlp_dim, k = c.mlp_matrices();
+  if (c.full_remat()) return (c.attention() ? 2 : 1) * d / tensor;
+  return d + (k - 1) * f / tensor + AttentionHeldPerRow(c, tensor);
+}
+
+// Attention's two products per token (q k^T and p v over the sequence,
+// masked half included), forward: 4 S N H.
+double AttentionCoreFlopsPerToken(const TrainConfig& c) {
+  return c.attention() ? 4.0 * static_cast<double>(c.seq_len) * c.q_width() : 0;
+}
+
 }  // namespace
 
 std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh) {
-  const double d = c.emb_dim, f = c.mlp_dim, l = StageLayers(c), dtype = c.dtype_bytes;
+  const double l = StageLayers(c), dtype = c.dtype_bytes;
   const double fsdp = mesh.size(MeshAxisKind::kFsdp), tensor = mesh.size(MeshAxisKind::kTensor);
   const double microbatch = static_cast<double>(c.global_batch_tokens) /
                             (mesh.size(MeshAxisKind::kData) * fsdp * c.num_microbatches);
-  const double k = c.mlp_matrices();
-  const double params = k * l * d * f / (fsdp * tensor);
+  const double params = l * c.LayerParams() / (fsdp * tensor);
   // FSDP: one layer's matrices gathered over fsdp (two layers' with
   // prefetch, all the stage's with pipeline_fsdp_ag_once).
   const double gathered_layers = c.pipeline_fsdp_ag_once ? l : c.fsdp_prefetch ? 2 : 1;
@@ -37,13 +56,9 @@ std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh) 
       {"parameters", params * dtype},
       {"gradients", params * dtype},
       {"optimizer state", c.opt_type == "adam" ? params * 8 : 0},
-      // Saved for the backward pass: each layer's gathered input and
-      // pre-activation (and a gated MLP's up-projection), for every
-      // microbatch in flight.
-      // With full remat, the layer's input shard alone.
-      {"activations", MicrobatchesHeld(c) * l * microbatch * (c.full_remat() ? d / tensor : d + (k - 1) * f / tensor) *
-                          dtype},
-      {"gathered weights", fsdp > 1 ? gathered_layers * k * d * f / tensor * dtype : 0},
+      // Saved for the backward pass, for every microbatch in flight.
+      {"activations", MicrobatchesHeld(c) * l * microbatch * HeldPerRow(c, tensor) * dtype},
+      {"gathered weights", fsdp > 1 ? gathered_layers * c.LayerParams() / tensor * dtype : 0},
   };
   return items;
 }
@@ -53,15 +68,16 @@ double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh) {
   const double fsdp = mesh.size(MeshAxisKind::kFsdp), tensor = mesh.size(MeshAxisKind::kTensor);
   const double batch = static_cast<double>(c.global_batch_tokens) / (mesh.size(MeshAxisKind::kData) * fsdp);
   const double microbatch = batch / c.num_microbatches;
-  const double k = c.mlp_matrices();
-  const double shard = k * l * d * f / (fsdp * tensor);
+  const double p = c.LayerParams();
+  const double shard = l * p / (fsdp * tensor);
   const double copies = c.opt_type == "adam" ? 4 : 2;  // weights, gradients (, two moments)
   const double gathered_layers = c.pipeline_fsdp_ag_once ? l : c.fsdp_prefetch ? 2 : 1;
-  const double gathered = fsdp > 1 ? gathered_layers * k * d * f / tensor : 0;
+  const double gathered = fsdp > 1 ? gathered_layers * p / tensor : 0;
   // The teacher; per microbatch and layer the input, activation and its
-  // derivative (and a gated MLP's up-projection).
-  return 4 * (k * c.num_layers * d * f + copies * shard + MicrobatchesHeld(c) * l * microbatch * (d + k * f / tensor) +
-              gathered + 4 * batch * d);
+  // derivative (and a gated MLP's up-projection), and attention's.
+  const double held = d + c.mlp_matrices() * f / tensor + AttentionHeldPerRow(c, tensor);
+  return 4 * (p * c.num_layers + copies * shard + MicrobatchesHeld(c) * l * microbatch * held + gathered +
+              4 * batch * d);
 }
 
 double ChipHbmBytes(const TrainConfig& c, const Topology& topo) {
@@ -87,7 +103,7 @@ absl::Status CheckMemory(const TrainConfig& c, const TrainMesh& mesh, const Topo
 }
 
 double StepModelFlops(const TrainConfig& c) {
-  return 3.0 * 2 * c.mlp_matrices() * static_cast<double>(c.global_batch_tokens) * c.emb_dim * c.mlp_dim *
+  return 3.0 * (2 * c.LayerParams() + AttentionCoreFlopsPerToken(c)) * static_cast<double>(c.global_batch_tokens) *
          c.num_layers;
 }
 
@@ -165,21 +181,33 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
     for (Axis a : mesh.axes(k)) w += 2 * topo.Link(a).bw_dir;
     return w;
   };
-  // FSDP gathers each of the k matrices for every use: forward and backward
-  // of each microbatch (the seed's 12 D F, with k = 2, is one microbatch),
-  // or once per step; seed 001's table counts 2 bytes per parameter.
-  const double k = c.mlp_matrices();
+  // FSDP gathers each of the block's matrices for every use: forward and
+  // backward of each microbatch (the seed's 12 D F, with k = 2 matrices, is
+  // one microbatch), or once per step; seed 001's table counts 2 bytes per
+  // parameter. A block's parameters, P, are k D F (the MLP's matrices), and
+  // with attention 2 D (Nq + Nkv) H more; the formulas say P then.
+  const double k = c.mlp_matrices(), p = c.LayerParams();
+  const double matrices = static_cast<double>(BlockMatrices(c).size());
+  // "u D F" for u P without attention (P = k D F), else "u/k P".
+  auto params_text = [&](double units) {
+    return c.attention() ? absl::StrCat(units / k, " P") : absl::StrCat(units, " D F");
+  };
   const bool once = c.pipeline_fsdp_ag_once;
   const std::string fsdp_formula =
-      once ? absl::StrCat("FSDP once: ", 4 * k, " D F/T (N-1)/N")
+      once ? absl::StrCat("FSDP once: ", params_text(4 * k), "/T (N-1)/N")
       : m == 1
-          ? absl::StrCat("FSDP: ", 6 * k, " D F/T (N-1)/N")
-          : absl::StrCat("FSDP x M=", m, ": (", 4 * k, "M+", 2 * k, ") D F/T (N-1)/N");
-  const double fsdp_units = k * (once ? 4 : 4 * m + 2);
+          ? absl::StrCat("FSDP: ", params_text(6 * k), "/T (N-1)/N")
+          : absl::StrCat("FSDP x M=", m, ": (", 4 * k, "M+", 2 * k, ")", c.attention() ? "/" + absl::StrCat(k) + " P" : " D F",
+                         "/T (N-1)/N");
+  const double gathers_per_matrix = once ? 2 : 2 * m + 1;
   // A stage sends each microbatch's activations on after each of its layer
   // groups but the last one, and gradients back before each but the first.
   const double sends = stages == 2 ? 2.0 * c.pipeline_repeats - 1 : 2.0 * c.pipeline_repeats;
-  const double tensor_collectives = c.full_remat() ? 5 : 4;
+  // Per part of the block (attention, the MLP): the input gathered and the
+  // output reduce-scattered, forward and backward (and the input gathered
+  // again with full remat).
+  const double parts = c.attention() ? 2 : 1;
+  const double tensor_collectives = parts * (c.full_remat() ? 5 : 4);
   // Each row's bytes are `count` collectives of `v` bytes each; their time
   // is the collective oracle's on the axis's own links (ICI, DCN, or ICI
   // then DCN, hierarchical), latency included.
@@ -192,13 +220,14 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
     double count, v;
   };
   const Row rows[] = {
-      {MeshAxisKind::kData, data, absl::StrCat("DP: ", 4 * k, " D F/(T Z) (N-1)/N"),
-       2 * k * dtype * d * f / (tensor * fsdp) * (data - 1) / data, CollectiveOp::kAllReduce, k,
-       dtype * d * f / (tensor * fsdp)},
-      {MeshAxisKind::kFsdp, fsdp, fsdp_formula, fsdp_units / 2 * dtype * d * f / tensor * (fsdp - 1) / fsdp,
-       CollectiveOp::kAllGather, fsdp_units / 2, dtype * d * f / tensor},
-      // Full remat gathers each layer's input once more in the backward pass.
-      {MeshAxisKind::kTensor, tensor, c.full_remat() ? "TP, full remat: 10 B D (N-1)/N" : "TP: 8 B D (N-1)/N",
+      {MeshAxisKind::kData, data, absl::StrCat("DP: ", params_text(4 * k), "/(T Z) (N-1)/N"),
+       2 * dtype * p / (tensor * fsdp) * (data - 1) / data, CollectiveOp::kAllReduce, matrices,
+       dtype * p / (tensor * fsdp) / matrices},
+      {MeshAxisKind::kFsdp, fsdp, fsdp_formula, gathers_per_matrix * dtype * p / tensor * (fsdp - 1) / fsdp,
+       CollectiveOp::kAllGather, gathers_per_matrix * matrices, dtype * p / tensor / matrices},
+      // Full remat gathers each part's input once more in the backward pass.
+      {MeshAxisKind::kTensor, tensor,
+       absl::StrCat("TP", c.full_remat() ? ", full remat" : "", ": ", 2 * tensor_collectives, " B D (N-1)/N"),
        tensor_collectives * dtype * batch * d * (tensor - 1) / tensor, CollectiveOp::kAllGather, tensor_collectives,
        dtype * batch * d},
       {MeshAxisKind::kPipeline, stages, "PP: sends x 2 B D/T / layers", sends * dtype * batch * d / tensor / layers,
@@ -225,10 +254,16 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
     }
     out.push_back(std::move(cost));
   }
-  // k matmuls forward, 2k backward (and the k - 1 before Wout again with full remat)
-  const double units = 6 * k + (c.full_remat() ? 2 * (k - 1) : 0);
-  const double flops = units * batch * d * f / tensor;
-  out.push_back({"compute", absl::StrCat(units, " B D F/T flops / C"), 0, 0, flops / topo.profile().flops_bf16,
+  // The block's matmuls forward (2 P per token, and attention's 4 S Nq H),
+  // twice that backward, and with full remat the forward again but for the
+  // two output projections (Wout and Wo).
+  const double core = AttentionCoreFlopsPerToken(c);
+  const double remat = c.full_remat() ? 2 * (k - 1) * d * f + (c.attention() ? 2.0 * d * (c.q_width() + 2 * c.kv_width()) + core : 0) : 0;
+  const double flops = (6 * p + 3 * core + remat) * batch / tensor;
+  const std::string flops_text =
+      c.attention() ? absl::StrCat("(6 P + 12 S Nq H", c.full_remat() ? " + remat" : "", ") B/T flops / C")
+                    : absl::StrCat(6 * k + (c.full_remat() ? 2 * (k - 1) : 0), " B D F/T flops / C");
+  out.push_back({"compute", flops_text, 0, 0, flops / topo.profile().flops_bf16,
                  (step.compute_parts_s[0] + step.compute_parts_s[1]) / layers, "flops / C"});
   return out;
 }

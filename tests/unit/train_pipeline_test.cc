@@ -201,8 +201,10 @@ class PipelineTest : public testing::TestWithParam<PipelineCase> {
     const PipelineCase& k = GetParam();
     std::string text = std::string(k.mesh) + extra + "emb_dim: 32\nmlp_dim: 64\nglobal_batch_tokens: 64\nseed: 5\n" +
                        (gated ? "mlp_activations: [silu, linear]\n" : "activation: gelu\n") +
-                       "num_pipeline_microbatches: 4\nopt_type: " + optimizer +
-                       (optimizer == "adam" ? "\nlearning_rate: 0.01\n" : "\nlearning_rate: 20\n");
+                       "num_pipeline_microbatches: 4\nopt_type: " + optimizer + "\n";
+    if (extra.find("learning_rate") == std::string::npos) {
+      text += optimizer == "adam" ? "learning_rate: 0.01\n" : "learning_rate: 20\n";
+    }
     if (text.find("num_layers") == std::string::npos) text += "num_layers: 4\n";
     ComparedRun run = TrainAndCompare(k.topology, k.slices, text, steps);
     EXPECT_TRUE(run.ok);
@@ -225,6 +227,24 @@ TEST_P(PipelineTest, GatedMlpWithAdamEqualsOneDeviceAtEveryStep) {
   const ComparedRun run = Train("adam", 3, "", /*gated=*/true);
   ASSERT_TRUE(run.ok);
   EXPECT_TRUE(run.config.gated_mlp);
+}
+
+TEST_P(PipelineTest, LlamaBlockWithAdamEqualsOneDeviceAtEveryStep) {
+  // Causal attention (4 query heads sharing 2 key-value heads, sequences of
+  // 2 tokens: the smallest microbatch shard here is 2 rows), then a gated
+  // MLP. Smaller steps than the MLP's alone. 8 such blocks (the circular
+  // cases) with nothing to normalise between them overflow on one device as
+  // sharded (a NaN loss from step 1 with steps of 0.01 and 0.001): seed 001's
+  // block has no norm, and a gated one is quadratic in its input.
+  if (std::string(GetParam().mesh).find("num_layers: 8") != std::string::npos) {
+    GTEST_SKIP() << "8 LLaMA blocks without normalisation overflow, on one device too";
+  }
+  const ComparedRun run = Train("adam", 3,
+                                "base_num_query_heads: 4\nbase_num_kv_heads: 2\nhead_dim: 8\nmax_target_length: 2\n"
+                                "learning_rate: 0.001\n",
+                                /*gated=*/true);
+  ASSERT_TRUE(run.ok);
+  EXPECT_TRUE(run.config.attention());
 }
 
 TEST_P(PipelineTest, LinkBytesFollowTheSchedule) {

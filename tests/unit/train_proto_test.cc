@@ -56,6 +56,11 @@ const std::map<std::string, std::string> kNotDefault = {
     {"mlp_activations", "[silu, linear]"},
     {"model", "llama2-7b"},
     {"remat_policy", "full"},
+    // Attention's keys need one another: each with what it needs.
+    {"base_num_query_heads", "2\nmax_target_length: 4"},
+    {"base_num_kv_heads", "1\nbase_num_query_heads: 2\nmax_target_length: 4"},
+    {"head_dim", "3\nbase_num_query_heads: 2\nmax_target_length: 4"},
+    {"max_target_length", "8\nbase_num_query_heads: 4"},
 };
 
 TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {

@@ -48,6 +48,20 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
       {"- a\n- b\n", "expected a flat map"},
       {"emb_dim: 8\n  mlp_dim: : 8\n", "not valid YAML"},
       {"emb_dim: 16384\nmlp_dim: 65536\nnum_layers: 8\nglobal_batch_tokens: 8\n", "MiB of host memory"},
+      // Attention's keys, each wrong once.
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbase_num_query_heads: 4\n",
+       "max_target_length: missing: attention needs the sequence length"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbase_num_query_heads: 4\nbase_num_kv_heads: 3\n"
+       "max_target_length: 4\n",
+       "base_num_kv_heads: 3: must divide base_num_query_heads=4"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbase_num_query_heads: 3\nmax_target_length: 4\n",
+       "head_dim: missing, and emb_dim=8 does not split over base_num_query_heads=3; give head_dim"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbase_num_kv_heads: 2\n",
+       "base_num_kv_heads: 2 without attention: set base_num_query_heads too"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 12\nbase_num_query_heads: 2\nmax_target_length: 8\n",
+       "global_batch_tokens: 12 is not whole sequences of max_target_length=8; use a multiple of 8"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbase_num_query_heads: -2\n",
+       "base_num_query_heads: -2: must be between 0 and 65536"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nmlp_activations: [silu, gelu]\n",
        "mlp_activations: expected [NAME] (one activation) or [NAME, linear]"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nmlp_activations: [swish, linear]\n",
@@ -174,6 +188,20 @@ TEST(TrainConfigTest, MeshFillsInAndChecksProductsAndDivisibility) {
   auto s = ResolveMesh(odd, *topo);  // fsdp 16 x dcn data 2 = 32 batch shards of 12 tokens
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), HasSubstr("global_batch_tokens: 12 does not split over the 32"));
+  // Attention: the tensor axis splits whole key-value heads, and each
+  // chip's rows are whole sequences.
+  TrainConfig heads = Tiny("ici_tensor_parallelism: 4\nbase_num_query_heads: 4\nbase_num_kv_heads: 2\n"
+                           "max_target_length: 4\n");
+  heads.global_batch_tokens = 16;
+  s = ResolveMesh(heads, *topo);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("base_num_kv_heads: 2 does not split over the 4 tensor shards"));
+  TrainConfig rows = Tiny("ici_tensor_parallelism: 4\nbase_num_query_heads: 4\nmax_target_length: 4\n");
+  rows.global_batch_tokens = 16;  // 2 tokens on each of 8 batch shards
+  s = ResolveMesh(rows, *topo);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("max_target_length: 4: each chip's share of a microbatch is 2 tokens"));
   TrainConfig narrow = Tiny("ici_tensor_parallelism: 16\n");
   narrow.global_batch_tokens = 32;
   narrow.mlp_dim = 24;
@@ -183,21 +211,29 @@ TEST(TrainConfigTest, MeshFillsInAndChecksProductsAndDivisibility) {
 }
 
 TEST(ReferenceTrainerTest, GradientsMatchFiniteDifferences) {
-  // Every activation alone, and gated MLPs (LLaMA's silu among them).
-  for (const char* mlp : {"[tanh]", "[gelu]", "[silu]", "[linear]", "[silu, linear]", "[gelu, linear]"}) {
-    TrainConfig c = Tiny(std::string("opt_type: sgd\nmlp_activations: ") + mlp + "\n");
+  // Every activation alone, gated MLPs (LLaMA's silu among them), and
+  // causal attention before them (4 query heads sharing 2 key-value heads,
+  // 3 sequences of 4 tokens).
+  const std::string attention = "\nbase_num_query_heads: 4\nbase_num_kv_heads: 2\nmax_target_length: 4";
+  for (const std::string& mlp : std::vector<std::string>{"[tanh]", "[gelu]", "[silu]", "[linear]", "[silu, linear]",
+                                                         "[gelu, linear]", "[gelu]" + attention,
+                                                         "[silu, linear]" + attention}) {
+    TrainConfig c = Tiny("opt_type: sgd\nmlp_activations: " + mlp + "\n");
     c.learning_rate = 1.0;  // one SGD step moves each weight by exactly -gradient
     ReferenceTrainer t(c);
     const ModelWeights before = t.weights();
     t.Step();
     const ModelWeights after = t.weights();
     const std::pair<const char*, std::vector<std::vector<float>> ModelWeights::*> kMatrices[] = {
-        {"Win", &ModelWeights::win}, {"Wup", &ModelWeights::wup}, {"Wout", &ModelWeights::wout}};
+        {"Win", &ModelWeights::win}, {"Wup", &ModelWeights::wup}, {"Wout", &ModelWeights::wout},
+        {"Wq", &ModelWeights::wq},   {"Wk", &ModelWeights::wk},   {"Wv", &ModelWeights::wv},
+        {"Wo", &ModelWeights::wo}};
     for (int l = 0; l < c.num_layers; ++l) {
       for (const auto& [name, matrix] : kMatrices) {
-        if ((before.*matrix).empty()) continue;  // Wup: gated MLPs only
+        if ((before.*matrix).empty()) continue;  // Wup: gated MLPs only; attention's with attention
         ASSERT_EQ((before.*matrix).size(), static_cast<size_t>(c.num_layers)) << name;
-        for (int64_t i : {0, 5, 37, 101}) {
+        const int64_t size = static_cast<int64_t>((before.*matrix)[l].size());
+        for (int64_t i : {int64_t{0}, int64_t{5}, 37 % size, 101 % size, size - 1}) {
           ModelWeights plus = before, minus = before;
           const double eps = 1e-2;
           (plus.*matrix)[l][i] += eps;
@@ -210,6 +246,7 @@ TEST(ReferenceTrainerTest, GradientsMatchFiniteDifferences) {
       }
     }
     EXPECT_EQ(before.wup.empty(), !c.gated_mlp) << mlp;
+    EXPECT_EQ(before.wk.empty(), !c.attention()) << mlp;
   }
 }
 

@@ -44,13 +44,16 @@ const StrategyCase kCases[] = {
 class StrategyTest : public testing::TestWithParam<StrategyCase> {
  protected:
   // Trains `steps` steps sharded and on one device, comparing as it goes;
-  // `gated`: LLaMA's gated MLP, mlp_activations: [silu, linear].
-  void TrainAndCompare(const std::string& optimizer, int steps, bool gated = false) {
+  // `gated`: LLaMA's gated MLP, mlp_activations: [silu, linear]; `extra`:
+  // more keys.
+  void TrainAndCompare(const std::string& optimizer, int steps, bool gated = false, const std::string& extra = "") {
     const StrategyCase& k = GetParam();
-    const std::string text = std::string(k.mesh) + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\n" +
+    const std::string text = std::string(k.mesh) + extra + "emb_dim: 32\nmlp_dim: 64\nnum_layers: 2\n" +
                              "global_batch_tokens: 64\nseed: 7\n" +
                              (gated ? "mlp_activations: [silu, linear]\n" : "activation: gelu\n") + "opt_type: " + optimizer +
-                             (optimizer == "adam" ? "\nlearning_rate: 0.01\n" : "\nlearning_rate: 20\n");
+                             (optimizer == "adam" ? "\nlearning_rate: 0.01\n"
+                              : extra.empty() ? "\nlearning_rate: 20\n"
+                                              : "\nlearning_rate: 0.5\n");  // attention's gradients are larger
     run_ = tpuemu::TrainAndCompare(k.topology, k.slices, text, steps);
     if (gated) EXPECT_TRUE(run_.config.gated_mlp);
     ASSERT_TRUE(run_.ok);
@@ -59,7 +62,10 @@ class StrategyTest : public testing::TestWithParam<StrategyCase> {
     }
   }
 
-  void ExpectSeed001sBytes(int matrices);
+  // Seed 001's table for a block of `params` parameters (k D F, or the
+  // LLaMA block's k D F + 2 D (Nq + Nkv) H) and `parts` parts, each of which
+  // gathers its input and reduce-scatters its output over tensor.
+  void ExpectSeed001sBytes(double params, int parts = 1);
 
   ComparedRun run_;
 };
@@ -75,29 +81,50 @@ TEST_P(StrategyTest, GatedMlpWithAdamEqualsOneDevice) { TrainAndCompare("adam", 
 // shard.
 TEST_P(StrategyTest, BytesPerChipFollowSeed001sTable) {
   TrainAndCompare("sgd", 1);
-  ExpectSeed001sBytes(2);
+  ExpectSeed001sBytes(2.0 * 32 * 64);
 }
 
 TEST_P(StrategyTest, GatedMlpBytesPerChipFollowSeed001sTableWithThreeMatrices) {
   TrainAndCompare("sgd", 1, /*gated=*/true);
-  ExpectSeed001sBytes(3);
+  ExpectSeed001sBytes(3.0 * 32 * 64);
 }
 
-void StrategyTest::ExpectSeed001sBytes(int matrices) {
+// The LLaMA-shaped block (issue 19): causal attention with grouped key-value
+// heads, then a gated MLP. 16 query heads and 8 key-value heads of 4 split
+// over up to 8 tensor shards; sequences of 4 tokens, at least 2 per chip.
+constexpr char kLlamaBlock[] =
+    "base_num_query_heads: 16\nbase_num_kv_heads: 8\nhead_dim: 4\nmax_target_length: 4\n";
+
+TEST_P(StrategyTest, LlamaBlockWithSgdEqualsOneDevice) { TrainAndCompare("sgd", 2, /*gated=*/true, kLlamaBlock); }
+
+TEST_P(StrategyTest, LlamaBlockWithAdamEqualsOneDevice) {
+  TrainAndCompare("adam", 4, /*gated=*/true, kLlamaBlock);
+  EXPECT_TRUE(run_.config.attention());
+}
+
+// Attention's bytes (docs/jobs.md, "Attention"): its four matrices add
+// 2 D (Nq + Nkv) H parameters to each block, which DP and FSDP move as they
+// move the MLP's (4 and 6 bytes per parameter, over tensor shards), and its
+// input gather and output reduce-scatter add TP's 8 B D again.
+TEST_P(StrategyTest, LlamaBlockBytesPerChipFollowSeed001sTableWithAttention) {
+  TrainAndCompare("sgd", 1, /*gated=*/true, kLlamaBlock);
+  ExpectSeed001sBytes(3.0 * 32 * 64 + 2.0 * 32 * (16 + 8) * 4, /*parts=*/2);
+}
+
+void StrategyTest::ExpectSeed001sBytes(double params, int parts) {
   const TrainConfig& config_ = run_.config;
   const TrainMesh& mesh = *run_.mesh;
   const std::vector<ChipRunResult>& last = run_.steps.back();
-  const double k = matrices;
-  const double d = config_.emb_dim, f = config_.mlp_dim, layers = config_.num_layers;
+  const double d = config_.emb_dim, layers = config_.num_layers;
+  ASSERT_EQ(params, config_.LayerParams());
   const double data = mesh.size(MeshAxisKind::kData), fsdp = mesh.size(MeshAxisKind::kFsdp),
                tensor = mesh.size(MeshAxisKind::kTensor);
   const double b_local = config_.global_batch_tokens / (data * fsdp);
-  const double f_t = f / tensor;
   // Weight collectives act on the tensor shard of each matrix (D x F/tensor);
   // DP's AllReduce acts on the fsdp shard of that.
-  const double want_data = 4 * k * d * f_t / fsdp * (data - 1) / data * layers;
-  const double want_fsdp = 6 * k * d * f_t * (fsdp - 1) / fsdp * layers;
-  const double want_tensor = 8 * b_local * d * (tensor - 1) / tensor * layers;
+  const double want_data = 4 * params / tensor / fsdp * (data - 1) / data * layers;
+  const double want_fsdp = 6 * params / tensor * (fsdp - 1) / fsdp * layers;
+  const double want_tensor = parts * 8 * b_local * d * (tensor - 1) / tensor * layers;
   // The per-layer table the coordinator prints says the same.
   const Topology& topo = *run_.topo;
   for (const LayerCost& row : PerLayerCosts(config_, mesh, topo, SummarizeStep(config_, mesh, topo, last))) {
