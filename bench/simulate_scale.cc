@@ -1,11 +1,12 @@
-// Shape-only steps as the pod grows (issue 19): a LLaMA-3-70B-sized block
-// (seed 001's MLP: D = 8960, LLaMA-3 70B's 8192 rounded up to a multiple of
-// 560 so that FSDP over 560 chips splits it; F = 28672; 80 layers) with
-// FSDP x TP, 8192 tokens per FSDP shard, on v5p slices from 64 to 8960 chips
-// (16x20x28, a full pod): wall time and peak memory of one step with one chip
-// standing for all (core/job/symmetric_pod.h), and with every chip a thread
-// up to a size; then wall time per emulated chip of a small job with real
-// values on 32 chips against shape-only runs of it.
+// Shape-only steps as the pod grows (issue 19): a LLaMA-3-70B-shaped model
+// (80 blocks of causal attention and a gated MLP; D = 8960, LLaMA-3 70B's
+// 8192 rounded up to a multiple of 560 so that FSDP over 560 chips splits it;
+// F = 28672; 16 key-value heads, LLaMA's 8 doubled so that TP over 16 splits
+// them) with FSDP x TP, one 8192-token sequence per FSDP shard, on v5p slices
+// from 64 to 8960 chips (16x20x28, a full pod): wall time and peak memory of
+// one step with one chip standing for all (core/job/symmetric_pod.h), and
+// with every chip a thread up to a size; then wall time per emulated chip of
+// a small job with real values on 32 chips against shape-only runs of it.
 //   build/bin/simulate_scale [--plot FILE.svg|FILE.png] [every-chip up to N chips (default 128)]
 #include <chrono>
 #include <cstdio>
@@ -65,8 +66,14 @@ constexpr Slice kSlices[] = {{"4x4x4", 64, 4, 16},        {"4x4x8", 128, 4, 32},
                              {"8x8x8", 512, 8, 64},       {"8x8x16", 1024, 8, 128},   {"8x16x16", 2048, 8, 256},
                              {"16x16x16", 4096, 16, 256}, {"16x20x28", 8960, 16, 560}};
 
+// LLaMA-3 70B's block but for D (8960, not 8192: 560 FSDP ways split it)
+// and its key-value heads (16, not 8: the tensor axis splits whole heads, and
+// the pods here have no axis of 8 chips at the top): causal attention, a gated
+// MLP, full remat; one 8192-token sequence per FSDP shard.
 std::string BigBlock(const Slice& s) {
   return absl::StrCat("name: llama3-70b-block\nvalues: none\nemb_dim: 8960\nmlp_dim: 28672\nnum_layers: 80\n",
+                      "mlp_activations: [silu, linear]\nbase_num_query_heads: 64\nbase_num_kv_heads: 16\n",
+                      "head_dim: 128\nmax_target_length: 8192\nremat_policy: full\n",
                       "ici_tensor_parallelism: ", s.tensor, "\nici_fsdp_parallelism: ", s.fsdp,
                       "\nglobal_batch_tokens: ", int64_t{8192} * s.fsdp, "\n");
 }
@@ -82,8 +89,9 @@ std::string SmallJob(int tensor, int fsdp, bool values) {
 int Main(int argc, char** argv) {
   const std::string plot = TakePlotFlag(argc, argv);
   const int every_chip_up_to = argc > 1 ? std::atoi(argv[1]) : 128;
-  std::printf("One shape-only step of a LLaMA-3-70B-sized block (D 8960, F 28672, 80 layers, bf16, Adam), FSDP x "
-              "TP, 8192 tokens per FSDP shard; wall time and peak resident memory of this process.\n\n");
+  std::printf("One shape-only step of a LLaMA-3-70B-shaped model (80 layers of causal attention, 64 query heads of "
+              "128 and 16 key-value heads, then a gated MLP; D 8960, F 28672; bf16, Adam, full remat), FSDP x TP, one "
+              "8192-token sequence per FSDP shard; wall time and peak resident memory of this process.\n\n");
   std::printf("%-10s %6s %-22s %10s %7s %7s %10s %10s | %10s %10s\n", "v5p", "chips", "mesh", "step (emu)", "MFU",
               "", "one chip", "memory", "every chip", "memory");
   PlotSeries one_wall{"one chip for all: wall time (s)", {}, false}, one_mem{"one chip for all: peak memory (GiB)", {}, true},
@@ -124,7 +132,7 @@ int Main(int argc, char** argv) {
 
   if (!plot.empty()) {
     Chart chart;
-    chart.title = "A shape-only step of a LLaMA-3-70B-sized block, 64 to 8960 chips";
+    chart.title = "A shape-only step of a LLaMA-3-70B-shaped model, 64 to 8960 chips";
     chart.subtitle = "wall time and peak memory on a 2-core host; one chip standing for all, or a thread per chip";
     chart.x = {"emulated v5p chips", true, 2, nullptr};
     chart.y = {"wall time (s) / peak memory (GiB)", true, 10, nullptr};

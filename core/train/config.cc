@@ -242,6 +242,10 @@ absl::Status ApplyModelPreset(const YAML::Node& v, const std::string& source, Tr
   c.num_layers = static_cast<int>(preset->layers);
   c.gated_mlp = preset->mlp_matrices == 3;
   if (c.gated_mlp) c.activation = "silu";
+  c.num_query_heads = static_cast<int>(preset->query_heads);
+  c.num_kv_heads = static_cast<int>(preset->kv_heads);
+  c.head_dim = preset->head_dim;
+  c.seq_len = preset->seq_len;
   return absl::OkStatus();
 }
 
@@ -459,19 +463,20 @@ const std::vector<TrainKey>& TrainKeys() {
        "process killed, or frozen, at step 3); docs/faults.md"},
       {"model", "string", "(none)",
        "a published model's block, whose keys the file's others override: llama2-7b, llama2-13b, llama3-8b, "
-       "llama3-70b (emb_dim, mlp_dim, num_layers and LLaMA's gated MLP, mlp_activations: [silu, linear]; "
-       "attention and the vocabulary are not in training jobs)"},
+       "llama3-70b (emb_dim, mlp_dim, num_layers, LLaMA's gated MLP, mlp_activations: [silu, linear], and "
+       "attention: base_num_query_heads, base_num_kv_heads, head_dim, max_target_length; base_num_query_heads: 0 "
+       "drops attention; the vocabulary is not in training jobs)"},
       {"remat_policy", "string", "none",
        "what a layer keeps for its backward pass: none (its gathered input and pre-activation) | full (its input "
        "shard only: the backward pass gathers it and runs the forward matmuls again, charged; MaxText's default)"},
       {"base_num_query_heads", "int", "0",
-       "N, attention's query heads: each block is causal self-attention (query, key, value and output "
+       "Nq, attention's query heads: each block is causal self-attention (query, key, value and output "
        "projections), then the MLP; 0: no attention (seed 001's block); the tensor axis splits the heads"},
-      {"base_num_kv_heads", "int", "(query heads)", "K, key-value heads (grouped-query attention: N/K query heads "
+      {"base_num_kv_heads", "int", "(query heads)", "Nkv, key-value heads (grouped-query attention: Nq/Nkv query heads "
        "share one)"},
-      {"head_dim", "int", "(emb_dim / N)", "H, each head's width"},
+      {"head_dim", "int", "(emb_dim / Nq)", "H, each head's width"},
       {"max_target_length", "int", "(required with attention)",
-       "T, tokens per sequence: attention mixes rows within a sequence, so each chip's share of a microbatch "
+       "S, tokens per sequence: attention mixes rows within a sequence, so each chip's share of a microbatch "
        "must be whole sequences"},
       {"mlp_activations", "list", "[gelu]",
        "MaxText's: one activation, [NAME] (the block's Win -> NAME -> Wout), or a gated MLP, [NAME, linear] "
@@ -555,6 +560,13 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   }
   if (c.name.empty()) c.name = "job";
   if (shape_only) c.values = "none";
+  if (!c.attention()) {
+    // base_num_query_heads: 0 over a preset drops attention, with the
+    // preset's other attention keys (not the file's: those are refused).
+    if (!seen["base_num_kv_heads"]) c.num_kv_heads = 0;
+    if (!seen["head_dim"]) c.head_dim = 0;
+    if (!seen["max_target_length"]) c.seq_len = 0;
+  }
   if (auto s = FillAttentionDefaults(source, c); !s.ok()) return s;
   if (auto s = ValidateTrainConfig(c, source); !s.ok()) return s;
   return c;

@@ -102,15 +102,22 @@ class SimulateTest(Pod):
 
     def test_the_llama3_70b_example(self):
         example = os.path.join(os.path.dirname(__file__), "../../examples/jobs/llama3-70b.yaml")
-        r = self.cli("simulate", example, "--topology", "v5p:16x16x16", "--json", timeout=300)
+        r = self.cli("simulate", example, "--topology", "v5p:8x16x32", "--json", timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         out = json.loads(r.stdout)
         self.assertEqual(out["simulation"]["engine"], "one chip for all")
         step = out["steps"][0]
-        # Seed 001's table with LLaMA's 3 matrices: FSDP 18 D F/T (N-1)/N per layer, bf16.
-        d, f, layers, n_fsdp, n_tp = 8192, 28672, 80, 256, 16
-        self.assertEqual(step["comm_bytes_per_chip"]["fsdp"], 18 * d * f // n_tp * (n_fsdp - 1) // n_fsdp * layers)
-        self.assertEqual(out["summary"]["model_flops_per_step"], 6 * 3 * 4194304 * d * f * layers)
+        # Seed 001's table for a block of P parameters, LLaMA's 3 MLP matrices
+        # and attention's 2 D (Nq + Nkv) H: FSDP 6 P/T (N-1)/N per layer, bf16;
+        # TP with full remat 5 gathers or reduce-scatters of B D per part, 20 B D bytes.
+        d, f, layers, n_fsdp, n_tp, nq, nkv, h, seq = 8192, 28672, 80, 512, 8, 64, 8, 128, 8192
+        p = 3 * d * f + 2 * d * (nq + nkv) * h
+        tokens = 4194304
+        self.assertEqual(step["comm_bytes_per_chip"]["fsdp"], 6 * p // n_tp * (n_fsdp - 1) // n_fsdp * layers)
+        self.assertEqual(step["comm_bytes_per_chip"]["tensor"],
+                         20 * tokens // n_fsdp * d * (n_tp - 1) // n_tp * layers)
+        # Model flops: 6 P per token, and attention's q k^T and p v (4 S Nq H forward) three times.
+        self.assertEqual(out["summary"]["model_flops_per_step"], 3 * (2 * p + 4 * seq * nq * h) * tokens * layers)
 
     def test_trace_of_a_simulated_job(self):
         job = self.write("job.yaml", JOB.replace("ici_fsdp_parallelism: 2", "ici_fsdp_parallelism: 4"))

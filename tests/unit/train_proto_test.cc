@@ -54,7 +54,7 @@ const std::map<std::string, std::string> kNotDefault = {
     {"on_down_link", "route"},
     {"values", "none"},
     {"mlp_activations", "[silu, linear]"},
-    {"model", "llama2-7b"},
+    {"model", "llama2-7b\nbase_num_query_heads: 0"},  // attention's 4096-token sequences need a bigger batch
     {"remat_policy", "full"},
     // Attention's keys need one another: each with what it needs.
     {"base_num_query_heads", "2\nmax_target_length: 4"},

@@ -84,7 +84,7 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
 }
 
 TEST(TrainConfigTest, AModelPresetGivesItsBlockAndTheFilesKeysOverrideIt) {
-  auto c = ParseTrainConfig("global_batch_tokens: 8\nnum_layers: 2\nmodel: llama3-70b\n", "job.yaml", true);
+  auto c = ParseTrainConfig("global_batch_tokens: 16384\nnum_layers: 2\nmodel: llama3-70b\n", "job.yaml", true);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->emb_dim, 8192);
   EXPECT_EQ(c->mlp_dim, 28672);
@@ -92,13 +92,27 @@ TEST(TrainConfigTest, AModelPresetGivesItsBlockAndTheFilesKeysOverrideIt) {
   EXPECT_TRUE(c->gated_mlp);
   EXPECT_EQ(c->activation, "silu");
   EXPECT_EQ(c->mlp_matrices(), 3);
+  // LLaMA-3 70B's attention: 64 query heads of 128 sharing 8 key-value heads, 8192 tokens.
+  EXPECT_EQ(c->num_query_heads, 64);
+  EXPECT_EQ(c->num_kv_heads, 8);
+  EXPECT_EQ(c->head_dim, 128);
+  EXPECT_EQ(c->seq_len, 8192);
+  // base_num_query_heads: 0 drops it, the preset's other attention keys with it.
+  auto mlp_only = ParseTrainConfig("model: llama3-70b\nbase_num_query_heads: 0\nglobal_batch_tokens: 8\n", "job.yaml",
+                                   true);
+  ASSERT_TRUE(mlp_only.ok()) << mlp_only.status();
+  EXPECT_FALSE(mlp_only->attention());
+  EXPECT_EQ(mlp_only->seq_len, 0);
+  EXPECT_EQ(mlp_only->LayerParams(), 3.0 * 8192 * 28672);
   auto plain = ParseTrainConfig("model: llama2-7b\nmlp_activations: [gelu]\nemb_dim: 64\nmlp_dim: 128\n"
-                                "global_batch_tokens: 8\n",
+                                "global_batch_tokens: 8\nbase_num_query_heads: 64\nmax_target_length: 4\n",
                                 "job.yaml");
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_FALSE(plain->gated_mlp);
   EXPECT_EQ(plain->num_layers, 32);
   EXPECT_EQ(plain->emb_dim, 64);
+  EXPECT_EQ(plain->num_kv_heads, 32);  // the preset's, where the file says nothing
+  EXPECT_EQ(plain->head_dim, 128);
 }
 
 // A config that arrived typed (over the wire, not from a file) gets the
