@@ -55,6 +55,8 @@ nlohmann::json ToJson(const MeshPlan& p) {
           {"data_axes", p.data_axes},
           {"tensor_axes", p.tensor_axes},
           {"fsdp", p.fsdp},
+          {"stages", p.stages},
+          {"microbatches", p.microbatches},
           {"memory", memory},
           {"memory_bytes", p.memory_bytes},
           {"fits", p.fits},
@@ -72,7 +74,8 @@ nlohmann::json ToJson(const MeshPlan& p) {
 
 void PrintVerified(const std::vector<Verified>& verified, const std::vector<MeshPlan>& plans) {
   std::printf("\nverify: the top %zu meshes' MLP blocks, shape-only on the emulated pod, beside the formulas for the "
-              "same blocks\n(attention and the vocabulary are in neither column: training jobs do not hold them yet)\n",
+              "same blocks\n(attention and the vocabulary are in neither column: the formulas price attention's projections "
+              "as compute alone, and training jobs hold no vocabulary)\n",
               verified.size());
   std::printf("%-3s %-44s %10s %10s %7s %10s %10s %10s %10s\n", "#", "ran on", "step pred", "step emu", "emu/pred",
               "compute p", "compute e", "comms p", "comms e");

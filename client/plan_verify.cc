@@ -40,8 +40,8 @@ Verified VerifyPlan(const MeshPlan& plan, const ModelShape& model, const Topolog
     if (p.mesh == plan.mesh) v.predicted = p;
   }
   // A batch both the emulator and the planner can split: a multiple of
-  // the batch shards.
-  const int64_t ways = int64_t{plan.data} * topo.slices();
+  // the batch shards (and of a pipeline's microbatches).
+  const int64_t ways = int64_t{plan.data} * topo.slices() * plan.microbatches;
   v.batch_tokens = std::floor(batch_tokens / static_cast<double>(ways)) * static_cast<double>(ways);
   if (v.batch_tokens < 1) return NotRun(absl::StrCat("the batch is smaller than its ", ways, " shards"));
   if (v.batch_tokens != batch_tokens) {
@@ -57,8 +57,13 @@ Verified VerifyPlan(const MeshPlan& plan, const ModelShape& model, const Topolog
       "\nici_data_parallelism: ", plan.fsdp ? 1 : plan.data, "\nici_fsdp_parallelism: ", plan.fsdp ? plan.data : 1,
       "\nici_tensor_parallelism: ", plan.tensor, "\ndcn_data_parallelism: ", topo.slices(),
       // The formulas hide a pass's weight gathers behind its matmuls: the
-      // emulated chips gather the next layer's during this one's.
-      "\nfsdp_prefetch: ", plan.fsdp && plan.data > 1 ? "true" : "false", "\n");
+      // emulated chips gather the next layer's during this one's (a
+      // pipeline's stage, once per step).
+      plan.stages > 1
+          ? absl::StrCat("\nici_pipeline_parallelism: ", plan.stages, "\nnum_pipeline_microbatches: ",
+                         plan.microbatches, "\npipeline_fsdp_ag_once: true")
+          : absl::StrCat("\nfsdp_prefetch: ", plan.fsdp && plan.data > 1 ? "true" : "false"),
+      "\n");
   auto spec = ParseTrainSpec(job, "the plan's job");
   auto planned = spec.ok() ? PlanTrainJob(*spec, topo, 0) : absl::StatusOr<TrainJob>(spec.status());
   if (!planned.ok()) return NotRun(std::string(planned.status().message()));

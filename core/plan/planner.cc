@@ -26,6 +26,7 @@ struct Candidate {
   std::string strategy, mesh;
   int data, tensor, data_axes, tensor_axes;
   bool fsdp;
+  int stages = 1;  // pipeline stages along one axis
 };
 
 std::vector<Candidate> Candidates(const std::vector<Shape>& axes, int chips) {
@@ -59,6 +60,18 @@ std::vector<Candidate> Candidates(const std::vector<Shape>& axes, int chips) {
                      chips / y, y, static_cast<int>(data.size()), 1, true});
     }
   }
+  // Pipeline stages along one axis, FSDP over the others.
+  for (const Shape& a : axes) {
+    if (a.size >= chips) continue;
+    std::vector<std::string> data;
+    for (const Shape& b : axes) {
+      if (b.name != a.name) data.push_back(b.name);
+    }
+    out.push_back({"PP+FSDP",
+                   absl::StrCat("pipeline: ", a.name, " (", a.size, " stages), fsdp: ", absl::StrJoin(data, ","), " (",
+                                chips / a.size, ")"),
+                   chips / a.size, 1, static_cast<int>(data.size()), 0, true, a.size});
+  }
   // Tensor parallelism on two whole axes, FSDP on the third.
   if (k == 3) {
     for (int d = 0; d < 3; ++d) {
@@ -86,6 +99,45 @@ double Turns(double slope, double fixed, double grows) {
 
 std::string Gb(double bytes) { return absl::StrFormat("%.3g GB", bytes / 1e9); }
 
+// PP+FSDP (the header's pipelines): GPipe with M = 2 S microbatches, weights
+// gathered once per step.
+MeshPlan PricePipeline(const Candidate& c, const ModelShape& m, const Topology& topo, double batch_tokens, MeshPlan p) {
+  const ChipProfile& chip = topo.profile();
+  const double n = topo.chips_per_slice(), slices = topo.slices();
+  const double b = batch_tokens / slices;
+  const double d = static_cast<double>(m.emb_dim), f = static_cast<double>(m.mlp_dim), mats = m.mlp_matrices;
+  const double stages = c.stages, micro = 2 * stages, layers = static_cast<double>(m.layers) / stages;
+  const double params = m.Params();
+  const double w = 2 * chip.ici_bw_dir * chip.ici_link_efficiency;
+  p.microbatches = static_cast<int>(micro);
+  const double shards = c.data * stages;
+  p.memory = {{"parameters (bf16)", 2 * params / shards},
+              {"Adam moments (2 x fp32)", 8 * params / shards},
+              {"activations (bf16, kept after the MLP's matmuls)", 2 * layers * (b / c.data) * (d + (mats - 1) * f)},
+              {"the stage's gathered weights", 2 * layers * mats * d * f}};
+  for (const PlanMemoryItem& item : p.memory) p.memory_bytes += item.bytes;
+  p.fits = p.memory_bytes <= chip.hbm_bytes;
+  // Every chip computes 1/N of the step, as in the other meshes.
+  const double slope = 6 * (m.layers * mats * d * f + (params - m.MlpParams())) / (n * chip.flops_bf16);
+  p.compute_s = slope * b;
+  // The stage's weights gathered once and its gradients reduce-scattered
+  // once over the FSDP axes; each chip's tokens cross one link forward and
+  // their gradients back (one direction of one link, w / 2).
+  const double fixed = 4 * layers * mats * d * f / (w * c.data_axes);
+  const double grows = 2 * 2 * d / c.data / (w / 2);
+  p.comms_s = fixed + grows * b;
+  if (slices > 1) {
+    const double dcn_w = 2 * chip.dcn_bw_per_host_dir / topo.chips_per_host();
+    p.dcn_s = 4 * params / n / dcn_w;
+  }
+  const double bubble = (micro + stages - 1) / micro;
+  p.step_s = bubble * p.compute_s + std::max(0.0, p.comms_s + p.dcn_s - p.compute_s);
+  p.mfu = p.compute_s / p.step_s;
+  p.comms_bound = p.comms_s + p.dcn_s > p.compute_s;
+  p.critical_batch_tokens = Turns(slope, fixed, grows) * slices;
+  return p;
+}
+
 MeshPlan Price(const Candidate& c, const ModelShape& m, const Topology& topo, double batch_tokens) {
   const ChipProfile& chip = topo.profile();
   const double n = topo.chips_per_slice(), slices = topo.slices();
@@ -101,6 +153,8 @@ MeshPlan Price(const Candidate& c, const ModelShape& m, const Topology& topo, do
   p.data_axes = c.data_axes;
   p.tensor_axes = c.tensor_axes;
   p.fsdp = c.fsdp;
+  p.stages = c.stages;
+  if (c.stages > 1) return PricePipeline(c, m, topo, batch_tokens, std::move(p));
 
   // Memory per chip.
   const double shards = c.tensor * (c.fsdp ? c.data : 1);
@@ -155,7 +209,13 @@ std::string Explain(const MeshPlan& p, const ModelShape& m, const Topology& topo
   }
   std::string why;
   const double per_chip = batch_tokens / slices / p.data;
-  if (p.tensor == 1) {
+  if (p.stages > 1) {
+    why = absl::StrFormat(
+        "GPipe, %d stages and M = %d microbatches: the bubble (S-1)/(M+S-1) idles %.0f%% of the step; each stage's "
+        "weights cross its %d FSDP chips once per step (4 bytes per parameter of L/S layers, not 6 of L): %s",
+        p.stages, p.microbatches, 100.0 * (p.stages - 1) / (p.microbatches + p.stages - 1), p.data,
+        p.comms_bound ? "communication-bound" : "compute-bound");
+  } else if (p.tensor == 1) {
     why = absl::StrFormat("per-chip batch %.0f %s alpha / M_X = %.0f / %d = %.0f: %s", per_chip,
                           p.comms_bound ? "<" : ">=", alpha, p.data_axes, alpha / p.data_axes,
                           p.comms_bound ? "communication-bound" : "compute-bound");
@@ -220,9 +280,10 @@ absl::StatusOr<std::vector<MeshPlan>> PlanMeshes(const PlanRequest& request, con
   std::vector<MeshPlan> plans;
   std::set<std::tuple<std::string, int, int, int, int>> seen;
   for (const Candidate& c : Candidates(axes, topo.chips_per_slice())) {
+    if (request.model.layers % c.stages != 0) continue;  // stages hold equal layer groups
     // The formulas see a mesh's group sizes and axis counts, not which axes:
     // x's sub-ring and y's price alike. The first is shown.
-    if (!seen.insert({c.strategy, c.data, c.tensor, c.data_axes, c.tensor_axes}).second) continue;
+    if (!seen.insert({c.strategy, c.data, c.tensor * c.stages, c.data_axes, c.tensor_axes}).second) continue;
     MeshPlan p = Price(c, request.model, topo, request.batch_tokens);
     p.why = Explain(p, request.model, topo, request.batch_tokens);
     plans.push_back(std::move(p));

@@ -18,6 +18,15 @@
 // backward pass alone). FSDP's and TP's transfers add (the seed's second
 // simplification). Attention's own matmuls (the T^2 terms) are left out, as
 // the seed leaves them; its projections and the vocabulary count as compute.
+//
+// Pipelines (seed 001's "briefly", seed 004's GPipe): S stages along one axis,
+// FSDP over the others (X = N / S), M = 2 S microbatches (MaxText's advice),
+// each stage's weights gathered once per step and its gradients
+// reduce-scattered once (pipeline_fsdp_ag_once): 4 bytes per parameter of its
+// L / S layers, where FSDP moves 6 per parameter of all L; activations and
+// their gradients cross one link per microbatch. The pod idles for the
+// bubble, (S - 1) / (M + S - 1) of the step; the transfers hide behind the
+// compute where it is longer. Only where S divides the layers.
 #pragma once
 
 #include <string>
@@ -34,13 +43,15 @@ struct PlanMemoryItem {
 };
 
 struct MeshPlan {
-  std::string strategy;  // "DP", "FSDP", "TP", "FSDP+TP"
+  std::string strategy;  // "DP", "FSDP", "TP", "FSDP+TP", "PP+FSDP"
   std::string mesh;      // e.g. "fsdp: y,z (320) x-sub-ring 4 ... tensor: x/4 (4)"
   int data = 1;          // X: chips sharing the batch in a slice (DP or FSDP)
   int tensor = 1;        // Y: chips sharing the weights' D or F
   int data_axes = 0;     // M_X: axes the data group spans
   int tensor_axes = 0;   // M_Y
   bool fsdp = false;     // the data group shards the weights
+  int stages = 1;        // S: pipeline stages along one axis (PP+FSDP)
+  int microbatches = 1;  // M: 2 S with stages
   // HBM per chip: the seed's accounting (bf16 parameters, Adam's two fp32
   // moments, bf16 activations kept after the MLP's matmuls, one layer's
   // gathered weights).

@@ -146,6 +146,45 @@ TEST(PlanSeedTest, MixedMeshesTurnWhereTheirTransfersEqualTheirCompute) {
   }
 }
 
+// Seed 004: "Pipeline parallelism is generally needed when the per_device
+// batch size is too small for data parallelism to be efficient"; seed 001:
+// pipelining is "somewhat less essential on TPUs". LLaMA-3 70B (80 layers)
+// on a v5p 16x16x16 slice: 16 stages along an axis, FSDP over the others.
+TEST(PlanSeedTest, PipelinesTradeTheBubbleForFewerWeightTransfers) {
+  const Topology topo = Pod("v5p:16x16x16");
+  const ModelShape m = *ModelPreset("llama3-70b");
+  auto small = PlanMeshes({m, 0.5e6}, topo);
+  ASSERT_TRUE(small.ok());
+  const MeshPlan& pp = Find(*small, "PP+FSDP");
+  const MeshPlan& fsdp = Find(*small, "FSDP");
+  EXPECT_EQ(pp.stages, 16);
+  EXPECT_EQ(pp.microbatches, 32);  // MaxText's 2 x PP
+  EXPECT_EQ(pp.data, 256);
+  // GPipe's bubble, (S - 1) / (M + S - 1): the step is at least the compute
+  // stretched by (M + S - 1) / M, exactly that where the transfers hide.
+  EXPECT_FALSE(pp.comms_bound);
+  EXPECT_DOUBLE_EQ(pp.step_s, pp.compute_s * 47.0 / 32.0);
+  EXPECT_DOUBLE_EQ(pp.mfu, 32.0 / 47.0);
+  // Each stage's weights once per step (4 bytes per parameter of its 5
+  // layers) instead of FSDP's 6 per parameter of all 80, and a sixteenth of
+  // the parameters per chip: at 122 tokens per chip FSDP is
+  // communication-bound and the pipeline, bubble and all, is faster.
+  EXPECT_LT(pp.comms_s, fsdp.comms_s / 10);
+  EXPECT_TRUE(fsdp.comms_bound);
+  EXPECT_LT(pp.step_s, fsdp.step_s);
+  EXPECT_NEAR(Item(pp, "parameters"), Item(fsdp, "parameters"), 1e-6 * Item(fsdp, "parameters"));
+  // With a batch big enough for FSDP+TP the bubble costs more than it saves:
+  // the choice is not a pipeline.
+  auto big = PlanMeshes({m, 3e6}, topo);
+  ASSERT_TRUE(big.ok());
+  EXPECT_NE(big->front().strategy, "PP+FSDP");
+  EXPECT_LT(big->front().step_s, Find(*big, "PP+FSDP").step_s);
+  // 16 stages do not split LLaMA-2 13B's 40 layers evenly: no pipeline there.
+  auto odd = PlanMeshes({*ModelPreset("llama2-13b"), 3e6}, topo);
+  ASSERT_TRUE(odd.ok());
+  for (const MeshPlan& p : *odd) EXPECT_NE(p.strategy, "PP+FSDP") << p.mesh;
+}
+
 TEST(PlanSeedTest, DataParallelismOverDcnNeedsC_over_W_dcnPerSlice) {
   // "per pod batch size > C / W_DCN = 3.8e18 / 5e13 = 76,000". The seed's
   // C_pod (3.8e18) is 8192 chips' and its W_dcn (5e13) the 8960-chip pod's;
