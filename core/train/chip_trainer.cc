@@ -24,6 +24,9 @@ LocalTensor MatMul(const LocalTensor& a, bool at, const LocalTensor& b, bool bt,
 
 double MatMulFlops(const LocalTensor& c, int64_t k) { return 2.0 * static_cast<double>(c.elements()) * k; }
 
+// Attention's input projections, in the order q, k, v.
+constexpr Matrix kProjections[] = {Matrix::kQuery, Matrix::kKey, Matrix::kValue};
+
 }  // namespace
 
 ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int chip, HostNetwork& net, uint64_t job,
@@ -145,7 +148,6 @@ absl::Status ChipTrainer::AttentionToOut(int use, const LocalTensor& x, Attentio
   s.xg = x;
   if (auto st = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, s.xg, 1); !st.ok()) return st;
   LocalTensor* outs[] = {&s.q, &s.k, &s.v};
-  const Matrix kProjections[] = {Matrix::kQuery, Matrix::kKey, Matrix::kValue};
   for (int i = 0; i < 3; ++i) {
     if (auto st = fsdp_.Gathered(use, kProjections[i], w[i]); !st.ok()) return st;
     *outs[i] = Multiply(s.xg, false, w[i], false, ComputeKind::kForwardMatmul);
@@ -214,7 +216,6 @@ absl::Status ChipTrainer::AttentionBackward(int m, int l, int use, bool last, Lo
                  static_cast<double>(2 * (s.q.elements() + s.k.elements() + s.v.elements()) + d_o.elements() +
                                      3 * s.p.elements()) * c_.dtype_bytes);
   ChargeElementwise(s.p.elements(), 4, 3);
-  const Matrix kProjections[] = {Matrix::kQuery, Matrix::kKey, Matrix::kValue};
   LocalTensor dxg;  // [B, D], partial over tensor
   for (int i = 0; i < 3; ++i) {
     if (auto st = AddGradient(l, kProjections[i], Multiply(s.xg, true, grads[i], false, ComputeKind::kBackwardMatmul),

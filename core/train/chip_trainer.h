@@ -12,8 +12,12 @@
 //            next over the pipeline axis' links (permute.h)
 // Gradients are accumulated over microbatches and reduced over fsdp and
 // data once per step, as soon as a layer's last microbatch is through.
-// Layouts: Win[D_fsdp, F_tensor], Wout[F_tensor, D_fsdp], activations
-// between blocks X[B_(data,fsdp), D_tensor]. Every op advances the chip's
+// With attention (attention.h) each block is attention, then the MLP, the
+// tensor axis splitting heads as it splits F: the same gather before and
+// reduce-scatter after each part.
+// Layouts: Win[D_fsdp, F_tensor], Wout[F_tensor, D_fsdp], Wq, Wk,
+// Wv[D_fsdp, heads_tensor], Wo[heads_tensor, D_fsdp], activations between
+// blocks X[B_(data,fsdp), D_tensor] (whole sequences with attention). Every op advances the chip's
 // emulated clock: matmuls and elementwise ops by their roofline time,
 // collectives and permutes by what their transfers did.
 // This file is the algorithm; its mechanics are pieces of their own: the
