@@ -36,10 +36,16 @@ int RunReference(const ReferenceOptions& o) {
   ReferenceTrainer trainer(config, o.threads);
   nlohmann::json steps = nlohmann::json::array();
   Progress progress(true);
-  if (!o.json) std::printf("%s on one device: D=%lld F=%lld L=%d B=%lld, %s\n", config.name.c_str(),
-                           static_cast<long long>(config.emb_dim), static_cast<long long>(config.mlp_dim),
-                           config.num_layers, static_cast<long long>(config.global_batch_tokens),
-                           config.opt_type.c_str());
+  if (!o.json) {
+    std::printf("%s on one device: D=%lld F=%lld L=%d B=%lld%s, %s\n", config.name.c_str(),
+                static_cast<long long>(config.emb_dim), static_cast<long long>(config.mlp_dim), config.num_layers,
+                static_cast<long long>(config.global_batch_tokens),
+                config.attention() ? absl::StrCat(", attention Nq=", config.num_query_heads, " Nkv=", config.num_kv_heads,
+                                                  " H=", config.head_dim, " S=", config.seq_len)
+                                         .c_str()
+                                   : "",
+                config.opt_type.c_str());
+  }
   for (int s = 0; s < config.steps; ++s) {
     progress.Update(absl::StrCat(config.name, ": step ", s + 1, " of ", config.steps));
     const StepRecord r = trainer.Step();

@@ -668,7 +668,13 @@ absl::Status ResolveMesh(TrainConfig& c, const Topology& topo) {
   if (!c.attention()) return absl::OkStatus();
   // The tensor axis splits attention by heads, keeping each group of query
   // heads with its key-value head; a chip's rows are whole sequences.
-  if (auto s = divides("base_num_kv_heads", c.num_kv_heads, tensor_ways, "tensor"); !s.ok()) return s;
+  if (c.num_kv_heads % tensor_ways != 0) {
+    return KeyError(source, "base_num_kv_heads",
+                    absl::StrCat(c.num_kv_heads, " does not split over the ", tensor_ways,
+                                 " tensor shards: the tensor axis splits whole key-value heads (each with its group "
+                                 "of query heads); use tensor parallelism that divides ", c.num_kv_heads,
+                                 " (ici_tensor_parallelism x dcn_tensor_parallelism)"));
+  }
   const int64_t rows = c.global_batch_tokens / (batch_ways * c.num_microbatches);
   if (rows % c.seq_len != 0) {
     return KeyError(source, "max_target_length",

@@ -323,6 +323,33 @@ class TrainJobTest(Pod):
         self.assertTrue(any(n.startswith("link ") for n in names))
         self.assertTrue(any(e["ph"] == "X" and "all-reduce data" in e["name"] for e in trace["traceEvents"]))
 
+    def test_a_llama_block_equals_the_reference_and_bad_heads_are_refused(self):
+        """Attention and a gated MLP over real gRPC (FSDP x TP): every step's loss and the final
+        parameters equal one device's; tensor parallelism that would split a key-value head is
+        refused at submit, naming the key and what to do."""
+        self.up("--topology", "v5p:2x4")
+        job_file = os.path.join(os.path.dirname(__file__), "../../examples/jobs/llama-block.yaml")
+        r = self.cli("submit", job_file, "--wait", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = json.loads(r.stdout)
+        self.assertEqual(job["state"], "succeeded")
+        reference = json.loads(self.cli("reference", job_file, "--json").stdout)
+        self.assertEqual(len(job["steps"]), len(reference["steps"]))
+        for got, want in zip(job["steps"], reference["steps"]):
+            self.assertAlmostEqual(got["loss"], want["loss"], delta=1e-5 * want["loss"])
+        self.assertAlmostEqual(job["summary"]["param_l2"], reference["param_l2"], delta=1e-5 * reference["param_l2"])
+        # Attention doubles TP's bytes: 16 B D (N-1)/N per layer, B = 128 tokens per FSDP shard, bf16.
+        self.assertEqual(job["steps"][0]["comm_bytes_per_chip"]["tensor"], 16 * 128 * 64 * 3 // 4 * 2)
+        with open(job_file) as f:
+            text = f.read()
+        self.assert_job_files_refused([
+            (text.replace("ici_tensor_parallelism: 4", "ici_tensor_parallelism: 8").replace(
+                "ici_fsdp_parallelism: 2", "ici_fsdp_parallelism: 1"),
+             "base_num_kv_heads: 4 does not split over the 8 tensor shards"),
+            (text.replace("max_target_length: 16", "max_target_length: 256"),
+             "each chip's share of a microbatch is 128 tokens"),
+        ])
+
     def test_a_trace_bigger_than_any_message_is_written_whole(self):
         """32 layers, 20 steps on 8 chips: about 200,000 spans, over 8 MiB as protobuf, more than a
         gRPC message takes; `trace` reads them in pieces and writes every one."""
