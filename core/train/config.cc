@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 #include <variant>
 
@@ -427,9 +428,11 @@ const std::vector<TrainKey>& TrainKeys() {
       {"dcn_fsdp_parallelism", "int", "1", "FSDP ways across slices (-1: fill in)"},
       {"dcn_tensor_parallelism", "int", "1", "tensor-parallel ways across slices (-1: fill in)"},
       {"dcn_pipeline_parallelism", "int", "1", "pipeline stages across slices, one per slice (-1: fill in)"},
-      {"emb_dim", "int", "(required)", "D, the model (residual stream) width"},
-      {"mlp_dim", "int", "(required)", "F, the feed-forward width"},
-      {"num_layers", "int", "1", "L, the number of In*Win -> act -> *Wout blocks"},
+      {"emb_dim", "int", "(required)", "D, the model (residual stream) width (MaxText's base_emb_dim, read as this)"},
+      {"mlp_dim", "int", "(required)", "F, the feed-forward width (MaxText's base_mlp_dim, read as this)"},
+      {"num_layers", "int", "1",
+       "L, the number of blocks (attention if any, then In*Win -> act -> *Wout; MaxText's base_num_decoder_layers, "
+       "read as this)"},
       {"global_batch_tokens", "int", "(required)", "B, tokens per step across the pod"},
       {"steps", "int", "1", "training steps"},
       {"num_pipeline_microbatches", "int", "-1",
@@ -501,6 +504,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   TrainConfig c;
   const std::map<std::string, FieldRef> fields = Fields(c);
   std::map<std::string, bool> seen;
+  std::set<std::string> sizes_read;  // emb_dim, mlp_dim, num_layers, by either name
   // A preset first, whatever its place in the file: the other keys override it.
   if (root["model"]) {
     if (auto s = ApplyModelPreset(root["model"], source, c); !s.ok()) return s;
@@ -513,7 +517,18 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
                                                      ": a key must be a plain name, not a list, map or null; every "
                                                      "key is listed in docs/jobs.md"));
     }
-    const std::string key = kv.first.Scalar();
+    // MaxText's names for the block's sizes, read as the keys they name.
+    static const auto* const kAliases = new std::map<std::string, std::string>{
+        {"base_emb_dim", "emb_dim"}, {"base_mlp_dim", "mlp_dim"}, {"base_num_decoder_layers", "num_layers"}};
+    std::string key = kv.first.Scalar();
+    const auto alias = kAliases->find(key);
+    if (alias != kAliases->end()) key = alias->second;
+    for (const auto& [maxtext, ours] : *kAliases) {
+      if (key == ours && !sizes_read.insert(ours).second) {
+        return KeyError(source, alias != kAliases->end() ? alias->first : key,
+                        absl::StrCat("give ", ours, " once: as ", ours, " or as ", maxtext));
+      }
+    }
     const auto spec = std::find_if(TrainKeys().begin(), TrainKeys().end(),
                                    [&](const TrainKey& k) { return k.name == key; });
     if (spec == TrainKeys().end()) {

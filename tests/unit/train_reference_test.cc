@@ -48,6 +48,8 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
       {"- a\n- b\n", "expected a flat map"},
       {"emb_dim: 8\n  mlp_dim: : 8\n", "not valid YAML"},
       {"emb_dim: 16384\nmlp_dim: 65536\nnum_layers: 8\nglobal_batch_tokens: 8\n", "MiB of host memory"},
+      {"base_emb_dim: 8\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n",
+       "emb_dim: give emb_dim once: as emb_dim or as base_emb_dim"},
       // Attention's keys, each wrong once.
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbase_num_query_heads: 4\n",
        "max_target_length: missing: attention needs the sequence length"},
@@ -81,6 +83,18 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.says)) << r.status();
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("job.yaml")) << r.status();
   }
+}
+
+TEST(TrainConfigTest, MaxTextsNamesForTheSizesReadAsOurs) {
+  auto c = ParseTrainConfig("base_emb_dim: 16\nbase_mlp_dim: 32\nbase_num_decoder_layers: 3\nglobal_batch_tokens: 8\n",
+                            "job.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->emb_dim, 16);
+  EXPECT_EQ(c->mlp_dim, 32);
+  EXPECT_EQ(c->num_layers, 3);
+  auto bad = ParseTrainConfig("base_emb_dim: 0\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "job.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("emb_dim: 0: must be between 1 and 16777216"));
 }
 
 TEST(TrainConfigTest, AModelPresetGivesItsBlockAndTheFilesKeysOverrideIt) {
