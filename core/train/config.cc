@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <utility>
 #include <variant>
 
@@ -504,7 +503,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   TrainConfig c;
   const std::map<std::string, FieldRef> fields = Fields(c);
   std::map<std::string, bool> seen;
-  std::set<std::string> sizes_read;  // emb_dim, mlp_dim, num_layers, by either name
+  std::map<std::string, std::string> size_names;  // emb_dim, mlp_dim, num_layers: the name the file used
   // A preset first, whatever its place in the file: the other keys override it.
   if (root["model"]) {
     if (auto s = ApplyModelPreset(root["model"], source, c); !s.ok()) return s;
@@ -524,9 +523,11 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     const auto alias = kAliases->find(key);
     if (alias != kAliases->end()) key = alias->second;
     for (const auto& [maxtext, ours] : *kAliases) {
-      if (key == ours && !sizes_read.insert(ours).second) {
-        return KeyError(source, alias != kAliases->end() ? alias->first : key,
-                        absl::StrCat("give ", ours, " once: as ", ours, " or as ", maxtext));
+      // The same name twice is read as any key is (the last wins); both names, refused.
+      if (key != ours) continue;
+      const auto [read, first] = size_names.emplace(ours, kv.first.Scalar());
+      if (!first && read->second != kv.first.Scalar()) {
+        return KeyError(source, kv.first.Scalar(), absl::StrCat("give ", ours, " once: as ", ours, " or as ", maxtext));
       }
     }
     const auto spec = std::find_if(TrainKeys().begin(), TrainKeys().end(),

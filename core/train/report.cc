@@ -21,14 +21,15 @@ double MicrobatchesHeld(const TrainConfig& c) {
   return c.pipeline_schedule == "1f1b" ? std::min(c.stages(), c.num_microbatches) : c.num_microbatches;
 }
 
-// Elements per row a layer keeps for the backward pass on a chip of
-// `tensor` shards (its MLP's gathered input, pre-activation and a gated
-// MLP's up-projection; attention's gathered input, q, k, v, o and
-// probabilities), or with full remat each part's input shard.
+// Elements per row attention keeps for the backward pass on a chip of
+// `tensor` shards: its gathered input, q, k, v, o and the probabilities.
 double AttentionHeldPerRow(const TrainConfig& c, double tensor) {
   if (!c.attention()) return 0;
   return c.emb_dim + (2.0 * (c.q_width() + c.kv_width()) + static_cast<double>(c.num_query_heads) * c.seq_len) / tensor;
 }
+// Elements per row a layer keeps: the MLP's gathered input, pre-activation
+// and a gated MLP's up-projection, and attention's; or with full remat each
+// part's input shard.
 double HeldPerRow(const TrainConfig& c, double tensor) {
   const double d = c.emb_dim, f = c.mlp_dim, k = c.mlp_matrices();
   if (c.full_remat()) return (c.attention() ? 2 : 1) * d / tensor;

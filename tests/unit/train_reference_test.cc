@@ -50,6 +50,8 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
       {"emb_dim: 16384\nmlp_dim: 65536\nnum_layers: 8\nglobal_batch_tokens: 8\n", "MiB of host memory"},
       {"base_emb_dim: 8\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n",
        "emb_dim: give emb_dim once: as emb_dim or as base_emb_dim"},
+      {"emb_dim: 8\nmlp_dim: 8\nbase_mlp_dim: 8\nglobal_batch_tokens: 8\n",
+       "base_mlp_dim: give mlp_dim once: as mlp_dim or as base_mlp_dim"},
       // Attention's keys, each wrong once.
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbase_num_query_heads: 4\n",
        "max_target_length: missing: attention needs the sequence length"},
