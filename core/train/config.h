@@ -99,6 +99,8 @@ struct TrainConfig {
   bool shape_only() const { return values == "none"; }
   int mlp_matrices() const { return gated_mlp ? 3 : 2; }
   bool attention() const { return num_query_heads > 0; }
+  // Matrices of one block: the MLP's, and attention's four (model.h's BlockMatrices).
+  int block_matrices() const { return mlp_matrices() + (attention() ? 4 : 0); }
   int64_t q_width() const { return num_query_heads * head_dim; }  // Wq's columns, Wo's rows
   int64_t kv_width() const { return num_kv_heads * head_dim; }     // Wk's and Wv's columns
   // Parameters of one block: the MLP's k D F and attention's D (2 N H + 2 K H).

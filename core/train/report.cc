@@ -188,7 +188,7 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
   // parameter. A block's parameters, P, are k D F (the MLP's matrices), and
   // with attention 2 D (Nq + Nkv) H more; the formulas say P then.
   const double k = c.mlp_matrices(), p = c.LayerParams();
-  const double matrices = static_cast<double>(BlockMatrices(c).size());
+  const double matrices = c.block_matrices();
   // "u D F" for u P without attention (P = k D F), else "u/k P".
   auto params_text = [&](double units) {
     return c.attention() ? absl::StrCat(units / k, " P") : absl::StrCat(units, " D F");
