@@ -56,6 +56,7 @@ v1::TrainConfig ToProto(const TrainConfig& c) {
   m.set_num_kv_heads(c.num_kv_heads);
   m.set_head_dim(c.head_dim);
   m.set_seq_len(c.seq_len);
+  m.set_vocab_size(c.vocab_size);
   if (!c.faults.empty() || c.faults.route_around) *m.mutable_faults() = ToProto(c.faults);
   return m;
 }
@@ -98,6 +99,7 @@ TrainConfig FromProto(const v1::TrainConfig& m) {
   c.num_kv_heads = m.num_kv_heads();
   c.head_dim = m.head_dim();
   c.seq_len = m.seq_len();
+  c.vocab_size = m.vocab_size();
   // An axis that is no axis: refused by SpecOf (services/job_proto.cc) first.
   c.faults = FromProto(m.faults()).value_or(Faults{});
   return c;

@@ -7,6 +7,7 @@
 #include "core/tensor/gemm.h"
 #include "core/train/activation.h"
 #include "core/train/attention.h"
+#include "core/train/vocab.h"
 
 namespace tpuemu {
 namespace {
@@ -58,7 +59,8 @@ void ChipTrainer::Prepare(std::shared_ptr<const ModelWeights> teacher) {
   std::vector<bool> owned(c_.num_layers);
   for (int l = 0; l < c_.num_layers; ++l) owned[l] = (l / layers_per_group_) % stages_ == stage_;
   weights_.Init(c_, owned, {d_offset(), d_f_, ti_, mesh_.size(MeshAxisKind::kTensor)});
-  // The last stage computes the loss: it makes the targets with the teacher.
+  // The last stage computes the loss: it makes the targets with the teacher
+  // (none with a vocabulary: the targets are token ids).
   if (last_stage()) teacher_ = std::move(teacher);
 }
 
@@ -79,6 +81,12 @@ LocalTensor ChipTrainer::MicrobatchTokens(int m, bool targets) const {
   LocalTensor x = LocalTensor::Allocate({b_mb_, c_.emb_dim});
   std::memcpy(x.data.get(), tokens.data(), tokens.size() * sizeof(float));
   return SliceBlock(x, 1, tensor, ti_);
+}
+
+std::vector<int64_t> ChipTrainer::MicrobatchIds(int m, bool targets) const {
+  const int64_t first = m * (c_.global_batch_tokens / c_.num_microbatches) + bi_ * b_mb_;
+  std::vector<int64_t> ids = BatchTokenIds(c_, step_, first, b_mb_);
+  return targets ? TargetIds(c_, ids) : ids;
 }
 
 LocalTensor ChipTrainer::Multiply(const LocalTensor& a, bool at, const LocalTensor& b, bool bt, ComputeKind kind) {
@@ -128,10 +136,14 @@ int64_t ChipTrainer::HeldElements(const Saved& s) const {
 absl::Status ChipTrainer::LayerForward(int m, int l, LocalTensor& x) {
   if (abort_->aborted()) return abort_->status();
   const int use = fsdp_.NextUse();
+  if (l == 0 && c_.embeddings()) {
+    if (auto s = Embed(m, use, x); !s.ok()) return s;
+  }
   if (c_.attention()) {
     if (auto s = AttentionForward(m, l, use, x); !s.ok()) return s;
   }
-  return MlpForward(m, l, use, x);
+  if (auto s = MlpForward(m, l, use, x); !s.ok()) return s;
+  return l == c_.num_layers - 1 && c_.embeddings() ? VocabForward(m, use, x) : absl::OkStatus();
 }
 
 absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
@@ -140,8 +152,92 @@ absl::Status ChipTrainer::LayerBackward(int m, int l, LocalTensor& dx) {
   // The layer's gradients are complete with its last microbatch: then they
   // are reduced, ahead, while the chip computes on.
   const bool last = ++grads_[l].microbatches == c_.num_microbatches;
+  if (l == c_.num_layers - 1 && c_.embeddings()) {
+    if (auto s = VocabBackward(m, l, use, last, dx); !s.ok()) return s;
+  }
   if (auto s = MlpBackward(m, l, use, last, dx); !s.ok()) return s;
-  return c_.attention() ? AttentionBackward(m, l, use, last, dx) : absl::OkStatus();
+  if (c_.attention()) {
+    if (auto s = AttentionBackward(m, l, use, last, dx); !s.ok()) return s;
+  }
+  return l == 0 && c_.embeddings() ? EmbedBackward(m, l, last, dx) : absl::OkStatus();
+}
+
+absl::Status ChipTrainer::Embed(int m, int use, LocalTensor& x) {
+  LocalTensor e;  // [V/tensor, D]
+  if (auto s = fsdp_.Gathered(use, Matrix::kEmbed, e); !s.ok()) return s;
+  const int64_t width = e.shape[0];
+  LocalTensor rows = LocalTensor::Make({b_mb_, c_.emb_dim}, e.has_values());
+  if (rows.has_values()) {
+    const std::vector<int64_t> ids = MicrobatchIds(m, false);
+    EmbeddingLookup(e.data.get(), vocab_offset(), width, c_.emb_dim, ids.data(), b_mb_, rows.data.get());
+  }
+  ChargeElementwise(rows.elements(), 0, 2);  // a gather: each row read and written
+  // Each shard has the rows of the ids in its block (zeros elsewhere):
+  // summed over tensor, and split along D as activations between blocks are.
+  if (auto s = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, rows, 1); !s.ok()) return s;
+  x = std::move(rows);
+  return absl::OkStatus();
+}
+
+absl::Status ChipTrainer::EmbedBackward(int m, int l, bool last, const LocalTensor& dx) {
+  LocalTensor dxg = dx;
+  if (auto s = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, dxg, 1); !s.ok()) return s;
+  const int64_t width = c_.vocab_size / mesh_.size(MeshAxisKind::kTensor);
+  LocalTensor de = LocalTensor::Make({width, c_.emb_dim}, dxg.has_values());  // [V/tensor, D], partial over the batch
+  if (de.has_values()) {
+    std::fill(de.data.get(), de.data.get() + de.elements(), 0.0f);
+    const std::vector<int64_t> ids = MicrobatchIds(m, false);
+    EmbeddingGradient(dxg.data.get(), vocab_offset(), width, c_.emb_dim, ids.data(), b_mb_, de.data.get());
+  }
+  ChargeElementwise(de.elements(), 0, 1);   // zeroed
+  ChargeElementwise(dxg.elements(), 1, 3);  // rows added into it
+  return AddGradient(l, Matrix::kEmbed, std::move(de), last);
+}
+
+absl::Status ChipTrainer::VocabForward(int m, int use, const LocalTensor& x) {
+  VocabSaved s{.xg = x};
+  if (auto st = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, s.xg, 1); !st.ok()) return st;
+  LocalTensor wv;  // [D, V/tensor]
+  if (auto st = fsdp_.Gathered(use, Matrix::kVocab, wv); !st.ok()) return st;
+  const LocalTensor logits = Multiply(s.xg, false, wv, false, ComputeKind::kForwardMatmul);  // [B, V/tensor]
+  const int64_t width = logits.shape[1];
+  const bool values = logits.has_values();
+  const std::vector<int64_t> targets = values ? MicrobatchIds(m, true) : std::vector<int64_t>{};
+  LocalTensor stats = LocalTensor::Make({b_mb_, kLogitStats}, values);
+  if (values) LogitStats(logits.data.get(), b_mb_, width, vocab_offset(), targets.data(), stats.data.get());
+  ChargeElementwise(logits.elements(), 3, 1);  // max, exp and sum
+  // Every shard's statistics, side by side: each row's log-sum-exp over the whole vocabulary.
+  if (auto st = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, stats, 1); !st.ok()) return st;
+  std::vector<float> lse(b_mb_);
+  s.dlogits = LocalTensor::Make(logits.shape, values);
+  if (values) {
+    const double loss = CombineLogitStats(stats.data.get(), b_mb_, mesh_.size(MeshAxisKind::kTensor), lse.data());
+    if (ti_ == 0) loss_sum_ += loss;
+    LogitGradient(logits.data.get(), b_mb_, width, vocab_offset(), targets.data(), lse.data(),
+                  1.0f / static_cast<float>(c_.global_batch_tokens), s.dlogits.data.get());
+  }
+  ChargeElementwise(logits.elements(), 3, 2);  // exp, scale, subtract
+  clock_.HoldActivations(s.xg.elements() + s.dlogits.elements());
+  vocab_saved_[m] = std::move(s);
+  return absl::OkStatus();
+}
+
+absl::Status ChipTrainer::VocabBackward(int m, int l, int use, bool last, LocalTensor& dx) {
+  VocabSaved s = std::move(vocab_saved_.at(m));
+  vocab_saved_.erase(m);
+  clock_.HoldActivations(-(s.xg.elements() + s.dlogits.elements()));
+  // [D, V/tensor], partial over the batch
+  if (auto st = AddGradient(l, Matrix::kVocab, Multiply(s.xg, true, s.dlogits, false, ComputeKind::kBackwardMatmul),
+                            last);
+      !st.ok()) {
+    return st;
+  }
+  LocalTensor wv;
+  if (auto st = fsdp_.Gathered(use, Matrix::kVocab, wv); !st.ok()) return st;
+  LocalTensor dxg = Multiply(s.dlogits, false, wv, true, ComputeKind::kBackwardMatmul);  // [B, D], partial over tensor
+  if (auto st = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, dxg, 1); !st.ok()) return st;
+  dx = std::move(dxg);
+  return absl::OkStatus();
 }
 
 absl::Status ChipTrainer::AttentionToOut(int use, const LocalTensor& x, AttentionSaved& s, LocalTensor* w) {
@@ -355,7 +451,8 @@ absl::Status ChipTrainer::Forward(const PipelineOp& op) {
   const int group = op.group(stages_, stage_), groups = stages_ * c_.pipeline_repeats;
   LocalTensor x;
   if (group == 0) {
-    x = MicrobatchTokens(op.microbatch, false);
+    // With a vocabulary the first layer embeds the tokens.
+    if (!c_.embeddings()) x = MicrobatchTokens(op.microbatch, false);
   } else {
     x = LocalTensor::Make({b_mb_, d_t_}, !c_.shape_only());
     if (auto s = stage_links_.Receive(true, op, group, x); !s.ok()) return s;
@@ -365,7 +462,8 @@ absl::Status ChipTrainer::Forward(const PipelineOp& op) {
     if (auto s = LayerForward(op.microbatch, l, x); !s.ok()) return s;
   }
   if (group == groups - 1) {
-    loss_grad_[op.microbatch] = Loss(op.microbatch, x);
+    // With a vocabulary the last layer made the loss and kept its gradient.
+    if (!c_.embeddings()) loss_grad_[op.microbatch] = Loss(op.microbatch, x);
   } else if (auto s = stage_links_.Send(true, op, group + 1, x); !s.ok()) {
     return s;
   }
@@ -377,8 +475,11 @@ absl::Status ChipTrainer::Backward(const PipelineOp& op) {
   const int group = op.group(stages_, stage_), groups = stages_ * c_.pipeline_repeats;
   LocalTensor dx;
   if (group == groups - 1) {
-    dx = std::move(loss_grad_.at(op.microbatch));
-    loss_grad_.erase(op.microbatch);
+    // With a vocabulary the last layer starts from what its loss kept.
+    if (!c_.embeddings()) {
+      dx = std::move(loss_grad_.at(op.microbatch));
+      loss_grad_.erase(op.microbatch);
+    }
   } else {
     dx = LocalTensor::Make({b_mb_, d_t_}, !c_.shape_only());
     if (auto s = stage_links_.Receive(false, op, group, dx); !s.ok()) return s;
@@ -400,6 +501,7 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
   step_ = step;
   saved_.clear();
   attention_saved_.clear();
+  vocab_saved_.clear();
   loss_grad_.clear();
   loss_sum_ = 0;
   const int layers = c_.num_layers;
@@ -407,11 +509,11 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
 
   const std::vector<PipelineOp> schedule =
       StageSchedule(c_.pipeline_schedule, stages_, stage_, c_.num_microbatches, c_.pipeline_repeats);
-  std::vector<int> weight_uses;  // the layer of each weight use, in order
+  std::vector<WeightUse> weight_uses;  // in order
   for (const PipelineOp& op : schedule) {
     const int first = first_layer(op.group(stages_, stage_));
     for (int j = 0; j < layers_per_group_; ++j) {
-      weight_uses.push_back(op.forward ? first + j : first + layers_per_group_ - 1 - j);
+      weight_uses.push_back({op.forward ? first + j : first + layers_per_group_ - 1 - j, op.forward});
     }
   }
   if (auto s = fsdp_.Start(std::move(weight_uses)); !s.ok()) return s;
@@ -430,8 +532,8 @@ absl::StatusOr<ChipRunResult> ChipTrainer::Step(int step) {
     for (double r : grads.ready) ready = std::max(ready, r);
     clock_.Wait(mesh_.size(MeshAxisKind::kData) > 1 ? MeshAxisKind::kData : MeshAxisKind::kFsdp, ready,
                 "reduced gradients");
-    for (Matrix m : {Matrix::kOut, Matrix::kIn, Matrix::kUp, Matrix::kAttnOut, Matrix::kQuery, Matrix::kKey,
-                     Matrix::kValue}) {
+    for (Matrix m : {Matrix::kVocab, Matrix::kOut, Matrix::kIn, Matrix::kUp, Matrix::kAttnOut, Matrix::kQuery,
+                     Matrix::kKey, Matrix::kValue, Matrix::kEmbed}) {
       if (grads.g[static_cast<int>(m)].shape.empty()) continue;  // not in this block
       const ElementwiseCost cost = weights_.Update(l, m, grads.g[static_cast<int>(m)], step + 1);
       clock_.Compute(ComputeKind::kOther, cost.flops, cost.hbm_bytes);

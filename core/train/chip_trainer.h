@@ -14,7 +14,13 @@
 // data once per step, as soon as a layer's last microbatch is through.
 // With attention (attention.h) each block is attention, then the MLP, the
 // tensor axis splitting heads as it splits F: the same gather before and
-// reduce-scatter after each part.
+// reduce-scatter after each part. With a vocabulary (vocab.h) the first
+// layer embeds token ids first, each tensor shard looking up the ids of its
+// block of the vocabulary and a reduce-scatter summing the rows; the last
+// layer ends with the vocabulary projection, each tensor shard making its
+// block of the logits and the shards exchanging a few statistics per row
+// (an all-gather) for the cross-entropy, whose gradient is kept for the
+// backward pass.
 // Layouts: Win[D_fsdp, F_tensor], Wout[F_tensor, D_fsdp], Wq, Wk,
 // Wv[D_fsdp, heads_tensor], Wo[heads_tensor, D_fsdp], activations between
 // blocks X[B_(data,fsdp), D_tensor] (whole sequences with attention). Every op advances the chip's
@@ -83,6 +89,7 @@ class ChipTrainer {
   // Where those shards sit in the full matrices.
   int64_t d_offset() const { return fi_ * d_f_; }  // first row along D
   int64_t width_offset(Matrix m) const { return ti_ * (MatrixWidth(c_, m) / mesh_.size(MeshAxisKind::kTensor)); }
+  int64_t vocab_offset() const { return width_offset(Matrix::kVocab); }  // the chip's first vocabulary id
 
  private:
   // One microbatch through one of the stage's layer groups, forward (the
@@ -101,6 +108,16 @@ class ChipTrainer {
   absl::Status MlpBackward(int m, int l, int use, bool last, LocalTensor& dx);
   // The loss of microbatch m's output, and its gradient.
   LocalTensor Loss(int m, const LocalTensor& x);
+  // With a vocabulary: microbatch m's embedded tokens into x, and the
+  // embedding's gradient from theirs (dx); the vocabulary projection and
+  // cross-entropy of the last layer's output x, and from what they kept the
+  // gradient of that output into dx.
+  absl::Status Embed(int m, int use, LocalTensor& x);
+  absl::Status EmbedBackward(int m, int l, bool last, const LocalTensor& dx);
+  absl::Status VocabForward(int m, int use, const LocalTensor& x);
+  absl::Status VocabBackward(int m, int l, int use, bool last, LocalTensor& dx);
+  // The chip's rows of microbatch m as token ids, or their targets.
+  std::vector<int64_t> MicrobatchIds(int m, bool targets) const;
   // The chip's rows of microbatch m: tokens, or the teacher's targets.
   LocalTensor MicrobatchTokens(int m, bool targets) const;
   int first_layer(int group) const { return group * layers_per_group_; }
@@ -164,8 +181,16 @@ class ChipTrainer {
   absl::Status AttentionToOut(int use, const LocalTensor& x, AttentionSaved& s, LocalTensor* w);
   int64_t HeldElements(const AttentionSaved& s) const;
   std::map<std::pair<int, int>, AttentionSaved> attention_saved_;  // by (microbatch, layer)
+  // What the vocabulary projection keeps: its gathered input and the logits' gradient.
+  struct VocabSaved {
+    LocalTensor xg, dlogits;
+  };
+  std::map<int, VocabSaved> vocab_saved_;       // by microbatch, on the last stage
   std::map<int, LocalTensor> loss_grad_;        // by microbatch, on the last stage
-  double loss_sum_ = 0;                         // squared errors of the chip's outputs
+  // Squared errors of the chip's outputs; with a vocabulary, the
+  // cross-entropy of its rows (counted by the first tensor shard: every
+  // shard computes the same).
+  double loss_sum_ = 0;
   // A layer's gradients by Matrix, accumulated over microbatches, then
   // reduced ahead.
   struct LayerGradients {

@@ -19,7 +19,7 @@ void ChipWeights::Init(const TrainConfig& config, const std::vector<bool>& owned
   }
   for (int l = 0; l < layers; ++l) {
     if (!owned_[l]) continue;  // another stage's layer
-    for (Matrix m : BlockMatrices(c_)) {
+    for (Matrix m : LayerMatrices(c_, l)) {
       const int k = static_cast<int>(m);
       const bool along_d = AlongD(m);
       const int64_t width = MatrixWidth(c_, m), cols = width / s.tensor_ways, col_offset = s.tensor_index * cols;
@@ -87,7 +87,7 @@ void ChipWeights::ForEachArray(Self& self, Fn fn) {
       }
     }
     // Then each other matrix the block has, with its moments.
-    for (Matrix m : BlockMatrices(self.c_)) {
+    for (Matrix m : LayerMatrices(self.c_, static_cast<int>(l))) {
       if (m == Matrix::kIn || m == Matrix::kOut) continue;
       const int k = static_cast<int>(m);
       fn(self.w_[k][l].data.get(), self.w_[k][l].elements());
@@ -124,7 +124,7 @@ double ChipWeights::SquareSum() const {
   double sum = 0;
   for (size_t l = 0; l < owned_.size(); ++l) {
     if (!owned_[l]) continue;
-    for (Matrix m : BlockMatrices(c_)) {
+    for (Matrix m : LayerMatrices(c_, static_cast<int>(l))) {
       const LocalTensor& w = weight(m, static_cast<int>(l));
       if (!w.has_values()) continue;  // shape-only
       for (int64_t i = 0; i < w.elements(); ++i) sum += static_cast<double>(w.data[i]) * w.data[i];

@@ -1,7 +1,9 @@
 // A chip's shards of its stage's layers, Win [D/fsdp, F/tensor] (and, for a
 // gated MLP, Wup of the same shape) and Wout [F/tensor, D/fsdp], with
 // attention Wq, Wk, Wv [D/fsdp, width/tensor] and Wo [width/tensor, D/fsdp]
-// (the tensor axis splits whole heads), with their optimizer state (Adam's
+// (the tensor axis splits whole heads), with a vocabulary the embedding E
+// [V/tensor, D/fsdp] (first layer) and projection Wv [D/fsdp, V/tensor] (last
+// layer), all with their optimizer state (Adam's
 // moments, sharded as the weights are: ZeRO-3 over fsdp).
 #pragma once
 

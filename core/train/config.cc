@@ -159,7 +159,8 @@ std::map<std::string, FieldRef> Fields(TrainConfig& c) {
           {"base_num_query_heads", &c.num_query_heads},
           {"base_num_kv_heads", &c.num_kv_heads},
           {"head_dim", &c.head_dim},
-          {"max_target_length", &c.seq_len}};
+          {"max_target_length", &c.seq_len},
+          {"vocab_size", &c.vocab_size}};
 }
 
 constexpr std::pair<const char*, int> kDtypes[] = {{"bf16", 2}, {"f32", 4}};
@@ -182,6 +183,10 @@ absl::Status CheckInt(const std::string& source, const std::string& key, int64_t
       key == "max_target_length") {  // 0: no attention, or the default
     const int64_t most = key == "max_target_length" ? (int64_t{1} << 20) : 65536;
     if (n < 0 || n > most) return KeyError(source, key, absl::StrCat(n, ": must be between 0 and ", most));
+    return absl::OkStatus();
+  }
+  if (key == "vocab_size") {  // 0: no embedding and no vocabulary projection
+    if (n < 0 || n > (int64_t{1} << 20)) return KeyError(source, key, absl::StrCat(n, ": must be between 0 and 1048576"));
     return absl::OkStatus();
   }
   if (key == "checkpoint_every" || key == "max_restarts") {
@@ -246,6 +251,7 @@ absl::Status ApplyModelPreset(const YAML::Node& v, const std::string& source, Tr
   c.num_kv_heads = static_cast<int>(preset->kv_heads);
   c.head_dim = preset->head_dim;
   c.seq_len = preset->seq_len;
+  c.vocab_size = preset->vocab;
   return absl::OkStatus();
 }
 
@@ -467,7 +473,7 @@ const std::vector<TrainKey>& TrainKeys() {
        "a published model's block, whose keys the file's others override: llama2-7b, llama2-13b, llama3-8b, "
        "llama3-70b (emb_dim, mlp_dim, num_layers, LLaMA's gated MLP, mlp_activations: [silu, linear], and "
        "attention: base_num_query_heads, base_num_kv_heads, head_dim, max_target_length; base_num_query_heads: 0 "
-       "drops attention; the vocabulary is not in training jobs)"},
+       "drops attention; vocab_size; vocab_size: 0 drops the embedding and the vocabulary projection)"},
       {"remat_policy", "string", "none",
        "what a layer keeps for its backward pass: none (its gathered input and pre-activation) | full (its input "
        "shard only: the backward pass gathers it and runs the forward matmuls again, charged; MaxText's default)"},
@@ -480,6 +486,10 @@ const std::vector<TrainKey>& TrainKeys() {
       {"max_target_length", "int", "(required with attention)",
        "S, tokens per sequence: attention mixes rows within a sequence, so each chip's share of a microbatch "
        "must be whole sequences"},
+      {"vocab_size", "int", "0",
+       "V: the batch is token ids; an embedding E [V, D] feeds the first block and a vocabulary projection "
+       "Wv [D, V] with a cross-entropy loss follows the last (the tensor axis splits V: vocabulary-parallel); "
+       "0: seed 001's block on random vectors, with a mean squared error against a teacher"},
       {"mlp_activations", "list", "[gelu]",
        "MaxText's: one activation, [NAME] (the block's Win -> NAME -> Wout), or a gated MLP, [NAME, linear] "
        "(LLaMA's [silu, linear]: (NAME(x Win) * (x Wup)) Wout, 3 matrices); instead of `activation`"},
@@ -644,11 +654,15 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
   const double attention =
       c.attention() ? b * (d + 2.0 * (c.q_width() + c.kv_width()) + static_cast<double>(c.num_query_heads) * c.seq_len)
                     : 0;
-  const double bytes = 4 * (5 * l * c.LayerParams() + l * (b * (c.mlp_matrices() * f + d) + attention) + 4 * b * d);
+  // With a vocabulary: the embedding's and projection's 5 copies, and the logits and their gradient.
+  const double vocab = c.embeddings() ? 5 * c.EmbeddingParams() + 2 * b * static_cast<double>(c.vocab_size) : 0;
+  const double bytes =
+      4 * (5 * l * c.LayerParams() + l * (b * (c.mlp_matrices() * f + d) + attention) + 4 * b * d + vocab);
   if (bytes > kMaxReferenceBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": emb_dim=", c.emb_dim, ", mlp_dim=", c.mlp_dim, ", num_layers=", c.num_layers,
-        ", global_batch_tokens=", c.global_batch_tokens, " need ", static_cast<int64_t>(bytes / (1 << 20)),
+        ", global_batch_tokens=", c.global_batch_tokens, c.embeddings() ? absl::StrCat(", vocab_size=", c.vocab_size) : "",
+        " need ", static_cast<int64_t>(bytes / (1 << 20)),
         " MiB of host memory for the one-device reference; the limit is ", kMaxReferenceBytes / (1 << 20),
         " MiB: make the model or the batch smaller"));
   }
@@ -681,6 +695,8 @@ absl::Status ResolveMesh(TrainConfig& c, const Topology& topo) {
   if (auto s = divides("mlp_dim", c.mlp_dim, tensor_ways, "tensor"); !s.ok()) return s;
   // Activations between blocks are sharded over tensor along D (Megatron).
   if (auto s = divides("emb_dim", c.emb_dim, tensor_ways, "tensor"); !s.ok()) return s;
+  // The embedding and the vocabulary projection are split over tensor along V.
+  if (auto s = divides("vocab_size", c.vocab_size, tensor_ways, "tensor"); !s.ok()) return s;
   if (!c.attention()) return absl::OkStatus();
   // The tensor axis splits attention by heads, keeping each group of query
   // heads with its key-value head; a chip's rows are whole sequences.

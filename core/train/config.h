@@ -72,6 +72,12 @@ struct TrainConfig {
   int num_kv_heads = 0;     // base_num_kv_heads (a file's default: the query heads)
   int64_t head_dim = 0;     // (a file's default: emb_dim / query heads)
   int64_t seq_len = 0;      // max_target_length
+  // Token ids in, a vocabulary-parallel cross-entropy out (issue 19): an
+  // embedding E [V, D] before the first block and a vocabulary projection
+  // Wv [D, V] after the last, the loss over V split across the tensor axis.
+  // 0: seed 001's block alone, its input random vectors and its loss the
+  // mean squared error against a teacher.
+  int64_t vocab_size = 0;
   int dtype_bytes = 2;              // emulated: bf16 (2) | f32 (4)
   int wire_dtype_bytes = 4;         // what crosses links: f32 (4) | bf16 (2)
   double time_scale = -1;           // -1: whatever the pod runs at
@@ -99,6 +105,14 @@ struct TrainConfig {
   bool shape_only() const { return values == "none"; }
   int mlp_matrices() const { return gated_mlp ? 3 : 2; }
   bool attention() const { return num_query_heads > 0; }
+  bool embeddings() const { return vocab_size > 0; }
+  // What the loss is a mean over: tokens (the cross-entropy), or elements
+  // of the output (the squared error against the teacher).
+  double loss_elements() const {
+    return static_cast<double>(global_batch_tokens) * (embeddings() ? 1 : static_cast<double>(emb_dim));
+  }
+  // The embedding's and the vocabulary projection's parameters, 2 V D.
+  double EmbeddingParams() const { return 2.0 * static_cast<double>(vocab_size) * static_cast<double>(emb_dim); }
   // Matrices of one block: the MLP's, and attention's four (model.h's BlockMatrices).
   int block_matrices() const { return mlp_matrices() + (attention() ? 4 : 0); }
   int64_t q_width() const { return num_query_heads * head_dim; }  // Wq's columns, Wo's rows

@@ -8,7 +8,7 @@ FsdpGather::FsdpGather(const TrainConfig& config, const TrainMesh& mesh, const C
                        StepClock& clock)
     : c_(config), mesh_(mesh), weights_(weights), comm_(comm), clock_(clock) {}
 
-absl::Status FsdpGather::Start(std::vector<int> uses) {
+absl::Status FsdpGather::Start(std::vector<WeightUse> uses) {
   uses_ = std::move(uses);
   next_use_ = 0;
   ahead_.clear();
@@ -16,19 +16,20 @@ absl::Status FsdpGather::Start(std::vector<int> uses) {
   if (!c_.pipeline_fsdp_ag_once || mesh_.size(MeshAxisKind::kFsdp) == 1) return absl::OkStatus();
   // Issued back to back, in the order of first use; the chip waits for each
   // at that use.
-  for (int layer : uses_) {
-    if (gathered_once_.count(layer)) continue;
-    Ahead& a = gathered_once_[layer];
-    Issue(layer, a);
+  for (const WeightUse& use : uses_) {
+    if (gathered_once_.count(use.layer)) continue;
+    Ahead& a = gathered_once_[use.layer];
+    Issue({use.layer, true}, a);  // kept for both directions
     if (!a.status.ok()) return a.status;
   }
   return absl::OkStatus();
 }
 
-void FsdpGather::Issue(int layer, Ahead& a) {
-  for (Matrix m : BlockMatrices(c_)) {
+void FsdpGather::Issue(const WeightUse& use, Ahead& a) {
+  for (Matrix m : LayerMatrices(c_, use.layer)) {
+    if (m == Matrix::kEmbed && !use.forward) continue;
     const int k = static_cast<int>(m);
-    a.w[k] = weights_.weight(m, layer);
+    a.w[k] = weights_.weight(m, use.layer);
     a.status = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kFsdp, a.w[k], AlongD(m) ? 0 : 1, &a.ready[k]);
     if (!a.status.ok()) return;
   }
@@ -43,7 +44,7 @@ FsdpGather::Ahead& FsdpGather::Current(int use) {
 }
 
 absl::Status FsdpGather::Gathered(int use, Matrix m, LocalTensor& out) {
-  const int layer = uses_[use], k = static_cast<int>(m);
+  const int layer = uses_[use].layer, k = static_cast<int>(m);
   if (!gathered_once_.empty()) {
     const Ahead& a = gathered_once_.at(layer);
     clock_.Wait(MeshAxisKind::kFsdp, a.ready[k], "weights gathered once per step");

@@ -8,7 +8,8 @@
 //   pipeline_fsdp_ag_once : once per step, issued back to back at its
 //                start, kept for every microbatch (memory for bandwidth).
 // Uses are numbered in the order of the stage's schedule: a layer's
-// forward or backward, once per microbatch.
+// forward or backward, once per microbatch. A backward use gathers no
+// embedding: its gradient is a scatter of rows, which reads no weights.
 #pragma once
 
 #include <map>
@@ -24,6 +25,11 @@
 
 namespace tpuemu {
 
+struct WeightUse {
+  int layer = 0;
+  bool forward = true;
+};
+
 class FsdpGather {
  public:
   FsdpGather(const TrainConfig& config, const TrainMesh& mesh, const ChipWeights& weights, MeshComm& comm,
@@ -32,7 +38,7 @@ class FsdpGather {
   // A step that uses the layers in `uses`, in that order. With
   // pipeline_fsdp_ag_once (and more than one fsdp chip) every layer's
   // gathers are issued now.
-  absl::Status Start(std::vector<int> uses);
+  absl::Status Start(std::vector<WeightUse> uses);
   // The next weight use; its layer's matrices come from Gathered.
   int NextUse() { return next_use_++; }
   // The full matrix `m` of use `use`'s layer, along D.
@@ -44,8 +50,8 @@ class FsdpGather {
     double ready[kMatrixKinds] = {};
     absl::Status status;
   };
-  // Issues the gathers of a layer's matrices ahead into `a`.
-  void Issue(int layer, Ahead& a);
+  // Issues the gathers of the matrices `use` needs ahead into `a`.
+  void Issue(const WeightUse& use, Ahead& a);
   // Prefetching: use `use`'s gathers, issued before if they were, and the
   // next use's, issued now.
   Ahead& Current(int use);
@@ -55,7 +61,7 @@ class FsdpGather {
   const ChipWeights& weights_;
   MeshComm& comm_;
   StepClock& clock_;
-  std::vector<int> uses_;  // the layer of each weight use, in order
+  std::vector<WeightUse> uses_;  // in order
   int next_use_ = 0;
   std::map<int, Ahead> ahead_;          // fsdp_prefetch: gathers issued, by weight use
   std::map<int, Ahead> gathered_once_;  // pipeline_fsdp_ag_once: by layer

@@ -62,8 +62,8 @@ absl::Status HostTrainer::Prepare() {
   }
   // The teacher is the same on every chip that makes targets: made once here.
   std::shared_ptr<const ModelWeights> teacher;
-  // A shape-only job makes no targets.
-  if (!config_.shape_only() &&
+  // A shape-only job makes no targets; a model with a vocabulary has no teacher.
+  if (!config_.shape_only() && !config_.embeddings() &&
       std::any_of(chips_.begin(), chips_.end(), [](const auto& c) { return c->last_stage(); })) {
     teacher = std::make_shared<const ModelWeights>(InitWeights(config_, WeightStream::kTeacher));
   }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/train/vocab.h"
 
 namespace tpuemu {
 
@@ -48,7 +49,20 @@ absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, c
       {CollectiveOp::kAllReduce, MeshAxisKind::kData, c.emb_dim * f_t / fsdp, "a layer's gradient all-reduce",
        "emb_dim and mlp_dim"},
   };
-  for (const Use& u : uses) {
+  std::vector<Use> all(std::begin(uses), std::end(uses));
+  if (c.embeddings()) {
+    const int64_t v_t = c.vocab_size / tensor;
+    all.insert(all.end(),
+               {{CollectiveOp::kAllGather, MeshAxisKind::kTensor, microbatch * kLogitStats * tensor,
+                 "the cross-entropy's statistics all-gather", "global_batch_tokens and num_microbatches"},
+                {CollectiveOp::kAllGather, MeshAxisKind::kFsdp, c.emb_dim * v_t,
+                 "the embedding's and vocabulary projection's all-gather", "emb_dim and vocab_size"},
+                {CollectiveOp::kReduceScatter, MeshAxisKind::kFsdp, c.emb_dim * v_t,
+                 "the embedding's and vocabulary projection's gradient reduce-scatter", "emb_dim and vocab_size"},
+                {CollectiveOp::kAllReduce, MeshAxisKind::kData, c.emb_dim * v_t / fsdp,
+                 "the embedding's and vocabulary projection's gradient all-reduce", "emb_dim and vocab_size"}});
+  }
+  for (const Use& u : all) {
     if (mesh.size(u.axis) == 1) continue;
     auto plan = PlanMeshCollective(c, mesh, topo, u.op, u.axis, static_cast<uint64_t>(u.elements), {});
     if (!plan.ok()) {

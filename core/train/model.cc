@@ -5,13 +5,14 @@
 #include "core/base/parallel_for.h"
 #include "core/tensor/gemm.h"
 #include "core/train/activation.h"
+#include "core/train/vocab.h"
 
 namespace tpuemu {
 namespace {
 
 // Every value is Uniform in [-1, 1) (24 random bits) of the hash of
 // (seed, stream, index): the key is the first two, made once per matrix.
-constexpr uint64_t kWeightStream = 1, kBatchStream = 2;
+constexpr uint64_t kWeightStream = 1, kBatchStream = 2, kTokenIdStream = 3, kTargetStream = 4;
 
 uint64_t StreamKey(uint64_t seed, uint64_t stream) { return SplitMix64(SplitMix64(seed) ^ stream); }
 
@@ -46,8 +47,18 @@ std::vector<Matrix> BlockMatrices(const TrainConfig& config) {
   return out;
 }
 
+std::vector<Matrix> LayerMatrices(const TrainConfig& config, int layer) {
+  std::vector<Matrix> out = BlockMatrices(config);
+  if (!config.embeddings()) return out;
+  if (layer == 0) out.insert(out.begin(), Matrix::kEmbed);
+  if (layer == config.num_layers - 1) out.push_back(Matrix::kVocab);
+  return out;
+}
+
 int64_t MatrixWidth(const TrainConfig& c, Matrix m) {
   switch (m) {
+    case Matrix::kEmbed:
+    case Matrix::kVocab: return c.vocab_size;
     case Matrix::kQuery:
     case Matrix::kAttnOut: return c.q_width();
     case Matrix::kKey:
@@ -69,6 +80,8 @@ std::vector<std::vector<float>>& ModelWeights::of(Matrix m) {
     case Matrix::kKey: return wk;
     case Matrix::kValue: return wv;
     case Matrix::kAttnOut: return wo;
+    case Matrix::kEmbed: return embed;
+    case Matrix::kVocab: return vocab;
   }
   return win;
 }
@@ -78,9 +91,11 @@ LayerWeights::LayerWeights(const TrainConfig& c, WeightStream stream, int layer,
     // Scaled so that activations keep their size through the layers; Wup
     // twice more, since act(x Win) * (x Wup) multiplies two values below 1.
     // (With no normalization between blocks, a deep gated stack still
-    // grows or fades: the product is quadratic in its input.)
-    : scale_((m == Matrix::kUp ? 2.0f : 1.0f) *
-             std::sqrt(3.0f / static_cast<float>(AlongD(m) ? c.emb_dim : MatrixWidth(c, m)))),
+    // grows or fades: the product is quadratic in its input.) Embeddings
+    // are Uniform [-1, 1), as the vectors a model without a vocabulary reads.
+    : scale_(m == Matrix::kEmbed ? 1.0f
+                                 : (m == Matrix::kUp ? 2.0f : 1.0f) *
+                                       std::sqrt(3.0f / static_cast<float>(AlongD(m) ? c.emb_dim : MatrixWidth(c, m)))),
       key_(StreamKey(c.seed, kWeightStream)),
       matrix_(SplitMix64((static_cast<uint64_t>(stream) << 40) | MatrixBits(layer, m))) {}
 
@@ -116,18 +131,52 @@ void ForwardPass(const TrainConfig& c, const ModelWeights& m, std::vector<float>
 ModelWeights InitWeights(const TrainConfig& c, WeightStream stream) {
   ModelWeights w;
   for (int l = 0; l < c.num_layers; ++l) {
-    for (Matrix m : BlockMatrices(c)) {
+    for (Matrix m : LayerMatrices(c, l)) {
       std::vector<float> values(c.emb_dim * MatrixWidth(c, m));
       const LayerWeights full(c, stream, l, m);
       for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i) values[i] = full(i);
-      w.of(m).push_back(std::move(values));
+      w.of(m).resize(c.num_layers);  // by layer; empty where the layer has none
+      w.of(m)[l] = std::move(values);
     }
   }
   return w;
 }
 
+namespace {
+
+// The embedded tokens of `ids`: [rows, D].
+std::vector<float> Embedded(const TrainConfig& c, const ModelWeights& w, const std::vector<int64_t>& ids) {
+  std::vector<float> x(ids.size() * c.emb_dim);
+  EmbeddingLookup(w.embed[0].data(), 0, c.vocab_size, c.emb_dim, ids.data(), static_cast<int64_t>(ids.size()),
+                  x.data());
+  return x;
+}
+
+// The cross-entropy summed over x's rows (the last layer's output), keeping
+// the logits and their log-sum-exps.
+double CrossEntropySum(const TrainConfig& c, const ModelWeights& w, const std::vector<float>& x,
+                       const std::vector<int64_t>& targets, std::vector<float>& logits, std::vector<float>& lse,
+                       int threads) {
+  const int64_t b = static_cast<int64_t>(targets.size()), v = c.vocab_size;
+  logits.resize(b * v);
+  lse.resize(b);
+  MatMul(x.data(), b, c.emb_dim, false, w.vocab[c.num_layers - 1].data(), c.emb_dim, v, false, logits.data(), nullptr,
+         threads);
+  std::vector<float> stats(b * kLogitStats);
+  LogitStats(logits.data(), b, v, 0, targets.data(), stats.data());
+  return CombineLogitStats(stats.data(), b, 1, lse.data());
+}
+
+}  // namespace
+
 double BatchLoss(const TrainConfig& c, const ModelWeights& w, int step) {
   const int64_t b = c.global_batch_tokens, d = c.emb_dim;
+  if (c.embeddings()) {
+    const std::vector<int64_t> ids = BatchTokenIds(c, step, 0, b);
+    std::vector<float> x = Embedded(c, w, ids), logits, lse;
+    ForwardPass(c, w, x);
+    return CrossEntropySum(c, w, x, TargetIds(c, ids), logits, lse, 1) / static_cast<double>(b);
+  }
   std::vector<float> x = BatchTokens(c, step, 0, b), y = x;
   ForwardPass(c, InitWeights(c, WeightStream::kTeacher), y);
   ForwardPass(c, w, x);
@@ -138,7 +187,7 @@ double BatchLoss(const TrainConfig& c, const ModelWeights& w, int step) {
 
 double SumOfSquares(const ModelWeights& w) {
   double sum = 0;
-  for (const auto* group : {&w.win, &w.wup, &w.wout, &w.wq, &w.wk, &w.wv, &w.wo}) {
+  for (const auto* group : {&w.win, &w.wup, &w.wout, &w.wq, &w.wk, &w.wv, &w.wo, &w.embed, &w.vocab}) {
     for (const auto& m : *group) {
       for (float v : m) sum += static_cast<double>(v) * v;
     }
@@ -157,10 +206,31 @@ std::vector<float> BatchTokens(const TrainConfig& c, int step, int64_t first, in
   return x;
 }
 
+std::vector<int64_t> BatchTokenIds(const TrainConfig& c, int step, int64_t first, int64_t count) {
+  const uint64_t key = StreamKey(c.seed, kTokenIdStream);
+  std::vector<int64_t> ids(count);
+  for (int64_t t = 0; t < count; ++t) {
+    const uint64_t token = SplitMix64((static_cast<uint64_t>(step) << 32) | static_cast<uint64_t>(first + t));
+    ids[t] = static_cast<int64_t>(SplitMix64(key ^ token) % static_cast<uint64_t>(c.vocab_size));
+  }
+  return ids;
+}
+
+std::vector<int64_t> TargetIds(const TrainConfig& c, const std::vector<int64_t>& ids) {
+  const uint64_t key = StreamKey(c.seed, kTargetStream);
+  std::vector<int64_t> targets(ids.size());
+  for (size_t t = 0; t < ids.size(); ++t) {
+    targets[t] = static_cast<int64_t>(SplitMix64(key ^ static_cast<uint64_t>(ids[t])) % static_cast<uint64_t>(c.vocab_size));
+  }
+  return targets;
+}
+
 ReferenceTrainer::ReferenceTrainer(const TrainConfig& config, int threads)
-    : c_(config), threads_(threads), weights_(InitWeights(config, WeightStream::kStudent)),
-      teacher_(InitWeights(config, WeightStream::kTeacher)) {
-  for (Matrix m : BlockMatrices(c_)) {
+    : c_(config), threads_(threads), weights_(InitWeights(config, WeightStream::kStudent)) {
+  // A model with a vocabulary learns its targets' map; one without, the teacher.
+  if (!c_.embeddings()) teacher_ = InitWeights(config, WeightStream::kTeacher);
+  for (int k = 0; k < kMatrixKinds; ++k) {
+    const Matrix m = static_cast<Matrix>(k);
     for (const auto& w : weights_.of(m)) {
       m_.of(m).emplace_back(w.size(), 0.0f);
       v_.of(m).emplace_back(w.size(), 0.0f);
@@ -177,11 +247,16 @@ StepRecord ReferenceTrainer::Step() {
   grads_.resize(layers);
   us_.resize(c_.gated_mlp ? layers : 0);
   for (auto* v : {&qs_, &ks_, &vs_, &ps_, &os_, &mids_}) v->resize(c_.attention() ? layers : 0);
-  xs_[0] = BatchTokens(c_, step_, 0, b);
-
-  // Teacher targets.
-  y_ = xs_[0];
-  ForwardPass(c_, teacher_, y_);
+  if (c_.embeddings()) {
+    ids_ = BatchTokenIds(c_, step_, 0, b);
+    targets_ = TargetIds(c_, ids_);
+    xs_[0] = Embedded(c_, weights_, ids_);
+  } else {
+    xs_[0] = BatchTokens(c_, step_, 0, b);
+    // Teacher targets.
+    y_ = xs_[0];
+    ForwardPass(c_, teacher_, y_);
+  }
 
   // Forward, keeping every layer's input, activation and its derivative
   // (the pre-activation goes first into the derivative's buffer).
@@ -207,18 +282,23 @@ StepRecord ReferenceTrainer::Step() {
     }
     MatMul(a, b, f, false, weights_.wout[l].data(), f, d, false, xs_[l + 1].data(), nullptr, threads_);
   }
+  // Adam's step count, from 1.
+  ++step_;
   double loss = 0;
   dx_.resize(b * d);
-  const double scale = 1.0 / static_cast<double>(b * d);
-  for (int64_t i = 0; i < b * d; ++i) {
-    const double e = static_cast<double>(xs_[layers][i]) - y_[i];
-    loss += e * e;
-    dx_[i] = static_cast<float>(2 * e * scale);
+  if (c_.embeddings()) {
+    loss = VocabLossUpdate();
+  } else {
+    const double scale = 1.0 / static_cast<double>(b * d);
+    for (int64_t i = 0; i < b * d; ++i) {
+      const double e = static_cast<double>(xs_[layers][i]) - y_[i];
+      loss += e * e;
+      dx_[i] = static_cast<float>(2 * e * scale);
+    }
+    loss *= scale;
   }
-  loss *= scale;
 
   // Backward and update, last layer first.
-  ++step_;
   da_.resize(b * f);
   dwout_.resize(f * d);
   dwin_.resize(d * f);
@@ -268,7 +348,27 @@ StepRecord ReferenceTrainer::Step() {
     if (c_.attention()) AttentionBackwardUpdate(l, dprev_);
     std::swap(dx_, dprev_);
   }
+  if (c_.embeddings()) {  // dx_ is the embedded tokens' gradient
+    std::vector<float> de(weights_.embed[0].size(), 0.0f);
+    EmbeddingGradient(dx_.data(), 0, c_.vocab_size, d, ids_.data(), b, de.data());
+    Update(weights_.embed[0], de, m_.embed[0], v_.embed[0]);
+  }
   return {step_ - 1, loss};
+}
+
+double ReferenceTrainer::VocabLossUpdate() {
+  const int64_t b = c_.global_batch_tokens, d = c_.emb_dim, v = c_.vocab_size;
+  const std::vector<float>& x = xs_[c_.num_layers];
+  std::vector<float> lse;
+  const double loss = CrossEntropySum(c_, weights_, x, targets_, logits_, lse, threads_);
+  dlogits_.resize(b * v);
+  LogitGradient(logits_.data(), b, v, 0, targets_.data(), lse.data(), 1.0f / static_cast<float>(b), dlogits_.data());
+  auto& wv = weights_.vocab[c_.num_layers - 1];
+  std::vector<float> dwv(d * v);
+  MatMul(x.data(), b, d, true, dlogits_.data(), b, v, false, dwv.data(), nullptr, threads_);  // dWv = X^T dZ
+  MatMul(dlogits_.data(), b, v, false, wv.data(), d, v, true, dx_.data(), nullptr, threads_);  // dX = dZ Wv^T
+  Update(wv, dwv, m_.vocab[c_.num_layers - 1], v_.vocab[c_.num_layers - 1]);
+  return loss / static_cast<double>(b);
 }
 
 void ReferenceTrainer::AttentionForwardKeep(int l) {

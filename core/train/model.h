@@ -1,6 +1,8 @@
 // Seed 001's simplified Transformer on one device (DESIGN §6): L blocks of
 // In[B, D] * Win[D, F] -> activation -> * Wout[F, D], trained with a mean
-// squared error against a fixed random teacher of the same shape. Weights,
+// squared error against a fixed random teacher of the same shape; or, with a
+// vocabulary, token ids embedded, the blocks, the vocabulary projection and
+// a cross-entropy against each token's target id (vocab.h). Weights,
 // teacher and batches are deterministic in (seed, what, index), so any shard
 // of any of them can be made anywhere; the sharded strategies and this
 // one-device reference see exactly the same numbers.
@@ -18,12 +20,17 @@ namespace tpuemu {
 // A block's matrices: the MLP's Win [D, F], Wup [D, F] (a gated MLP's second
 // up-projection, multiplied into Win's activation), Wout [F, D]; with
 // attention, before them, Wq [D, N H], Wk and Wv [D, K H], Wo [N H, D].
-enum class Matrix { kIn = 0, kUp = 1, kOut = 2, kQuery = 3, kKey = 4, kValue = 5, kAttnOut = 6 };
-inline constexpr int kMatrixKinds = 7;
+// With a vocabulary, the first layer also holds the embedding E [V, D] and the
+// last the vocabulary projection Wv [D, V].
+enum class Matrix { kIn = 0, kUp = 1, kOut = 2, kQuery = 3, kKey = 4, kValue = 5, kAttnOut = 6, kEmbed = 7, kVocab = 8 };
+inline constexpr int kMatrixKinds = 9;
 // The matrices of a block of `config`'s model, in the order they are used forward.
 std::vector<Matrix> BlockMatrices(const TrainConfig& config);
-// Laid out as Win ([D, width]): all but Wout and Wo ([width, D]).
-inline bool AlongD(Matrix m) { return m != Matrix::kOut && m != Matrix::kAttnOut; }
+// Layer l's: its block's, and the embedding (first layer) and the vocabulary
+// projection (last) when the model has a vocabulary.
+std::vector<Matrix> LayerMatrices(const TrainConfig& config, int layer);
+// Laid out as Win ([D, width]): all but Wout, Wo and E ([width, D]).
+inline bool AlongD(Matrix m) { return m != Matrix::kOut && m != Matrix::kAttnOut && m != Matrix::kEmbed; }
 // The matrix's other dimension than D (the one the tensor axis splits).
 int64_t MatrixWidth(const TrainConfig& c, Matrix m);
 // The attention of `rows` rows (whole sequences) on one of `tensor` shards of the heads.
@@ -32,7 +39,7 @@ AttentionShape AttentionOf(const TrainConfig& c, int64_t rows, int tensor = 1);
 // Row-major weights of every layer, by matrix (empty where the block has
 // none): [D, width] along D, else [width, D].
 struct ModelWeights {
-  std::vector<std::vector<float>> win, wup, wout, wq, wk, wv, wo;
+  std::vector<std::vector<float>> win, wup, wout, wq, wk, wv, wo, embed, vocab;
   std::vector<std::vector<float>>& of(Matrix m);
   const std::vector<std::vector<float>>& of(Matrix m) const;
 };
@@ -65,6 +72,10 @@ double SumOfSquares(const ModelWeights& w);
 
 // Tokens [first, first + count) of the batch of `step`: count x D, row-major.
 std::vector<float> BatchTokens(const TrainConfig& c, int step, int64_t first, int64_t count);
+// With a vocabulary: those tokens' ids, and each id's target (a fixed map
+// of the vocabulary onto itself that the model learns), both in [0, V).
+std::vector<int64_t> BatchTokenIds(const TrainConfig& c, int step, int64_t first, int64_t count);
+std::vector<int64_t> TargetIds(const TrainConfig& c, const std::vector<int64_t>& ids);
 
 struct StepRecord {
   int step = 0;
@@ -86,6 +97,9 @@ class ReferenceTrainer {
   // pass needs; and that pass from dx (mids_[l]'s gradient) into dx (xs_[l]'s).
   void AttentionForwardKeep(int l);
   void AttentionBackwardUpdate(int l, std::vector<float>& dx);
+  // The vocabulary projection and cross-entropy of the last layer's output:
+  // the loss, dx_ (that output's gradient) and Wv updated.
+  double VocabLossUpdate();
 
   TrainConfig c_;
   int threads_;
@@ -101,6 +115,9 @@ class ReferenceTrainer {
   // With attention, by layer: q, k, v, the probabilities, o, and the MLP's input.
   std::vector<std::vector<float>> qs_, ks_, vs_, ps_, os_, mids_;
   std::vector<float> y_, dx_, da_, du_, gated_, dwout_, dwin_, dwup_, dprev_;
+  // With a vocabulary: the step's ids and targets, the logits and their gradient.
+  std::vector<int64_t> ids_, targets_;
+  std::vector<float> logits_, dlogits_;
 };
 
 }  // namespace tpuemu

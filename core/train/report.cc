@@ -9,6 +9,7 @@
 #include "core/base/units.h"
 #include "core/collective/oracle.h"
 #include "core/train/pipeline_schedule.h"
+#include "core/train/vocab.h"
 
 namespace tpuemu {
 
@@ -42,6 +43,17 @@ double AttentionCoreFlopsPerToken(const TrainConfig& c) {
   return c.attention() ? 4.0 * static_cast<double>(c.seq_len) * c.q_width() : 0;
 }
 
+// The embedding's and vocabulary projection's parameters on the chip that
+// holds the most of them: both without pipelining, else the first stage's E
+// or the last's Wv (V D each).
+double StageVocabParams(const TrainConfig& c) {
+  return c.stages() > 1 ? c.EmbeddingParams() / 2 : c.EmbeddingParams();
+}
+// Elements per row the vocabulary projection keeps: its gathered input and the logits' gradient.
+double VocabHeldPerRow(const TrainConfig& c, double tensor) {
+  return c.embeddings() ? c.emb_dim + static_cast<double>(c.vocab_size) / tensor : 0;
+}
+
 }  // namespace
 
 std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh) {
@@ -49,7 +61,7 @@ std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh) 
   const double fsdp = mesh.size(MeshAxisKind::kFsdp), tensor = mesh.size(MeshAxisKind::kTensor);
   const double microbatch = static_cast<double>(c.global_batch_tokens) /
                             (mesh.size(MeshAxisKind::kData) * fsdp * c.num_microbatches);
-  const double params = l * c.LayerParams() / (fsdp * tensor);
+  const double params = (l * c.LayerParams() + StageVocabParams(c)) / (fsdp * tensor);
   // FSDP: one layer's matrices gathered over fsdp (two layers' with
   // prefetch, all the stage's with pipeline_fsdp_ag_once).
   const double gathered_layers = c.pipeline_fsdp_ag_once ? l : c.fsdp_prefetch ? 2 : 1;
@@ -58,8 +70,12 @@ std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh) 
       {"gradients", params * dtype},
       {"optimizer state", c.opt_type == "adam" ? params * 8 : 0},
       // Saved for the backward pass, for every microbatch in flight.
-      {"activations", MicrobatchesHeld(c) * l * microbatch * HeldPerRow(c, tensor) * dtype},
-      {"gathered weights", fsdp > 1 ? gathered_layers * c.LayerParams() / tensor * dtype : 0},
+      // (The vocabulary projection's on the last stage, counted as if it held as many.)
+      {"activations",
+       MicrobatchesHeld(c) * microbatch * (l * HeldPerRow(c, tensor) + VocabHeldPerRow(c, tensor)) * dtype},
+      // (And the embedding or the vocabulary projection with its layer, V D.)
+      {"gathered weights",
+       fsdp > 1 ? (gathered_layers * c.LayerParams() + c.EmbeddingParams() / 2) / tensor * dtype : 0},
   };
   return items;
 }
@@ -70,15 +86,17 @@ double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh) {
   const double batch = static_cast<double>(c.global_batch_tokens) / (mesh.size(MeshAxisKind::kData) * fsdp);
   const double microbatch = batch / c.num_microbatches;
   const double p = c.LayerParams();
-  const double shard = l * p / (fsdp * tensor);
+  const double shard = (l * p + StageVocabParams(c)) / (fsdp * tensor);
   const double copies = c.opt_type == "adam" ? 4 : 2;  // weights, gradients (, two moments)
   const double gathered_layers = c.pipeline_fsdp_ag_once ? l : c.fsdp_prefetch ? 2 : 1;
-  const double gathered = fsdp > 1 ? gathered_layers * p / tensor : 0;
-  // The teacher; per microbatch and layer the input, activation and its
-  // derivative (and a gated MLP's up-projection), and attention's.
+  const double gathered = fsdp > 1 ? (gathered_layers * p + c.EmbeddingParams() / 2) / tensor : 0;
+  // The teacher (without a vocabulary); per microbatch and layer the input,
+  // activation and its derivative (and a gated MLP's up-projection), and
+  // attention's; the vocabulary projection's input and logits' gradient.
   const double held = d + c.mlp_matrices() * f / tensor + AttentionHeldPerRow(c, tensor);
-  return 4 * (p * c.num_layers + copies * shard + MicrobatchesHeld(c) * l * microbatch * held + gathered +
-              4 * batch * d);
+  const double teacher = c.embeddings() ? 0 : p * c.num_layers;
+  return 4 * (teacher + copies * shard +
+              MicrobatchesHeld(c) * microbatch * (l * held + VocabHeldPerRow(c, tensor)) + gathered + 4 * batch * d);
 }
 
 double ChipHbmBytes(const TrainConfig& c, const Topology& topo) {
@@ -104,8 +122,10 @@ absl::Status CheckMemory(const TrainConfig& c, const TrainMesh& mesh, const Topo
 }
 
 double StepModelFlops(const TrainConfig& c) {
-  return 3.0 * (2 * c.LayerParams() + AttentionCoreFlopsPerToken(c)) * static_cast<double>(c.global_batch_tokens) *
-         c.num_layers;
+  // The vocabulary projection's 6 B D V; the embedding is a lookup, no matmul.
+  const double vocab = c.embeddings() ? 6.0 * c.emb_dim * static_cast<double>(c.vocab_size) : 0;
+  return (3.0 * (2 * c.LayerParams() + AttentionCoreFlopsPerToken(c)) * c.num_layers + vocab) *
+         static_cast<double>(c.global_batch_tokens);
 }
 
 StepReport SummarizeStep(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo,
@@ -154,7 +174,7 @@ StepReport SummarizeStep(const TrainConfig& c, const TrainMesh& mesh, const Topo
                                                   r.bubble_microbatch_compute_s, r.bubble_hop_s);
   }
   // A shape-only step computes no loss: NaN, which the views show as none.
-  r.loss = c.shape_only() ? std::nan("") : loss_sum / static_cast<double>(c.global_batch_tokens * c.emb_dim);
+  r.loss = c.shape_only() ? std::nan("") : loss_sum / c.loss_elements();
   const double tokens = static_cast<double>(c.global_batch_tokens);
   if (r.emulated_s > 0) {
     r.mfu = StepModelFlops(c) / (topo.num_chips() * topo.profile().flops_bf16 * r.emulated_s);
@@ -212,6 +232,9 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
   // Each row's bytes are `count` collectives of `v` bytes each; their time
   // is the collective oracle's on the axis's own links (ICI, DCN, or ICI
   // then DCN, hierarchical), latency included.
+  struct Collectives {
+    double count, v;
+  };
   struct Row {
     MeshAxisKind kind;
     double ways;
@@ -219,18 +242,34 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
     double bytes;  // per layer per chip, the seed's table with (N-1)/N
     CollectiveOp op;
     double count, v;
+    // With a vocabulary, the embedding's and projection's per step (on the
+    // chip that has the most: both, or the last stage's projection).
+    std::vector<Collectives> vocab = {};
   };
+  const bool both = stages == 1;
+  const double vd = d * static_cast<double>(c.vocab_size);
+  // FSDP gathers E for each forward use, Wv for each use (or each once), and
+  // reduce-scatters each gradient once.
+  const double vocab_gathers = (both ? (once ? 1 : m) + 1 : 0) + (once ? 1 : 2 * m) + 1;
+  const std::vector<Collectives> none;
   const Row rows[] = {
       {MeshAxisKind::kData, data, absl::StrCat("DP: ", params_text(4 * k), "/(T Z) (N-1)/N"),
        2 * dtype * p / (tensor * fsdp) * (data - 1) / data, CollectiveOp::kAllReduce, matrices,
-       dtype * p / (tensor * fsdp) / matrices},
+       dtype * p / (tensor * fsdp) / matrices, c.embeddings() ? std::vector<Collectives>{{both ? 2.0 : 1.0, dtype * vd / (tensor * fsdp)}} : none},
       {MeshAxisKind::kFsdp, fsdp, fsdp_formula, gathers_per_matrix * dtype * p / tensor * (fsdp - 1) / fsdp,
-       CollectiveOp::kAllGather, gathers_per_matrix * matrices, dtype * p / tensor / matrices},
+       CollectiveOp::kAllGather, gathers_per_matrix * matrices, dtype * p / tensor / matrices,
+       c.embeddings() ? std::vector<Collectives>{{vocab_gathers, dtype * vd / tensor}} : none},
       // Full remat gathers each part's input once more in the backward pass.
+      // The embedding's output is reduce-scattered and its gradient gathered,
+      // the projection's input gathered and its gradient reduce-scattered,
+      // and the loss's statistics (kLogitStats per row and shard) gathered.
       {MeshAxisKind::kTensor, tensor,
        absl::StrCat("TP", c.full_remat() ? ", full remat" : "", ": ", 2 * tensor_collectives, " B D (N-1)/N"),
        tensor_collectives * dtype * batch * d * (tensor - 1) / tensor, CollectiveOp::kAllGather, tensor_collectives,
-       dtype * batch * d},
+       dtype * batch * d,
+       c.embeddings() ? std::vector<Collectives>{{both ? 4.0 : 2.0, dtype * batch * d},
+                                                 {1, dtype * batch * kLogitStats * tensor}}
+                      : none},
       {MeshAxisKind::kPipeline, stages, "PP: sends x 2 B D/T / layers", sends * dtype * batch * d / tensor / layers,
        CollectiveOp::kAllGather, 0, 0},
   };
@@ -239,7 +278,16 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
     if (r.ways <= 1) continue;
     const int k = static_cast<int>(r.kind);
     const std::vector<Axis>& axes = mesh.axes(r.kind);
-    LayerCost cost{MeshAxisName(r.kind), r.formula, r.bytes, step.comm_bytes[k] / layers, 0, step.comm_s[k] / layers,
+    double vocab_bytes = 0;  // per step
+    for (const Collectives& v : r.vocab) {
+      vocab_bytes += (r.op == CollectiveOp::kAllReduce ? 2 : 1) * v.count * v.v * (r.ways - 1) / r.ways;
+    }
+    LayerCost cost{MeshAxisName(r.kind),
+                   r.vocab.empty() ? r.formula : absl::StrCat(r.formula, " + vocabulary's / L"),
+                   r.bytes + vocab_bytes / layers,
+                   step.comm_bytes[k] / layers,
+                   0,
+                   step.comm_s[k] / layers,
                    ""};
     if (r.kind == MeshAxisKind::kPipeline) {
       // Pipeline sends go one way on one link each.
@@ -250,6 +298,7 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
       // pass frees each gradient (or needs each weight), so their hops
       // overlap: a layer's share of them all, as the emulated column is.
       cost.predicted_s = PredictAxesSeconds(topo, r.op, axes, r.v, r.count * layers) / layers;
+      for (const Collectives& v : r.vocab) cost.predicted_s += PredictAxesSeconds(topo, r.op, axes, v.v, v.count) / layers;
       cost.time_formula = absl::StrCat(r.count == 1 ? "" : absl::StrCat(r.count, " x "), OpName(r.op), " of ",
                                        FormatBytes(static_cast<uint64_t>(r.v)), " on ", PredictAxesLabel(axes));
     }
@@ -260,11 +309,14 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
   // two output projections (Wout and Wo).
   const double core = AttentionCoreFlopsPerToken(c);
   const double remat = c.full_remat() ? 2 * (k - 1) * d * f + (c.attention() ? 2.0 * d * (c.q_width() + 2 * c.kv_width()) + core : 0) : 0;
-  const double flops = (6 * p + 3 * core + remat) * batch / tensor;
+  // With a vocabulary, the projection's 6 D V per token, a layer's share.
+  const double vocab_flops = c.embeddings() ? 6 * d * static_cast<double>(c.vocab_size) / layers : 0;
+  const double flops = (6 * p + 3 * core + remat + vocab_flops) * batch / tensor;
   const std::string flops_text =
       c.attention() ? absl::StrCat("(6 P + 12 S Nq H", c.full_remat() ? " + remat" : "", ") B/T flops / C")
                     : absl::StrCat(6 * k + (c.full_remat() ? 2 * (k - 1) : 0), " B D F/T flops / C");
-  out.push_back({"compute", flops_text, 0, 0, flops / topo.profile().flops_bf16,
+  const std::string vocab_text = c.embeddings() ? " + 6 B D V/(T L)" : "";
+  out.push_back({"compute", flops_text + vocab_text, 0, 0, flops / topo.profile().flops_bf16,
                  (step.compute_parts_s[0] + step.compute_parts_s[1]) / layers, "flops / C"});
   return out;
 }

@@ -54,7 +54,7 @@ ComparedRun TrainAndCompare(const std::string& topology, int slices, const std::
     }
     double sum = 0;
     for (const ChipRunResult& c : *chips) sum += c.loss_sum;
-    const double loss = sum / static_cast<double>(config.global_batch_tokens * config.emb_dim);
+    const double loss = sum / config.loss_elements();
     const double want = reference.Step().loss;
     EXPECT_NEAR(loss, want, 1e-5 * want) << "step " << s << " on " << mesh.Describe();
     run.losses.push_back(loss);
@@ -81,7 +81,7 @@ ComparedRun TrainAndCompare(const std::string& topology, int slices, const std::
       if (!chip->owns(l)) continue;
       ++holders[l];
       double err = 0, scale = 0;
-      for (Matrix m : BlockMatrices(config)) {
+      for (Matrix m : LayerMatrices(config, l)) {
         const int64_t width = MatrixWidth(config, m);
         if (AlongD(m)) {
           CompareShard(chip->weight(m, l), ref.of(m)[l], width, chip->d_offset(), chip->width_offset(m), err, scale);

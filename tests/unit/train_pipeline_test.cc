@@ -247,6 +247,20 @@ TEST_P(PipelineTest, LlamaBlockWithAdamEqualsOneDeviceAtEveryStep) {
   EXPECT_TRUE(run.config.attention());
 }
 
+TEST_P(PipelineTest, LlamaModelWithVocabularyEqualsOneDeviceAtEveryStep) {
+  // The block above between an embedding (the first stage's) and the
+  // vocabulary projection with its cross-entropy (the last stage's).
+  if (std::string(GetParam().mesh).find("num_layers: 8") != std::string::npos) {
+    GTEST_SKIP() << "8 LLaMA blocks without normalisation overflow, on one device too";
+  }
+  const ComparedRun run = Train("adam", 3,
+                                "base_num_query_heads: 4\nbase_num_kv_heads: 2\nhead_dim: 8\nmax_target_length: 2\n"
+                                "vocab_size: 48\nlearning_rate: 0.001\n",
+                                /*gated=*/true);
+  ASSERT_TRUE(run.ok);
+  EXPECT_TRUE(run.config.embeddings());
+}
+
 TEST_P(PipelineTest, LinkBytesFollowTheSchedule) {
   const ComparedRun run = Train("sgd", 1);
   ASSERT_TRUE(run.ok);

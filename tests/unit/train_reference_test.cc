@@ -243,11 +243,14 @@ TEST(TrainConfigTest, MeshFillsInAndChecksProductsAndDivisibility) {
 TEST(ReferenceTrainerTest, GradientsMatchFiniteDifferences) {
   // Every activation alone, gated MLPs (LLaMA's silu among them), and
   // causal attention before them (4 query heads sharing 2 key-value heads,
-  // 3 sequences of 4 tokens).
+  // 3 sequences of 4 tokens), and token ids through an embedding, the
+  // vocabulary projection and a cross-entropy.
   const std::string attention = "\nbase_num_query_heads: 4\nbase_num_kv_heads: 2\nmax_target_length: 4";
+  const std::string vocabulary = "\nvocab_size: 16";
   for (const std::string& mlp : std::vector<std::string>{"[tanh]", "[gelu]", "[silu]", "[linear]", "[silu, linear]",
                                                          "[gelu, linear]", "[gelu]" + attention,
-                                                         "[silu, linear]" + attention}) {
+                                                         "[silu, linear]" + attention, "[gelu]" + vocabulary,
+                                                         "[silu, linear]" + attention + vocabulary}) {
     TrainConfig c = Tiny("opt_type: sgd\nmlp_activations: " + mlp + "\n");
     c.learning_rate = 1.0;  // one SGD step moves each weight by exactly -gradient
     ReferenceTrainer t(c);
@@ -257,13 +260,17 @@ TEST(ReferenceTrainerTest, GradientsMatchFiniteDifferences) {
     const std::pair<const char*, std::vector<std::vector<float>> ModelWeights::*> kMatrices[] = {
         {"Win", &ModelWeights::win}, {"Wup", &ModelWeights::wup}, {"Wout", &ModelWeights::wout},
         {"Wq", &ModelWeights::wq},   {"Wk", &ModelWeights::wk},   {"Wv", &ModelWeights::wv},
-        {"Wo", &ModelWeights::wo}};
+        {"Wo", &ModelWeights::wo},   {"E", &ModelWeights::embed}, {"Wvocab", &ModelWeights::vocab}};
+    // E's rows of the batch's first tokens (the others' gradients are 0).
+    const std::vector<int64_t> ids = c.embeddings() ? BatchTokenIds(c, 0, 0, 2) : std::vector<int64_t>{0, 0};
     for (int l = 0; l < c.num_layers; ++l) {
       for (const auto& [name, matrix] : kMatrices) {
         if ((before.*matrix).empty()) continue;  // Wup: gated MLPs only; attention's with attention
         ASSERT_EQ((before.*matrix).size(), static_cast<size_t>(c.num_layers)) << name;
+        if ((before.*matrix)[l].empty()) continue;  // E: the first layer's; Wvocab: the last's
         const int64_t size = static_cast<int64_t>((before.*matrix)[l].size());
-        for (int64_t i : {int64_t{0}, int64_t{5}, 37 % size, 101 % size, size - 1}) {
+        for (int64_t i : {int64_t{0}, int64_t{5}, 37 % size, 101 % size, size - 1, (ids[0] * c.emb_dim + 3) % size,
+                          (ids[1] * c.emb_dim + 6) % size}) {
           ModelWeights plus = before, minus = before;
           const double eps = 1e-2;
           (plus.*matrix)[l][i] += eps;
@@ -277,7 +284,34 @@ TEST(ReferenceTrainerTest, GradientsMatchFiniteDifferences) {
     }
     EXPECT_EQ(before.wup.empty(), !c.gated_mlp) << mlp;
     EXPECT_EQ(before.wk.empty(), !c.attention()) << mlp;
+    EXPECT_EQ(before.embed.empty(), !c.embeddings()) << mlp;
   }
+}
+
+TEST(ReferenceTrainerTest, AVocabularyModelLearnsItsTargetsMap) {
+  // Token ids embedded, two blocks, the projection and a cross-entropy that
+  // starts near log V (the projection's logits are small) and falls.
+  TrainConfig c = Tiny("vocab_size: 32\nlearning_rate: 0.01\n");
+  ReferenceTrainer t(c);
+  const double first = t.Step().loss;
+  EXPECT_NEAR(first, std::log(32.0), 1.0);
+  double last = first;
+  for (int i = 0; i < 30; ++i) last = t.Step().loss;
+  EXPECT_LT(last, 0.8 * first);
+  EXPECT_EQ(BatchTokenIds(c, 1, 0, 12), BatchTokenIds(c, 1, 0, 12));
+  for (int64_t id : TargetIds(c, BatchTokenIds(c, 1, 0, 12))) EXPECT_TRUE(id >= 0 && id < 32) << id;
+}
+
+TEST(TrainConfigTest, VocabularyMustSplitOverTensorAndBeInRange) {
+  auto negative = ParseTrainConfig("emb_dim: 8\nmlp_dim: 16\nglobal_batch_tokens: 12\nvocab_size: -3\n", "v.yaml");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_THAT(std::string(negative.status().message()), HasSubstr("vocab_size: -3: must be between 0 and 1048576"));
+  TrainConfig c = Tiny("vocab_size: 30\nici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\n");
+  auto topo = Topology::Create({"v5p:4", 1, 4, "auto"});
+  ASSERT_TRUE(topo.ok());
+  const absl::Status s = ResolveMesh(c, *topo);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("vocab_size: 30 does not split over the 4 tensor shards"));
 }
 
 TEST(ReferenceTrainerTest, LossGoesDownWithAdamAndSgdAndIsDeterministic) {

@@ -52,6 +52,14 @@ const ShapeCase kCases[] = {
      "ici_fsdp_parallelism: 2\nici_pipeline_parallelism: 4\nnum_pipeline_microbatches: 4\n"
      "mlp_activations: [silu, linear]\nbase_num_query_heads: 4\nhead_dim: 16\nmax_target_length: 8\n",
      4},
+    {"LlamaModelFsdpTp64", "v5p:4x4x4", 1,
+     "ici_fsdp_parallelism: 16\nici_tensor_parallelism: 4\nmlp_activations: [silu, linear]\n"
+     "base_num_query_heads: 8\nbase_num_kv_heads: 4\nhead_dim: 8\nmax_target_length: 4\nvocab_size: 256\n"
+     "fsdp_prefetch: true\n"},
+    {"LlamaModelPipeline", "v5p:2x4", 1,
+     "ici_tensor_parallelism: 2\nici_fsdp_parallelism: 1\nici_pipeline_parallelism: 4\nnum_pipeline_microbatches: 4\n"
+     "mlp_activations: [silu, linear]\nbase_num_query_heads: 4\nhead_dim: 16\nmax_target_length: 8\nvocab_size: 96\n",
+     4},
 };
 
 class ShapeOnlyTest : public testing::TestWithParam<ShapeCase> {

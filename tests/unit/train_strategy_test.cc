@@ -65,7 +65,9 @@ class StrategyTest : public testing::TestWithParam<StrategyCase> {
   // Seed 001's table for a block of `params` parameters (k D F, or the
   // LLaMA block's k D F + 2 D (Nq + Nkv) H) and `parts` parts, each of which
   // gathers its input and reduce-scatters its output over tensor.
-  void ExpectSeed001sBytes(double params, int parts = 1);
+  // With `vocab` V: the embedding's and projection's bytes (docs/jobs.md,
+  // "Vocabulary") on top.
+  void ExpectSeed001sBytes(double params, int parts = 1, double vocab = 0);
 
   ComparedRun run_;
 };
@@ -111,7 +113,29 @@ TEST_P(StrategyTest, LlamaBlockBytesPerChipFollowSeed001sTableWithAttention) {
   ExpectSeed001sBytes(3.0 * 32 * 64 + 2.0 * 32 * (16 + 8) * 4, /*parts=*/2);
 }
 
-void StrategyTest::ExpectSeed001sBytes(double params, int parts) {
+// A LLaMA-shaped model (issue 19): token ids embedded, the blocks, the
+// vocabulary projection and a cross-entropy, V split over tensor shards.
+constexpr char kLlamaModel[] =
+    "base_num_query_heads: 16\nbase_num_kv_heads: 8\nhead_dim: 4\nmax_target_length: 4\nvocab_size: 64\n";
+
+TEST_P(StrategyTest, LlamaModelWithVocabularyAndAdamEqualsOneDevice) {
+  TrainAndCompare("adam", 4, /*gated=*/true, kLlamaModel);
+  EXPECT_TRUE(run_.config.embeddings());
+}
+
+// The vocabulary's bytes per chip per step (docs/jobs.md, "Vocabulary"):
+// DP all-reduces E's and Wv's gradients, 4 x 2 V D/(T Z) (N-1)/N; FSDP
+// gathers E forward and Wv forward and backward and reduce-scatters both
+// gradients, 2 (M+1 + 2M+1) V D/T (N-1)/N; TP reduce-scatters the
+// embedding's output and gathers its gradient, gathers the projection's
+// input and reduce-scatters its gradient, and gathers 3 statistics per row
+// and shard, 2 (4 B D + 3 B T) (N-1)/N.
+TEST_P(StrategyTest, LlamaModelBytesPerChipAddTheVocabularys) {
+  TrainAndCompare("sgd", 1, /*gated=*/true, kLlamaModel);
+  ExpectSeed001sBytes(3.0 * 32 * 64 + 2.0 * 32 * (16 + 8) * 4, /*parts=*/2, /*vocab=*/64);
+}
+
+void StrategyTest::ExpectSeed001sBytes(double params, int parts, double vocab) {
   const TrainConfig& config_ = run_.config;
   const TrainMesh& mesh = *run_.mesh;
   const std::vector<ChipRunResult>& last = run_.steps.back();
@@ -122,9 +146,12 @@ void StrategyTest::ExpectSeed001sBytes(double params, int parts) {
   const double b_local = config_.global_batch_tokens / (data * fsdp);
   // Weight collectives act on the tensor shard of each matrix (D x F/tensor);
   // DP's AllReduce acts on the fsdp shard of that.
-  const double want_data = 4 * params / tensor / fsdp * (data - 1) / data * layers;
-  const double want_fsdp = 6 * params / tensor * (fsdp - 1) / fsdp * layers;
-  const double want_tensor = parts * 8 * b_local * d * (tensor - 1) / tensor * layers;
+  const double vd = vocab * d;
+  const double want_data = (4 * params * layers + 4 * 2 * vd) / tensor / fsdp * (data - 1) / data;
+  const double want_fsdp = (6 * params * layers + 2 * 5 * vd) / tensor * (fsdp - 1) / fsdp;
+  const double want_tensor =
+      (parts * 8 * b_local * d * layers + (vocab > 0 ? 2 * (4 * b_local * d + 3 * b_local * tensor) : 0)) *
+      (tensor - 1) / tensor;
   // The per-layer table the coordinator prints says the same.
   const Topology& topo = *run_.topo;
   for (const LayerCost& row : PerLayerCosts(config_, mesh, topo, SummarizeStep(config_, mesh, topo, last))) {
