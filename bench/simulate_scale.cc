@@ -68,12 +68,13 @@ constexpr Slice kSlices[] = {{"4x4x4", 64, 4, 16},        {"4x4x8", 128, 4, 32},
 
 // LLaMA-3 70B's block but for D (8960, not 8192: 560 FSDP ways split it)
 // and its key-value heads (16, not 8: the tensor axis splits whole heads, and
-// the pods here have no axis of 8 chips at the top): causal attention, a gated
-// MLP, full remat; one 8192-token sequence per FSDP shard.
+// the pods here have no axis of 8 chips at the top): its 128,256-token
+// vocabulary (embedding and projection), causal attention, a gated MLP, full
+// remat; one 8192-token sequence per FSDP shard.
 std::string BigBlock(const Slice& s) {
   return absl::StrCat("name: llama3-70b-block\nvalues: none\nemb_dim: 8960\nmlp_dim: 28672\nnum_layers: 80\n",
                       "mlp_activations: [silu, linear]\nbase_num_query_heads: 64\nbase_num_kv_heads: 16\n",
-                      "head_dim: 128\nmax_target_length: 8192\nremat_policy: full\n",
+                      "head_dim: 128\nmax_target_length: 8192\nremat_policy: full\nvocab_size: 128256\n",
                       "ici_tensor_parallelism: ", s.tensor, "\nici_fsdp_parallelism: ", s.fsdp,
                       "\nglobal_batch_tokens: ", int64_t{8192} * s.fsdp, "\n");
 }
@@ -89,7 +90,8 @@ std::string SmallJob(int tensor, int fsdp, bool values) {
 int Main(int argc, char** argv) {
   const std::string plot = TakePlotFlag(argc, argv);
   const int every_chip_up_to = argc > 1 ? std::atoi(argv[1]) : 128;
-  std::printf("One shape-only step of a LLaMA-3-70B-shaped model (80 layers of causal attention, 64 query heads of "
+  std::printf("One shape-only step of a LLaMA-3-70B-shaped model (a 128,256-token vocabulary's embedding and "
+              "projection around 80 layers of causal attention, 64 query heads of "
               "128 and 16 key-value heads, then a gated MLP; D 8960, F 28672; bf16, Adam, full remat), FSDP x TP, one "
               "8192-token sequence per FSDP shard; wall time and peak resident memory of this process.\n\n");
   std::printf("%-10s %6s %-22s %10s %7s %7s %10s %10s | %10s %10s\n", "v5p", "chips", "mesh", "step (emu)", "MFU",

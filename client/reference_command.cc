@@ -37,13 +37,14 @@ int RunReference(const ReferenceOptions& o) {
   nlohmann::json steps = nlohmann::json::array();
   Progress progress(true);
   if (!o.json) {
-    std::printf("%s on one device: D=%lld F=%lld L=%d B=%lld%s, %s\n", config.name.c_str(),
+    std::printf("%s on one device: D=%lld F=%lld L=%d B=%lld%s%s, %s\n", config.name.c_str(),
                 static_cast<long long>(config.emb_dim), static_cast<long long>(config.mlp_dim), config.num_layers,
                 static_cast<long long>(config.global_batch_tokens),
                 config.attention() ? absl::StrCat(", attention Nq=", config.num_query_heads, " Nkv=", config.num_kv_heads,
                                                   " H=", config.head_dim, " S=", config.seq_len)
                                          .c_str()
                                    : "",
+                config.embeddings() ? absl::StrCat(", vocabulary V=", config.vocab_size, " (cross-entropy)").c_str() : "",
                 config.opt_type.c_str());
   }
   for (int s = 0; s < config.steps; ++s) {
@@ -81,7 +82,8 @@ void AddReferenceCommand(CLI::App& app, int* exit_code) {
   auto* c = app.add_subcommand("reference", "run a training job on one device, in this process, no pod needed");
   c->footer(
       "Seed 001's simplified Transformer (L blocks of In[B,D] * Win[D,F] -> activation -> * Wout[F,D])\n"
-      "against a fixed random teacher, MSE loss, SGD or Adam, fp32. Prints the loss of every step. Keys\n"
+      "against a fixed random teacher, MSE loss (with vocab_size: token ids embedded and a cross-entropy\n"
+      "after the vocabulary projection), SGD or Adam, fp32. Prints the loss of every step. Keys\n"
       "about the pod (mesh, topology, time_scale, wire_dtype, fsdp_prefetch, hbm_bytes) are checked but\n"
       "do not change one device's math. Example:\n"
       "  tpuemu reference examples/jobs/dp.yaml\n\n" +

@@ -323,10 +323,11 @@ class TrainJobTest(Pod):
         self.assertTrue(any(n.startswith("link ") for n in names))
         self.assertTrue(any(e["ph"] == "X" and "all-reduce data" in e["name"] for e in trace["traceEvents"]))
 
-    def test_a_llama_block_equals_the_reference_and_bad_heads_are_refused(self):
-        """Attention and a gated MLP over real gRPC (FSDP x TP): every step's loss and the final
-        parameters equal one device's; tensor parallelism that would split a key-value head is
-        refused at submit, naming the key and what to do."""
+    def test_a_llama_model_equals_the_reference_and_bad_heads_are_refused(self):
+        """Token ids, attention, a gated MLP and a vocabulary-parallel cross-entropy over real gRPC
+        (FSDP x TP): every step's loss and the final parameters equal one device's; tensor
+        parallelism that would split a key-value head or the vocabulary is refused at submit,
+        naming the key and what to do."""
         self.up("--topology", "v5p:2x4")
         job_file = os.path.join(os.path.dirname(__file__), "../../examples/jobs/llama-block.yaml")
         r = self.cli("submit", job_file, "--wait", "--json")
@@ -338,8 +339,10 @@ class TrainJobTest(Pod):
         for got, want in zip(job["steps"], reference["steps"]):
             self.assertAlmostEqual(got["loss"], want["loss"], delta=1e-5 * want["loss"])
         self.assertAlmostEqual(job["summary"]["param_l2"], reference["param_l2"], delta=1e-5 * reference["param_l2"])
-        # Attention doubles TP's bytes: 16 B D (N-1)/N per layer, B = 128 tokens per FSDP shard, bf16.
-        self.assertEqual(job["steps"][0]["comm_bytes_per_chip"]["tensor"], 16 * 128 * 64 * 3 // 4 * 2)
+        # Attention doubles TP's bytes: 16 B D (N-1)/N per layer, B = 128 tokens per FSDP shard, bf16;
+        # the vocabulary adds 2 (4 B D + 3 B T) (N-1)/N per step (docs/jobs.md, "Vocabulary").
+        self.assertEqual(job["steps"][0]["comm_bytes_per_chip"]["tensor"],
+                         (16 * 128 * 64 * 2 + 2 * (4 * 128 * 64 + 3 * 128 * 4)) * 3 // 4)
         with open(job_file) as f:
             text = f.read()
         self.assert_job_files_refused([
@@ -348,6 +351,7 @@ class TrainJobTest(Pod):
              "base_num_kv_heads: 4 does not split over the 8 tensor shards"),
             (text.replace("max_target_length: 16", "max_target_length: 256"),
              "each chip's share of a microbatch is 128 tokens"),
+            (text.replace("vocab_size: 256", "vocab_size: 250"), "vocab_size: 250 does not split over the 4 tensor shards"),
         ])
 
     def test_a_trace_bigger_than_any_message_is_written_whole(self):

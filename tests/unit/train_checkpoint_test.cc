@@ -109,30 +109,49 @@ Trained RunSteps(const TrainJob& job, const Topology& topo, const std::string& d
   return t;
 }
 
-TEST_F(CheckpointTest, AResumedRunEndsBitForBitAsAnUninterruptedOne) {
+// Runs `job_text` (7 steps, checkpoints every 3) whole, and stopped after 4
+// steps then resumed from step 3 as another attempt: the same losses and
+// parameters, bit for bit.
+void ExpectResumedEqualsWhole(const std::string& dir, const std::string& job_text) {
   auto topo = Topology::Create({"v5p:2x4", 1, 8, "auto"});
   ASSERT_TRUE(topo.ok());
-  auto spec = ParseTrainSpec(
-      "name: ck\nici_data_parallelism: 2\nici_fsdp_parallelism: 4\nemb_dim: 64\nmlp_dim: 256\nnum_layers: 2\n"
-      "global_batch_tokens: 128\nsteps: 7\nseed: 5\nopt_type: adam\nlearning_rate: 0.01\ncheckpoint_every: 3\n",
-      "ck.yaml");
+  auto spec = ParseTrainSpec(job_text, "ck.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
   auto job = PlanTrainJob(*spec, *topo, 0);
   ASSERT_TRUE(job.ok()) << job.status();
-
-  const Trained whole = RunSteps(*job, *topo, dir_ + "/whole", RunNumber(1, 0), 0, 7);
-  // Stopped after 4 steps (checkpoints after 3), then resumed from step 3 as another attempt.
-  const Trained first = RunSteps(*job, *topo, dir_ + "/split", RunNumber(1, 0), 0, 4);
-  ASSERT_TRUE(std::filesystem::exists(CheckpointPath(dir_ + "/split", 1, 3, 0)));
-  const Trained rest = RunSteps(*job, *topo, dir_ + "/split", RunNumber(1, 1), 3, 7);
-
+  const Trained whole = RunSteps(*job, *topo, dir + "/whole", RunNumber(1, 0), 0, 7);
+  const Trained first = RunSteps(*job, *topo, dir + "/split", RunNumber(1, 0), 0, 4);
+  ASSERT_TRUE(std::filesystem::exists(CheckpointPath(dir + "/split", 1, 3, 0)));
+  const Trained rest = RunSteps(*job, *topo, dir + "/split", RunNumber(1, 1), 3, 7);
   ASSERT_EQ(whole.losses.size(), 7u);
   std::vector<double> resumed(first.losses.begin(), first.losses.begin() + 3);
   resumed.insert(resumed.end(), rest.losses.begin(), rest.losses.end());
   EXPECT_EQ(resumed, whole.losses);  // exact, not near
   EXPECT_EQ(rest.params, whole.params);
   // A job that ran every step leaves no checkpoint behind.
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/split/job-1"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/split/job-1"));
+}
+
+// The embedding and the vocabulary projection (first and last layer) with
+// their moments are in the checkpoint too.
+TEST_F(CheckpointTest, AResumedVocabularyModelEndsBitForBitAsAnUninterruptedOne) {
+  ExpectResumedEqualsWhole(dir_,
+                           "name: ck\nici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\nemb_dim: 32\nmlp_dim: 64\n"
+                           "num_layers: 2\nvocab_size: 64\nglobal_batch_tokens: 64\nsteps: 7\nseed: 5\n"
+                           "learning_rate: 0.01\ncheckpoint_every: 3\n");
+}
+
+TEST_F(CheckpointTest, AResumedRunEndsBitForBitAsAnUninterruptedOne) {
+  const std::string text =
+      "name: ck\nici_data_parallelism: 2\nici_fsdp_parallelism: 4\nemb_dim: 64\nmlp_dim: 256\nnum_layers: 2\n"
+      "global_batch_tokens: 128\nsteps: 7\nseed: 5\nopt_type: adam\nlearning_rate: 0.01\ncheckpoint_every: 3\n";
+  ExpectResumedEqualsWhole(dir_, text);
+  auto topo = Topology::Create({"v5p:2x4", 1, 8, "auto"});
+  ASSERT_TRUE(topo.ok());
+  auto spec = ParseTrainSpec(text, "ck.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto job = PlanTrainJob(*spec, *topo, 0);
+  ASSERT_TRUE(job.ok()) << job.status();
 
   // From a checkpoint of another mesh: refused, not trained on garbage.
   auto other = ParseTrainSpec(

@@ -61,6 +61,7 @@ const std::map<std::string, std::string> kNotDefault = {
     {"base_num_kv_heads", "1\nbase_num_query_heads: 2\nmax_target_length: 4"},
     {"head_dim", "3\nbase_num_query_heads: 2\nmax_target_length: 4"},
     {"max_target_length", "8\nbase_num_query_heads: 4"},
+    {"vocab_size", "100"},
 };
 
 TEST(TrainProtoTest, EveryKeyComesBackFromTheWireAsItWasRead) {
