@@ -1,5 +1,6 @@
 #include "views/job_views.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -18,10 +19,13 @@ void PrintNothing(const v1::Job&) {}
 void PrintPerLayer(const v1::TrainSummary& summary) {
   if (summary.per_layer_size() == 0) return;
   std::printf("\nper layer and chip, last step: seed 001's table vs the emulated step\n");
-  std::printf("  %-8s %-34s %13s %13s %12s %12s\n", "", "formula", "predicted", "emulated", "predicted", "emulated");
+  int width = 34;  // the formula column: as wide as the longest
+  for (const v1::LayerCost& l : summary.per_layer()) width = std::max(width, static_cast<int>(l.formula().size()));
+  std::printf("  %-8s %-*s %13s %13s %12s %12s\n", "", width, "formula", "predicted", "emulated", "predicted",
+              "emulated");
   for (const v1::LayerCost& l : summary.per_layer()) {
     const bool compute = l.what() == "compute";
-    std::printf("  %-8s %-34s %13s %13s %12s %12s\n", l.what().c_str(), l.formula().c_str(),
+    std::printf("  %-8s %-*s %13s %13s %12s %12s\n", l.what().c_str(), width, l.formula().c_str(),
                 compute ? "" : FormatBytes(static_cast<uint64_t>(l.predicted_bytes())).c_str(),
                 compute ? "" : FormatBytes(static_cast<uint64_t>(l.emulated_bytes())).c_str(),
                 FormatSeconds(l.predicted_s()).c_str(), FormatSeconds(l.emulated_s()).c_str());

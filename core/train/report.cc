@@ -312,11 +312,14 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
   // With a vocabulary, the projection's 6 D V per token, a layer's share.
   const double vocab_flops = c.embeddings() ? 6 * d * static_cast<double>(c.vocab_size) / layers : 0;
   const double flops = (6 * p + 3 * core + remat + vocab_flops) * batch / tensor;
+  const std::string vocab_text = c.embeddings() ? " + 6 D V/L" : "";
   const std::string flops_text =
-      c.attention() ? absl::StrCat("(6 P + 12 S Nq H", c.full_remat() ? " + remat" : "", ") B/T flops / C")
-                    : absl::StrCat(6 * k + (c.full_remat() ? 2 * (k - 1) : 0), " B D F/T flops / C");
-  const std::string vocab_text = c.embeddings() ? " + 6 B D V/(T L)" : "";
-  out.push_back({"compute", flops_text + vocab_text, 0, 0, flops / topo.profile().flops_bf16,
+      c.attention()
+          ? absl::StrCat("(6 P + 12 S Nq H", c.full_remat() ? " + remat" : "", vocab_text, ") B/T flops / C")
+      : c.embeddings()
+          ? absl::StrCat("(", 6 * k + (c.full_remat() ? 2 * (k - 1) : 0), " D F", vocab_text, ") B/T flops / C")
+          : absl::StrCat(6 * k + (c.full_remat() ? 2 * (k - 1) : 0), " B D F/T flops / C");
+  out.push_back({"compute", flops_text, 0, 0, flops / topo.profile().flops_bf16,
                  (step.compute_parts_s[0] + step.compute_parts_s[1]) / layers, "flops / C"});
   return out;
 }
