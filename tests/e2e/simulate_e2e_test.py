@@ -110,14 +110,20 @@ class SimulateTest(Pod):
         # Seed 001's table for a block of P parameters, LLaMA's 3 MLP matrices
         # and attention's 2 D (Nq + Nkv) H: FSDP 6 P/T (N-1)/N per layer, bf16;
         # TP with full remat 5 gathers or reduce-scatters of B D per part, 20 B D bytes.
-        d, f, layers, n_fsdp, n_tp, nq, nkv, h, seq = 8192, 28672, 80, 512, 8, 64, 8, 128, 8192
+        # The vocabulary's per step (docs/jobs.md, "Vocabulary"), one microbatch:
+        # FSDP 2 (2 + 3) V D/T (N-1)/N, TP 2 (4 B D + 3 B T) (N-1)/N.
+        d, f, layers, n_fsdp, n_tp, nq, nkv, h, seq, v = 8192, 28672, 80, 512, 8, 64, 8, 128, 8192, 128256
         p = 3 * d * f + 2 * d * (nq + nkv) * h
         tokens = 4194304
-        self.assertEqual(step["comm_bytes_per_chip"]["fsdp"], 6 * p // n_tp * (n_fsdp - 1) // n_fsdp * layers)
+        b = tokens // n_fsdp
+        self.assertEqual(step["comm_bytes_per_chip"]["fsdp"], 6 * p // n_tp * (n_fsdp - 1) // n_fsdp * layers +
+                         10 * d * v // n_tp * (n_fsdp - 1) // n_fsdp)
         self.assertEqual(step["comm_bytes_per_chip"]["tensor"],
-                         20 * tokens // n_fsdp * d * (n_tp - 1) // n_tp * layers)
-        # Model flops: 6 P per token, and attention's q k^T and p v (4 S Nq H forward) three times.
-        self.assertEqual(out["summary"]["model_flops_per_step"], 3 * (2 * p + 4 * seq * nq * h) * tokens * layers)
+                         20 * b * d * (n_tp - 1) // n_tp * layers + 2 * (4 * b * d + 3 * b * n_tp) * (n_tp - 1) // n_tp)
+        # Model flops: 6 P per token, and attention's q k^T and p v (4 S Nq H forward) three times;
+        # the vocabulary projection's 6 D V.
+        self.assertEqual(out["summary"]["model_flops_per_step"],
+                         (3 * (2 * p + 4 * seq * nq * h) * layers + 6 * d * v) * tokens)
 
     def test_trace_of_a_simulated_job(self):
         job = self.write("job.yaml", JOB.replace("ici_fsdp_parallelism: 2", "ici_fsdp_parallelism: 4"))
