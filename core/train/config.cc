@@ -470,10 +470,10 @@ const std::vector<TrainKey>& TrainKeys() {
        "'from STEP' and/or 'until STEP'; '- kill_worker: 1 at 3', '- pause_worker: 1 at 3 for 5s' (the job's host 1's "
        "process killed, or frozen, at step 3); docs/faults.md"},
       {"model", "string", "(none)",
-       "a published model's block, whose keys the file's others override: llama2-7b, llama2-13b, llama3-8b, "
-       "llama3-70b (emb_dim, mlp_dim, num_layers, LLaMA's gated MLP, mlp_activations: [silu, linear], and "
-       "attention: base_num_query_heads, base_num_kv_heads, head_dim, max_target_length; base_num_query_heads: 0 "
-       "drops attention; vocab_size; vocab_size: 0 drops the embedding and the vocabulary projection)"},
+       "a published model, whose keys the file's others override: llama2-7b, llama2-13b, llama3-8b, "
+       "llama3-70b (emb_dim, mlp_dim, num_layers, LLaMA's gated MLP, mlp_activations: [silu, linear], "
+       "attention: base_num_query_heads, base_num_kv_heads, head_dim, max_target_length, and vocab_size; "
+       "base_num_query_heads: 0 drops attention, vocab_size: 0 the embedding and vocabulary projection)"},
       {"remat_policy", "string", "none",
        "what a layer keeps for its backward pass: none (its gathered input and pre-activation) | full (its input "
        "shard only: the backward pass gathers it and runs the forward matmuls again, charged; MaxText's default)"},
