@@ -229,36 +229,27 @@ TEST_P(PipelineTest, GatedMlpWithAdamEqualsOneDeviceAtEveryStep) {
   EXPECT_TRUE(run.config.gated_mlp);
 }
 
-TEST_P(PipelineTest, LlamaBlockWithAdamEqualsOneDeviceAtEveryStep) {
+TEST_P(PipelineTest, LlamaBlockAndModelWithAdamEqualOneDeviceAtEveryStep) {
   // Causal attention (4 query heads sharing 2 key-value heads, sequences of
   // 2 tokens: the smallest microbatch shard here is 2 rows), then a gated
   // MLP. Smaller steps than the MLP's alone. 8 such blocks (the circular
   // cases) with nothing to normalise between them overflow on one device as
   // sharded (a NaN loss from step 1 with steps of 0.01 and 0.001): seed 001's
   // block has no norm, and a gated one is quadratic in its input.
-  if (std::string(GetParam().mesh).find("num_layers: 8") != std::string::npos) {
-    GTEST_SKIP() << "8 LLaMA blocks without normalisation overflow, on one device too";
-  }
-  const ComparedRun run = Train("adam", 3,
-                                "base_num_query_heads: 4\nbase_num_kv_heads: 2\nhead_dim: 8\nmax_target_length: 2\n"
-                                "learning_rate: 0.001\n",
-                                /*gated=*/true);
-  ASSERT_TRUE(run.ok);
-  EXPECT_TRUE(run.config.attention());
-}
-
-TEST_P(PipelineTest, LlamaModelWithVocabularyEqualsOneDeviceAtEveryStep) {
-  // The block above between an embedding (the first stage's) and the
+  // Then the same blocks between an embedding (the first stage's) and the
   // vocabulary projection with its cross-entropy (the last stage's).
   if (std::string(GetParam().mesh).find("num_layers: 8") != std::string::npos) {
     GTEST_SKIP() << "8 LLaMA blocks without normalisation overflow, on one device too";
   }
-  const ComparedRun run = Train("adam", 3,
-                                "base_num_query_heads: 4\nbase_num_kv_heads: 2\nhead_dim: 8\nmax_target_length: 2\n"
-                                "vocab_size: 48\nlearning_rate: 0.001\n",
-                                /*gated=*/true);
-  ASSERT_TRUE(run.ok);
-  EXPECT_TRUE(run.config.embeddings());
+  for (const std::string vocabulary : {"", "vocab_size: 48\n"}) {
+    const ComparedRun run = Train("adam", 3,
+                                  "base_num_query_heads: 4\nbase_num_kv_heads: 2\nhead_dim: 8\nmax_target_length: 2\n"
+                                  "learning_rate: 0.001\n" + vocabulary,
+                                  /*gated=*/true);
+    ASSERT_TRUE(run.ok) << vocabulary;
+    EXPECT_TRUE(run.config.attention());
+    EXPECT_EQ(run.config.embeddings(), !vocabulary.empty());
+  }
 }
 
 TEST_P(PipelineTest, LinkBytesFollowTheSchedule) {
