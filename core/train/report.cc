@@ -255,7 +255,8 @@ std::vector<LayerCost> PerLayerCosts(const TrainConfig& c, const TrainMesh& mesh
   const Row rows[] = {
       {MeshAxisKind::kData, data, absl::StrCat("DP: ", params_text(4 * k), "/(T Z) (N-1)/N"),
        2 * dtype * p / (tensor * fsdp) * (data - 1) / data, CollectiveOp::kAllReduce, matrices,
-       dtype * p / (tensor * fsdp) / matrices, c.embeddings() ? std::vector<Collectives>{{both ? 2.0 : 1.0, dtype * vd / (tensor * fsdp)}} : none},
+       dtype * p / (tensor * fsdp) / matrices,
+       c.embeddings() ? std::vector<Collectives>{{both ? 2.0 : 1.0, dtype * vd / (tensor * fsdp)}} : none},
       {MeshAxisKind::kFsdp, fsdp, fsdp_formula, gathers_per_matrix * dtype * p / tensor * (fsdp - 1) / fsdp,
        CollectiveOp::kAllGather, gathers_per_matrix * matrices, dtype * p / tensor / matrices,
        c.embeddings() ? std::vector<Collectives>{{vocab_gathers, dtype * vd / tensor}} : none},
