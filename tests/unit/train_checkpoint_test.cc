@@ -109,15 +109,20 @@ Trained RunSteps(const TrainJob& job, const Topology& topo, const std::string& d
   return t;
 }
 
+// A job file's text planned on `topo`.
+absl::StatusOr<TrainJob> Planned(const std::string& text, const Topology& topo) {
+  auto spec = ParseTrainSpec(text, "ck.yaml");
+  if (!spec.ok()) return spec.status();
+  return PlanTrainJob(*spec, topo, 0);
+}
+
 // Runs `job_text` (7 steps, checkpoints every 3) whole, and stopped after 4
 // steps then resumed from step 3 as another attempt: the same losses and
 // parameters, bit for bit.
 void ExpectResumedEqualsWhole(const std::string& dir, const std::string& job_text) {
   auto topo = Topology::Create({"v5p:2x4", 1, 8, "auto"});
   ASSERT_TRUE(topo.ok());
-  auto spec = ParseTrainSpec(job_text, "ck.yaml");
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  auto job = PlanTrainJob(*spec, *topo, 0);
+  auto job = Planned(job_text, *topo);
   ASSERT_TRUE(job.ok()) << job.status();
   const Trained whole = RunSteps(*job, *topo, dir + "/whole", RunNumber(1, 0), 0, 7);
   const Trained first = RunSteps(*job, *topo, dir + "/split", RunNumber(1, 0), 0, 4);
@@ -148,19 +153,15 @@ TEST_F(CheckpointTest, AResumedRunEndsBitForBitAsAnUninterruptedOne) {
   ExpectResumedEqualsWhole(dir_, text);
   auto topo = Topology::Create({"v5p:2x4", 1, 8, "auto"});
   ASSERT_TRUE(topo.ok());
-  auto spec = ParseTrainSpec(text, "ck.yaml");
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  auto job = PlanTrainJob(*spec, *topo, 0);
+  auto job = Planned(text, *topo);
   ASSERT_TRUE(job.ok()) << job.status();
 
   // From a checkpoint of another mesh: refused, not trained on garbage.
-  auto other = ParseTrainSpec(
+  auto other_job = Planned(
       "name: ck\nici_data_parallelism: 8\nici_fsdp_parallelism: 1\nemb_dim: 64\nmlp_dim: 256\nnum_layers: 2\n"
       "global_batch_tokens: 128\nsteps: 7\nseed: 5\ncheckpoint_every: 3\n",
-      "ck.yaml");
-  ASSERT_TRUE(other.ok());
-  auto other_job = PlanTrainJob(*other, *topo, 0);
-  ASSERT_TRUE(other_job.ok());
+      *topo);
+  ASSERT_TRUE(other_job.ok()) << other_job.status();
   RunSteps(*job, *topo, dir_ + "/mesh", RunNumber(2, 0), 0, 4);
   InProcessPod pod(*topo, 0);
   HostTrainer wrong(other_job->config, other_job->mesh, pod.network(), RunNumber(2, 1), std::make_shared<JobAbort>(),
