@@ -46,15 +46,19 @@ class BusyTimeline {
         auto before = std::prev(next);
         if (before->second > at) at = before->second;
       }
-      const double room = next == busy_.end() ? left : std::min(left, next->first - at);
+      // Read before Insert: filling the gap up to `next` joins it to the
+      // stretch booked here and erases its node.
+      const bool last = next == busy_.end();
+      const double next_end = last ? at : next->second;
+      const double room = last ? left : std::min(left, next->first - at);
       if (room > 0) {
         if (first < 0) first = at;
         Insert(at, at + room);
         at += room;
         left -= room;
       }
-      if (left <= duration * 1e-12 || next == busy_.end()) break;
-      at = std::max(at, next->second);
+      if (left <= duration * 1e-12 || last) break;
+      at = std::max(at, next_end);
     }
     return {first < 0 ? at : first, at};
   }

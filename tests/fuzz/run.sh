@@ -26,3 +26,5 @@ fuzz matmul_expr_fuzz 256 tests/fuzz/corpus/*
 fuzz job_file_fuzz 4096 examples/jobs/*.yaml
 # Peer frames: a header and a payload field; the seeds are real and broken frames.
 fuzz frame_decode_fuzz 4096 tests/fuzz/corpus-frames/*
+# Bookings, 3 bytes each; no seeds needed.
+fuzz busy_timeline_fuzz 768

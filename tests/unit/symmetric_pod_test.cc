@@ -35,10 +35,9 @@ const AlikeCase kAlike[] = {
      "ici_data_parallelism: 4\nici_fsdp_parallelism: 4\nici_tensor_parallelism: 4\n"},
     {"GatedMlpFsdpTp4x4x4", "v5p:4x4x4", 1,
      "ici_fsdp_parallelism: 16\nici_tensor_parallelism: 4\nmlp_activations: [silu, linear]\n"},
-    // Tensor parallelism alone: with FSDP as well, the every-chip pod's step
-    // time varied by up to 3 us in 2 of 45 runs under load (likely: gradient
-    // reductions issued ahead book the chip's adds beside the tensor axis'
-    // reduce-scatters in an order the threads decide; not found or fixed yet).
+    {"LlamaBlockFsdpTp4x4x4", "v5p:4x4x4", 1,
+     "ici_fsdp_parallelism: 16\nici_tensor_parallelism: 4\nmlp_activations: [silu, linear]\n"
+     "base_num_query_heads: 8\nbase_num_kv_heads: 4\nhead_dim: 16\nmax_target_length: 16\n"},
     {"LlamaBlockTp4x4", "v5p:4x4", 1,
      "ici_fsdp_parallelism: 1\nici_tensor_parallelism: -1\nmlp_activations: [silu, linear]\n"
      "base_num_query_heads: 16\nhead_dim: 6\nmax_target_length: 16\n"},
