@@ -58,9 +58,10 @@ TEST(LivenessClusterTest, AWorkerWhoseConnectionClosesIsLostAtOnce) {
   pod.Run(Training(1));  // the coordinator's connections to every worker are up
   pod.Kill(2);
   const absl::Time killed = absl::Now();
+  v1::ClusterStatus status;  // holds what w points at
   const v1::WorkerInfo* w = nullptr;
   while (absl::Now() - killed < absl::Seconds(10)) {
-    const v1::ClusterStatus status = pod.coordinator().ClusterStatus();
+    status = pod.coordinator().ClusterStatus();
     w = Info(status, 2);
     if (w != nullptr && !w->alive()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
