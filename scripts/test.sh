@@ -2,7 +2,7 @@
 # Installs what is missing, builds everything, and runs every test:
 # core (unit), in-process cluster over gRPC (cluster) and the real binaries
 # driven through the CLI (e2e, soak), containers, then the fuzzers (matmul notation,
-# job files, peer frames) for
+# job files, peer frames, the busy timeline) for
 # FUZZ_SECONDS (default 30). Tests that measure wall time run alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
