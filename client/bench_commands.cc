@@ -109,7 +109,7 @@ int Bench(const BenchOptions& o) {
                   r.busbw_gbps(), r.correct() ? "yes" : "NO", WorkerMemoryCell(job).c_str());
     }
     if (!done.empty() && done.front().result().faults_size() > 0) {
-      std::printf("\nfaults on purpose: %s (predicted_us and seed_us are for healthy links: ratio is what they cost)\n",
+      std::printf("\nfaults and contention: %s (predicted_us and seed_us are for healthy links: ratio is what they cost)\n",
                   absl::StrJoin(done.front().result().faults(), "; ").c_str());
     }
     std::printf("\npredicted: the exact closed form of the algorithm run (its busiest link's bytes over the\n"

@@ -13,6 +13,7 @@
 #include "client/progress.h"
 #include "core/base/units.h"
 #include "core/cluster/registrar.h"
+#include "core/pod/dcn_fabric.h"
 #include "core/pod/topology.h"
 #include "nlohmann/json.hpp"
 #include "services/transport_security.h"
@@ -68,6 +69,7 @@ int ClusterUp(const ClusterUpOptions& o) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("--time-scale ", o.time_scale, ": must be 0 (unpaced) or a positive stretch factor")));
   }
+  if (auto s = CheckDcnOversubscription(o.dcn_oversubscription, "--dcn-oversubscription"); !s.ok()) return Fail(s);
   if (!o.heartbeat_timeout.empty()) {
     auto t = ParseDuration(o.heartbeat_timeout, "--heartbeat-timeout", kMaxHeartbeatTimeout);
     if (!t.ok()) return Fail(t.status());
@@ -89,7 +91,7 @@ int ClusterUp(const ClusterUpOptions& o) {
   Progress progress(!o.json);
   // Remembered before waiting, so `cluster down` can clean up whatever happens next.
   LocalPodOptions local{{o.topology, o.slices, o.chips_per_host, o.wraparound}, o.time_scale, o.heartbeat_timeout,
-                        o.http_port, StateDir(), o.timeout_s, o.insecure};
+                        o.http_port, StateDir(), o.timeout_s, o.insecure, o.dcn_oversubscription};
   auto pod = StartLocalPod(local, progress, SavePodState);
   if (!pod.ok()) {
     RemovePodState();
@@ -220,6 +222,11 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
                "plaintext and no credentials. By default the pod's processes use mutual TLS from a CA of\n"
                "its own, made in $TPUEMU_HOME/tls on the first `cluster up` (with the admin and read\n"
                "tokens this CLI presents for you); they listen on 127.0.0.1 either way. docs/security.md");
+  up->add_option("--dcn-oversubscription", up_opts->dcn_oversubscription,
+                 "R:1, the DCN fabric between slices: a slice's hosts together get 1/R of their NICs'\n"
+                 "bandwidth into it, shared by the multislice jobs there; jobs running at once then slow\n"
+                 "each other's DCN transfers, each step's report says by how much. 1: never. docs/jobs.md")
+      ->capture_default_str();
   up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")->capture_default_str();
   up->add_flag("--json", up_opts->json, "print the pod's status as JSON");
   up->callback([up_opts, exit_code] { *exit_code = ClusterUp(*up_opts); });

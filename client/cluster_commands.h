@@ -19,6 +19,7 @@ struct ClusterUpOptions {
   bool insecure = false;          // plaintext, no credentials
   double timeout_s = 60;
   bool json = false;
+  double dcn_oversubscription = 1;  // the coordinator's --dcn-oversubscription
 };
 
 void AddClusterCommands(CLI::App& app, int* exit_code);

@@ -72,7 +72,7 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
         const v1::TrainStep& step = job.steps(static_cast<int>(printed - job.steps_dropped()));
         std::vector<std::string> now(step.faults().begin(), step.faults().end());
         if (now != faults) {  // said when they change, not on every row
-          std::printf("faults on purpose from step %d: %s\n", step.step(),
+          std::printf("faults and contention from step %d: %s\n", step.step(),
                       now.empty() ? "none" : absl::StrJoin(now, "; ").c_str());
           faults = std::move(now);
         }

@@ -83,7 +83,7 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
       "--chips-per-host", std::to_string(t.chips_per_host), "--wraparound", t.wraparound, "--time-scale",
       absl::StrCat(o.time_scale), "--listen", state.coordinator, "--port-file", port_file,
       // Kept across `cluster down` and `up`: the pod's job history.
-      "--data-dir", o.dir + "/jobs"};
+      "--data-dir", o.dir + "/jobs", "--dcn-oversubscription", absl::StrCat(o.dcn_oversubscription)};
   // TPUEMU_HEARTBEAT_TIMEOUT, when set, reaches the coordinator as it is.
   if (!o.heartbeat_timeout.empty() || !std::getenv("TPUEMU_HEARTBEAT_TIMEOUT")) {
     coordinator_argv.insert(coordinator_argv.end(),

@@ -27,6 +27,7 @@ struct LocalPodOptions {
   // Plaintext, unauthenticated; otherwise the pod's credentials live in
   // dir/tls (made on the first `cluster up`) and every process uses them.
   bool insecure = false;
+  double dcn_oversubscription = 1;  // the coordinator's --dcn-oversubscription
 };
 
 struct LocalPod {

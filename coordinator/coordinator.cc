@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/job/kinds.h"
 #include "core/train/job.h"
 #include "spdlog/spdlog.h"
@@ -72,6 +73,7 @@ absl::Status Coordinator::Validate(const CoordinatorOptions& options) {
                                                    ": must be above 0 and at most ",
                                                    absl::FormatDuration(kMaxHeartbeatTimeout)));
   }
+  if (auto s = CheckDcnOversubscription(options.dcn_oversubscription, "--dcn-oversubscription"); !s.ok()) return s;
   const JobRetention& r = options.retention;
   if (r.finished_jobs < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--keep-finished-jobs ", r.finished_jobs,
@@ -94,7 +96,8 @@ Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo
       store_(options.retention, std::move(db)),
       registry_(topo, PodConfig{options.topology, options.time_scale, {}}, options.heartbeat_timeout,
                 std::move(factory)),
-      scheduler_(store_, registry_, topo, [this](const JobSpec& spec) { return Plan(spec); }) {}
+      scheduler_(store_, registry_, topo, DcnFabric(topo, options.dcn_oversubscription),
+                 [this](const JobSpec& spec) { return Plan(spec); }) {}
 
 absl::StatusOr<std::shared_ptr<const PlannedJob>> Coordinator::Plan(const JobSpec& spec) const {
   auto kind = FindJobKind(spec.kind());
@@ -128,7 +131,10 @@ absl::Status Coordinator::Heartbeat(int global_host, uint64_t incarnation, uint6
 v1::ClusterStatus Coordinator::ClusterStatus() {
   v1::ClusterStatus s;
   *s.mutable_spec() = ToProto(options_.topology, options_.time_scale);
-  s.set_description(topo_.Describe());
+  s.set_description(options_.dcn_oversubscription > 1 && topo_.slices() > 1
+                        ? absl::StrCat(topo_.Describe(), ", DCN fabric ",
+                                       absl::StrFormat("%g", options_.dcn_oversubscription), ":1 oversubscribed")
+                        : topo_.Describe());
   s.set_expected_workers(topo_.num_hosts());
   s.set_chips(topo_.num_chips());
   for (const RegisteredWorker& w : registry_.Workers()) {

@@ -24,6 +24,9 @@ struct CoordinatorOptions {
   // Where the job store lives (coordinator/job_database.h); empty: in
   // memory only, gone with the process.
   std::string data_dir;
+  // The DCN fabric's R:1 (core/pod/dcn_fabric.h): 1, none of the jobs'
+  // DCN traffic waits for another's.
+  double dcn_oversubscription = 1;
 };
 
 class Coordinator : public CoordinatorBackend {

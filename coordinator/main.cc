@@ -82,6 +82,12 @@ int main(int argc, char** argv) {
                             "pods with many more chips than cores"),
              "TPUEMU_HEARTBEAT_TIMEOUT")
       ->capture_default_str();
+  env_option(app.add_option("--dcn-oversubscription", options.dcn_oversubscription,
+                            "R:1, the DCN fabric between slices: a slice's hosts together get 1/R of their\n"
+                            "NICs' bandwidth into it, shared by every multislice job on the slice, so jobs\n"
+                            "running at once slow each other's DCN transfers (1: never). docs/jobs.md"),
+             "TPUEMU_DCN_OVERSUBSCRIPTION")
+      ->capture_default_str();
   env_option(app.add_option("--keep-finished-jobs", options.retention.finished_jobs,
                             "finished jobs whose records (steps, results, traces) are kept; the oldest go first"),
              "TPUEMU_KEEP_FINISHED_JOBS")

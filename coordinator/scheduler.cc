@@ -31,8 +31,8 @@ std::string WantedText(const Topology& pod, const PodPart& part) {
 
 }  // namespace
 
-Scheduler::Scheduler(JobStore& store, Registry& registry, const Topology& pod, Planner plan)
-    : store_(store), registry_(registry), pod_(pod), plan_(std::move(plan)) {
+Scheduler::Scheduler(JobStore& store, Registry& registry, const Topology& pod, DcnFabric fabric, Planner plan)
+    : store_(store), registry_(registry), pod_(pod), fabric_(std::move(fabric)), plan_(std::move(plan)) {
   watch_thread_ = std::thread([this] { WatchWorkersLoop(); });
   job_thread_ = std::thread([this] { JobLoop(); });
 }
@@ -381,6 +381,10 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& runni
   fan.added_faults = [&](int step) {
     std::lock_guard<std::mutex> lock(mu_);
     running_.at(job.id)->next_step = step + 1;  // faults added from now on start after it
+    // The DCN fabric as the jobs running now share it, for this step.
+    std::vector<PlacedJob> others;
+    for (const auto& [id, other] : running_) others.push_back({id, other->placement});
+    job.planned->ShareDcn(step, fabric_.ShareAt({job.id, running.placement}, others, step));
     return job.planned->AddedFaults();
   };
   std::vector<ChipCheck> checks;

@@ -27,6 +27,7 @@
 #include "coordinator/registry.h"
 #include "core/base/cancellation.h"
 #include "core/host/job_kind.h"
+#include "core/pod/dcn_fabric.h"
 #include "core/pod/placement.h"
 
 namespace tpuemu {
@@ -35,7 +36,7 @@ class Scheduler {
  public:
   // Plans a spec on the pod (a resumed job's, again).
   using Planner = std::function<absl::StatusOr<std::shared_ptr<const PlannedJob>>(const JobSpec&)>;
-  Scheduler(JobStore& store, Registry& registry, const Topology& pod, Planner plan);
+  Scheduler(JobStore& store, Registry& registry, const Topology& pod, DcnFabric fabric, Planner plan);
   // Stops taking jobs; the running jobs' calls are cancelled.
   ~Scheduler();
 
@@ -132,6 +133,7 @@ class Scheduler {
   JobStore& store_;
   Registry& registry_;
   const Topology pod_;
+  const DcnFabric fabric_;  // what multislice jobs running at once share
   const Planner plan_;
   StepMetrics step_metrics_;
   mutable std::mutex mu_;  // taken before store_'s and registry_'s own

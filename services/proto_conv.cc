@@ -54,6 +54,7 @@ v1::Faults ToProto(const Faults& faults) {
     m.set_extra_latency_s(s.extra_latency_s);
     m.set_from_step(s.when.from_step);
     m.set_until_step(std::max(0, s.when.until_step));
+    m.set_cause(s.cause);
   }
   for (const Straggler& s : faults.stragglers) {
     v1::Straggler& m = *p.add_stragglers();
@@ -96,7 +97,7 @@ absl::StatusOr<Faults> FromProto(const v1::Faults& p) {
     auto axis = axis_of("slow_link", m.axis());
     if (!axis.ok()) return axis.status();
     faults.slow_links.push_back({*axis, m.dir(), m.one_link() ? m.src() : -1, m.one_link() ? m.dst() : -1,
-                                 m.bandwidth(), m.extra_latency_s(), window(m)});
+                                 m.bandwidth(), m.extra_latency_s(), window(m), m.cause()});
   }
   for (const v1::Straggler& m : p.stragglers()) faults.stragglers.push_back({m.chip(), m.factor(), window(m)});
   for (const v1::DownLink& m : p.down_links()) {

@@ -52,7 +52,7 @@ void PrintTrainStatus(const v1::Job& job) {
   std::printf("mesh %s\n", job.train_summary().mesh().c_str());
   if (job.steps_size() > 0 && job.steps(job.steps_size() - 1).faults_size() > 0) {
     const auto& faults = job.steps(job.steps_size() - 1).faults();
-    std::printf("faults on purpose in the latest step: %s\n", absl::StrJoin(faults, "; ").c_str());
+    std::printf("faults and contention in the latest step: %s\n", absl::StrJoin(faults, "; ").c_str());
   }
   for (const v1::MemoryUse& m : job.train_summary().memory_per_chip()) {
     std::printf("  %-17s %12s per chip\n", m.item().c_str(), FormatBytes(static_cast<uint64_t>(m.bytes())).c_str());

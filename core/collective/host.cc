@@ -16,7 +16,7 @@ uint64_t ReceivedBytes(const CollectivePlan& plan, const HostNetwork& net) {
   return bytes;
 }
 
-// The job's options with its faults (plan_'s, which outlives them).
+// The job's options with its faults (faults_, which outlives them).
 RunOptions WithFaults(RunOptions options, const Faults* faults) {
   options.faults = faults;
   return options;
@@ -28,7 +28,16 @@ HostCollective::HostCollective(CollectivePlan plan, HostNetwork& net, const RunO
     : HostJob(net, options.job, ReceivedBytes(plan, net)),
       plan_(std::move(plan)),
       net_(net),
-      options_(WithFaults(options, &plan_.spec().faults)) {}
+      faults_(plan_.spec().faults),
+      options_(WithFaults(options, &faults_)) {}
+
+absl::Status HostCollective::AddFaults(const Faults& added) {
+  if (!added.stragglers.empty() || !added.down_links.empty() || !added.workers.empty()) {
+    return absl::FailedPreconditionError("a collective takes its stragglers and down links when submitted");
+  }
+  faults_ = plan_.spec().faults.With(added);
+  return absl::OkStatus();
+}
 
 absl::Status HostCollective::Prepare() {
   for (int chip : net_.local_chips()) chips_.push_back(std::make_unique<ChipCollective>(plan_, chip, net_, options_));

@@ -17,10 +17,14 @@ class HostCollective : public HostJob {
   absl::Status Prepare() override;
   absl::StatusOr<std::vector<ChipRunResult>> Run(int step = 0) override;  // mismatches still 0
   std::vector<ChipCheck> Check() override;
+  // Slow links only (the shared DCN fabric's: core/pod/dcn_fabric.h); a
+  // down link or a straggler is the job's own, from its spec.
+  absl::Status AddFaults(const Faults& added) override;
 
  private:
   const CollectivePlan plan_;
   HostNetwork& net_;
+  Faults faults_;  // the spec's, and those added; the chips read them as they run
   const RunOptions options_;
   std::vector<std::unique_ptr<ChipCollective>> chips_;
   bool prepared_ = false;

@@ -1,12 +1,14 @@
 #include "core/collective/kind.h"
 
 #include <map>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/field.h"
 #include "core/collective/host.h"
 #include "core/collective/plan.h"
 #include "core/collective/report.h"
+#include "core/pod/dcn_fabric.h"
 
 namespace tpuemu {
 namespace {
@@ -32,13 +34,27 @@ class PlannedCollective : public PlannedJob {
     for (const ChipCheck& c : checks) mismatches[c.chip] = c.mismatches;
     std::vector<ChipRunResult> chips = last_step;
     for (ChipRunResult& c : chips) c.mismatches = mismatches[c.chip];
-    return tpuemu::Summarize(plan_, topo_, chips);
+    CollectiveReport report = tpuemu::Summarize(plan_, topo_, chips);
+    for (std::string& shared : AddedFaults().ActiveAt(0)) report.faults.push_back(std::move(shared));
+    return report;
+  }
+
+  Faults AddedFaults() const override {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    return shared_;
+  }
+
+  void ShareDcn(int step, const std::optional<SlowLink>& share) const override {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    AddDcnShare(shared_, step, share);
   }
 
  private:
   const CollectivePlan plan_;
   const Topology topo_;  // the job's own: the pod's, or the slices it runs on
   const PodPart part_;
+  mutable std::mutex shared_mu_;
+  mutable Faults shared_;  // the shared DCN fabric's slowdown (one step: the only one)
 };
 
 class CollectiveKind : public JobKind {

@@ -7,6 +7,7 @@
 
 #include <any>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,12 @@ class PlannedJob {
   }
   // Every fault added so far (sent to the workers with each step).
   virtual Faults AddedFaults() const { return {}; }
+  // The shared DCN fabric's slowdown for `step` (core/pod/dcn_fabric.h;
+  // none: the job has all of its NICs), told before the step goes out. A
+  // kind whose jobs' links can be slowed keeps it with its added faults,
+  // which the step runs with and reports. Matmul jobs take the whole pod,
+  // never share the fabric, and ignore it.
+  virtual void ShareDcn(int /*step*/, const std::optional<SlowLink>& /*share*/) const {}
 };
 
 class JobKind {

@@ -139,6 +139,8 @@ std::string SlowLink::Describe() const {
   std::string how;
   if (bandwidth < 1) how = absl::StrCat(" at ", Fraction(bandwidth), " bandwidth");
   if (extra_latency_s > 0) absl::StrAppend(&how, how.empty() ? " " : ", ", "+", FormatSeconds(extra_latency_s), " per hop");
+  // The fabric's share is told each step it holds; its window only grows.
+  if (!cause.empty()) return absl::StrCat(which, how, ": ", cause);
   return absl::StrCat(which, how, when.Describe());
 }
 

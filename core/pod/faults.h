@@ -38,6 +38,8 @@ struct SlowLink {
   double bandwidth = 1;  // fraction of the link's bandwidth, (0, 1]
   double extra_latency_s = 0;
   StepWindow when;
+  // Why, when it is not a fault a user asked for (core/pod/dcn_fabric.h).
+  std::string cause;
 
   bool Covers(int link_src, int link_dst, Axis link_axis, int link_dir) const;
   bool operator==(const SlowLink&) const = default;

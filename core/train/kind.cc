@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "core/pod/dcn_fabric.h"
 #include "core/pod/placement.h"
 #include "core/train/checkpoint.h"
 #include "core/train/host.h"
@@ -76,6 +77,11 @@ class PlannedTraining : public PlannedJob {
     return added_;
   }
 
+  void ShareDcn(int step, const std::optional<SlowLink>& share) const override {
+    std::lock_guard<std::mutex> lock(added_mu_);
+    AddDcnShare(added_, step, share);
+  }
+
   JobReport Summarize(const std::vector<ChipRunResult>& last_step,
                       const std::vector<ChipCheck>& checks) const override {
     TrainReport report = PreviewTraining(job_.config, job_.mesh, topo_);
@@ -99,7 +105,7 @@ class PlannedTraining : public PlannedJob {
   const Topology topo_;  // the job's own: the pod's, or the part of it the job runs on
   const PodPart part_;
   mutable std::mutex added_mu_;
-  mutable Faults added_;  // by `tpuemu fault`, while it runs
+  mutable Faults added_;  // by `tpuemu fault` and the shared DCN fabric, while it runs
 };
 
 class TrainKind : public JobKind {

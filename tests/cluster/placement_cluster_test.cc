@@ -17,18 +17,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Waits until job `id` has finished `steps` steps (or ended).
-v1::Job WaitForSteps(TestPod& pod, const std::string& id, int steps) {
-  int64_t version = -1;
-  while (true) {
-    auto next = pod.coordinator().WaitJob(id, version, absl::Seconds(5));
-    EXPECT_TRUE(next.ok()) << next.status();
-    if (!next.ok()) return {};
-    version = next->second;
-    if (next->first.steps_size() >= steps || IsTerminal(next->first.state())) return next->first;
-  }
-}
-
 void ExpectSameRun(const v1::Job& got, const v1::Job& alone) {
   ASSERT_EQ(got.steps_size(), alone.steps_size());
   for (int i = 0; i < got.steps_size(); ++i) {
@@ -125,7 +113,7 @@ TEST(PlacementClusterTest, AJobWaitsInQueueOrderUntilAllItsSlicesAreFree) {
 
   auto running = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));
   ASSERT_TRUE(running.ok()) << running.status();
-  WaitForSteps(pod, running->id(), 1);
+  pod.WaitForSteps(running->id(), 1);
   const TrainSpec whole_spec = Job("ici_fsdp_parallelism: -1\n", 3);  // both slices
   const TrainSpec small_spec = Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 3);
   auto whole = pod.Submit(whole_spec);
@@ -179,7 +167,7 @@ TEST(PlacementClusterTest, ACollectiveOnOneSliceRunsBesideATrainingJobAsOnASlice
   EXPECT_THAT(refused.status().message(), HasSubstr("`num_slices` 3: the pod has 2 slice(s)"));
   auto training = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));
   ASSERT_TRUE(training.ok()) << training.status();
-  WaitForSteps(pod, training->id(), 1);
+  pod.WaitForSteps(training->id(), 1);
   gather.num_slices = 1;
   const v1::Job ran = pod.Run(gather);
   ASSERT_EQ(ran.state(), v1::JOB_STATE_SUCCEEDED) << ran.error();
@@ -200,7 +188,7 @@ TEST(PlacementClusterTest, AHigherPriorityGoesAheadOfQueuedJobsButNotOfRunningOn
 
   auto running = pod.Submit(Job("", 100000), -5);  // runs at once: nothing is queued
   ASSERT_TRUE(running.ok()) << running.status();
-  WaitForSteps(pod, running->id(), 1);
+  pod.WaitForSteps(running->id(), 1);
   const TrainSpec spec = Job("", 2);
   auto low = pod.Submit(spec);
   auto high = pod.Submit(spec, 7);
@@ -230,8 +218,8 @@ TEST(PlacementClusterTest, ALostWorkerEndsOnlyTheJobOnItsSlicesWhichRunJobsAgain
   auto on_slice_0 = pod.Submit(endless);
   auto on_slice_1 = pod.Submit(endless);
   ASSERT_TRUE(on_slice_0.ok() && on_slice_1.ok());
-  WaitForSteps(pod, on_slice_0->id(), 2);
-  WaitForSteps(pod, on_slice_1->id(), 2);
+  pod.WaitForSteps(on_slice_0->id(), 2);
+  pod.WaitForSteps(on_slice_1->id(), 2);
   pod.Stop(2);  // slice 1's first worker: no heartbeats, its calls wait
   const absl::Time stopped = absl::Now();
   const v1::Job lost = pod.Wait(on_slice_1->id());
@@ -240,7 +228,7 @@ TEST(PlacementClusterTest, ALostWorkerEndsOnlyTheJobOnItsSlicesWhichRunJobsAgain
   EXPECT_THAT(lost.error(), HasSubstr("host 2"));
   // The job on slice 0 goes on.
   const int steps_then = pod.coordinator().GetJob(on_slice_0->id())->steps_size();
-  EXPECT_EQ(WaitForSteps(pod, on_slice_0->id(), steps_then + 3).state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(pod.WaitForSteps(on_slice_0->id(), steps_then + 3).state(), v1::JOB_STATE_RUNNING);
 
   // A job for one slice queues meanwhile, waiting for the lost worker's
   // slice (the other is busy); once the worker is back it runs there,
@@ -305,7 +293,7 @@ TEST(PlacementClusterTest, AResumedJobGoesBackToTheSlicesItsCheckpointIsOn) {
   // Slice 0 busy: the job runs on slice 1 and is cancelled after a checkpoint.
   auto blocker = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));
   ASSERT_TRUE(blocker.ok()) << blocker.status();
-  WaitForSteps(pod, blocker->id(), 1);
+  pod.WaitForSteps(blocker->id(), 1);
   auto job = pod.Submit(spec);
   ASSERT_TRUE(job.ok()) << job.status();
   int64_t version = -1;
@@ -320,7 +308,7 @@ TEST(PlacementClusterTest, AResumedJobGoesBackToTheSlicesItsCheckpointIsOn) {
   // Slice 1 busy, slice 0 free: the resumed job waits for slice 1.
   auto second = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));
   ASSERT_TRUE(second.ok());
-  WaitForSteps(pod, second->id(), 1);
+  pod.WaitForSteps(second->id(), 1);
   ASSERT_EQ(pod.coordinator().GetJob(second->id())->placement().first_slice(), 1);
   ASSERT_TRUE(pod.coordinator().CancelJob(blocker->id()).ok());
   pod.Wait(blocker->id());

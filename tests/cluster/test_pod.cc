@@ -1,5 +1,6 @@
 #include "tests/cluster/test_pod.h"
 
+#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,7 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale, const TestP
   options.time_scale = time_scale;
   options.heartbeat_timeout = pod_options.heartbeat_timeout;
   options.retention = pod_options.retention;
+  options.dcn_oversubscription = pod_options.dcn_oversubscription;
   auto c = Coordinator::Create(options, MakeGrpcWorkerClient);
   EXPECT_TRUE(c.ok()) << c.status();
   coordinator_ = *std::move(c);
@@ -177,14 +179,16 @@ absl::StatusOr<v1::Job> TestPod::Submit(const TrainSpec& spec, int priority) {
   return coordinator_->SubmitJob(req);
 }
 
-v1::Job TestPod::Wait(const std::string& id) {
+v1::Job TestPod::Wait(const std::string& id) { return WaitForSteps(id, std::numeric_limits<int>::max()); }
+
+v1::Job TestPod::WaitForSteps(const std::string& id, int steps) {
   int64_t version = -1;
   while (true) {
     auto next = coordinator_->WaitJob(id, version, absl::Seconds(1));
     EXPECT_TRUE(next.ok()) << next.status();
     if (!next.ok()) return {};
     version = next->second;
-    if (IsTerminal(next->first.state())) return next->first;
+    if (next->first.steps_size() >= steps || IsTerminal(next->first.state())) return next->first;
   }
 }
 

@@ -28,6 +28,7 @@ struct TestPodOptions {
   // their sessions would, every tenth of this.
   absl::Duration heartbeat_timeout = absl::InfiniteDuration();
   JobRetention retention;
+  double dcn_oversubscription = 1;  // the coordinator's (core/pod/dcn_fabric.h)
 };
 
 class TestPod {
@@ -60,6 +61,8 @@ class TestPod {
   absl::StatusOr<v1::Job> Submit(const MatmulSpec& spec);
   absl::StatusOr<v1::Job> Submit(const TrainSpec& spec, int priority = 0);
   v1::Job Wait(const std::string& id);
+  // Waits until job `id` has finished `steps` steps (or ended).
+  v1::Job WaitForSteps(const std::string& id, int steps);
   // A job's trace, its pieces read from the coordinator and put together.
   absl::StatusOr<v1::JobTrace> Trace(const std::string& id);
 
