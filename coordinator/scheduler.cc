@@ -382,9 +382,9 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& runni
     std::lock_guard<std::mutex> lock(mu_);
     running_.at(job.id)->next_step = step + 1;  // faults added from now on start after it
     // The DCN fabric as the jobs running now share it, for this step.
-    std::vector<PlacedJob> others;
-    for (const auto& [id, other] : running_) others.push_back({id, other->placement});
-    job.planned->ShareDcn(step, fabric_.ShareAt({job.id, running.placement}, others, step));
+    std::vector<PlacedJob> running_now;
+    for (const auto& [id, other] : running_) running_now.push_back({id, other->placement});
+    job.planned->ShareDcn(step, fabric_.ShareAt({job.id, running.placement}, running_now, step));
     return job.planned->AddedFaults();
   };
   std::vector<ChipCheck> checks;

@@ -452,6 +452,40 @@ class TrainJobTest(Pod):
         self.assertEqual(done["placement"]["text"], "slice 0")
         self.assertAlmostEqual(done["summary"]["param_l2"], reference["param_l2"], delta=1e-5 * reference["param_l2"])
 
+    def test_multislice_jobs_share_an_oversubscribed_dcn_fabric(self):
+        """cluster up --dcn-oversubscription 2: two jobs on one host of each slice halve each
+        other's DCN links while both run, exactly as the job alone with slow_link dcn@0.5."""
+        self.up("--topology", "v5p:2x2", "--slices", "2", "--chips-per-host", "2", "--dcn-oversubscription", "2")
+        self.assertIn("DCN fabric 2:1 oversubscribed", self.cli("cluster", "status").stdout)
+        half = ("num_slices: 2\ntopology: v5p:2x1\ndcn_data_parallelism: -1\nici_fsdp_parallelism: -1\n"
+                "emb_dim: 64\nmlp_dim: 256\nnum_layers: 2\nglobal_batch_tokens: 128\nseed: 5\nsteps: 4\n")
+
+        def run(path):
+            r = self.cli("submit", path, "--wait", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return json.loads(r.stdout)
+
+        alone = run(self.write("half.yaml", half))
+        slowed = run(self.write("slowed.yaml", half + "faults:\n  - slow_link: dcn@0.5\n"))
+        r = self.cli("submit", self.write("long.yaml", half.replace("steps: 4", "steps: 100000")))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        long_id = r.stdout.split()[0]
+        deadline = time.time() + 60
+        while not json.loads(self.cli("status", long_id, "--json").stdout).get("steps"):
+            self.assertLess(time.time(), deadline, "the long job did not start")
+            time.sleep(0.1)
+        shared = run(os.path.join(self.home, "half.yaml"))
+        self.assertEqual(json.loads(self.cli("status", long_id, "--json").stdout)["state"], "running")
+        self.assertEqual(self.cli("cancel", long_id).returncode, 0)
+        for got, want, fast in zip(shared["steps"], slowed["steps"], alone["steps"]):
+            self.assertEqual(got["loss"], fast["loss"])
+            self.assertEqual(got["emulated_step_s"], want["emulated_step_s"])
+            self.assertGreater(got["emulated_step_s"], fast["emulated_step_s"])
+            self.assertEqual(got["faults"], [f"links dcn at 1/2 bandwidth: the DCN fabric of slice 0 "
+                                             f"(2:1 oversubscribed), shared with {long_id}"])
+        self.assertEqual(alone["steps"][0].get("faults", []), [])
+        self.assertIn(f"shared with {long_id}", self.cli("status", shared["id"]).stdout)
+
     def test_cancel_stops_within_a_step_and_the_pod_runs_the_next_job(self):
         self.up("--topology", "v5p:2x4")
         job_id = self.submit_long_job()
