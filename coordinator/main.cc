@@ -139,9 +139,11 @@ int main(int argc, char** argv) {
       spdlog::error("{}", WithFlagNames(valid.message()));
       return 2;
     }
-    std::printf("pod: %s, %d workers\nlisten: %s\nheartbeat timeout: %s\njob store: %s\n", topo->Describe().c_str(),
-                topo->num_hosts(), listen.c_str(), absl::FormatDuration(options.heartbeat_timeout).c_str(),
-                options.data_dir.empty() ? "in memory only (no --data-dir)" : (options.data_dir + "/jobs.db").c_str());
+    std::printf("pod: %s, %d workers\nlisten: %s\nheartbeat timeout: %s\njob store: %s\nDCN fabric: %g:1\n",
+                topo->Describe().c_str(), topo->num_hosts(), listen.c_str(),
+                absl::FormatDuration(options.heartbeat_timeout).c_str(),
+                options.data_dir.empty() ? "in memory only (no --data-dir)" : (options.data_dir + "/jobs.db").c_str(),
+                options.dcn_oversubscription);
     return 0;
   }
 
