@@ -100,7 +100,6 @@ absl::Status MeshComm::Collective(CollectiveOp op, MeshAxisKind axis, LocalTenso
   auto report = RunTensorCollective(**found, chip_, net_, options, &links_, start, t, dim);
   if (!report.ok()) return report.status();
   AppendPerLink(chunks, absl::StrCat(OpName(op), " ", MeshAxisName(axis)), clock_.trace());
-  clock_.MarkWall();
   const uint64_t sent = BytesSent(links_) - sent_before;
   const double end = report->emulated_s;
   clock_.Transferred(axis, start, end, sent);
@@ -127,9 +126,7 @@ absl::Status MeshComm::Send(const StageLink& to, uint64_t tag, const LocalTensor
 }
 
 absl::StatusOr<double> MeshComm::Receive(int peer, uint64_t tag, LocalTensor& t) {
-  auto arrival = PermuteReceive(net_, Options(), chip_, peer, tag, t, c_.dtype_bytes);
-  if (arrival.ok()) clock_.MarkWall();
-  return arrival;
+  return PermuteReceive(net_, Options(), chip_, peer, tag, t, c_.dtype_bytes);
 }
 
 }  // namespace tpuemu

@@ -42,9 +42,6 @@ class StepClock {
 
   // A compute op, at its roofline time.
   void Compute(ComputeKind kind, double flops, double hbm_bytes);
-  // Data movement just ended on the wall clock: paced compute is measured
-  // from here.
-  void MarkWall() { wall_mark_ = WallClock::now(); }
   // Transfers on `axis` that ran from `start` to `end` and sent `bytes`,
   // whether or not the chip waits for them.
   void Transferred(MeshAxisKind axis, double start, double end, uint64_t bytes);
@@ -75,7 +72,6 @@ class StepClock {
   const int dtype_bytes_;
   const Faults* faults_;
   WallClock::time_point wall_start_;
-  WallClock::time_point wall_mark_;  // paced runs: when the last op ended on the wall clock
   double now_ = 0;
   int64_t activation_elements_ = 0;
   std::vector<std::pair<double, double>> busy_[kMeshAxes];  // transfer intervals, by mesh axis

@@ -47,27 +47,29 @@ TEST(FaultsClusterTest, APacedStragglerSlowsTheStepOnBothClocksByAsMuch) {
       "ici_data_parallelism: 2\nici_fsdp_parallelism: 2\nemb_dim: 256\nmlp_dim: 1024\nnum_layers: 2\n"
       "global_batch_tokens: 1024\nsteps: 2\nseed: 5\n";
   const v1::Job healthy = pod.Run(Parsed(job, "healthy.yaml"));
-  const v1::Job slow = pod.Run(Parsed(job + "faults:\n  - straggler: 3@4\n", "straggler.yaml"));
+  const v1::Job slow = pod.Run(Parsed(job + "faults:\n  - straggler: 3@16\n", "straggler.yaml"));
   ASSERT_EQ(healthy.state(), v1::JOB_STATE_SUCCEEDED) << healthy.error();
   ASSERT_EQ(slow.state(), v1::JOB_STATE_SUCCEEDED) << slow.error();
   for (int i = 0; i < 2; ++i) {
     const v1::TrainStep &s = slow.steps(i), &h = healthy.steps(i);
     EXPECT_EQ(s.loss(), h.loss());
-    // The straggler's extra time, on each clock: the wall's follows the emulated one's.
-    const double emulated_more = (s.emulated_step_s() - h.emulated_step_s()) * scale;
-    const double wall_more = s.wall_s() - h.wall_s();
-    std::printf("paced step %d, chip 3 at 4x: +%.1f ms emulated x scale, +%.1f ms wall (ratio %.3f); step %.1f ms "
+    // The straggler's step, on each clock: the wall's follows the emulated one's.
+    const double emulated = s.emulated_step_s() * scale;
+    std::printf("paced step %d, chip 3 at 16x: %.1f ms emulated x scale, %.1f ms wall (ratio %.3f); healthy %.1f ms "
                 "emulated x scale, %.1f ms wall\n",
-                i, emulated_more * 1e3, wall_more * 1e3, wall_more / emulated_more, s.emulated_step_s() * scale * 1e3,
-                s.wall_s() * 1e3);
-    EXPECT_GT(emulated_more, 0.3 * h.emulated_step_s() * scale);  // a straggler that matters
-    // Measured 1.22-1.25 on this 2-core machine: a paced training step's wall
-    // runs 1.4x its emulated time x scale here with or without the straggler
-    // (host work the pacing does not absorb); docs/faults.md.
-    EXPECT_GE(wall_more / emulated_more, 0.9);
-    EXPECT_LE(wall_more / emulated_more, 1.6);
+                i, emulated * 1e3, s.wall_s() * 1e3, s.wall_s() / emulated, h.emulated_step_s() * scale * 1e3,
+                h.wall_s() * 1e3);
+    // A straggler that matters: its step is longer on the emulated clock than
+    // the healthy step is on the wall (which runs about 1.4x its emulated time
+    // x scale here: docs/faults.md), so a wall clock that ignored it shows.
+    EXPECT_GT(emulated, 1.5 * h.wall_s());
+    // Paced compute ends no sooner than its emulated end x scale, so the
+    // chips that wait for the straggler absorb the host work that stretches
+    // a healthy step. Measured 1.000-1.001 on this 2-core machine.
+    EXPECT_GE(s.wall_s() / emulated, 0.97);
+    EXPECT_LE(s.wall_s() / emulated, 1.15);
     ASSERT_EQ(s.faults_size(), 1);
-    EXPECT_EQ(s.faults(0), "chip 3 computes 4x slower");
+    EXPECT_EQ(s.faults(0), "chip 3 computes 16x slower");
   }
 }
 
