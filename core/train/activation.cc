@@ -1,12 +1,18 @@
 #include "core/train/activation.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "core/train/tanh.h"
 
 namespace tpuemu {
 namespace {
 
 // gelu's tanh approximation: sqrt(2 / pi) and the cubic term's weight.
 constexpr float kGeluK = 0.7978845608f, kGeluC = 0.044715f;
+// gelu goes in chunks that stay in L1: its tanh's argument, the vector
+// tanh over the chunk (tanh.h), then the value and derivative.
+constexpr int64_t kGeluChunk = 1024;
 
 // Each activation once, as a value and (when Grad) a derivative: the same
 // expressions in the same order whether or not the derivative is wanted, so
@@ -22,10 +28,9 @@ void Apply(Activation f, const float* h, int64_t n, float* a, float* grad) {
       }
       return;
     case Activation::kTanh:
-      for (int64_t i = 0; i < n; ++i) {
-        const float t = std::tanh(h[i]);
-        a[i] = t;
-        if constexpr (Grad) grad[i] = 1 - t * t;
+      TanhArray(h, n, a);
+      if constexpr (Grad) {
+        for (int64_t i = 0; i < n; ++i) grad[i] = 1 - a[i] * a[i];
       }
       return;
     case Activation::kSilu:
@@ -40,11 +45,19 @@ void Apply(Activation f, const float* h, int64_t n, float* a, float* grad) {
       }
       return;
     case Activation::kGelu:
-      for (int64_t i = 0; i < n; ++i) {
-        const float x = h[i];
-        const float t = std::tanh(kGeluK * (x + kGeluC * x * x * x));
-        a[i] = 0.5f * x * (1 + t);
-        if constexpr (Grad) grad[i] = 0.5f * (1 + t) + 0.5f * x * (1 - t * t) * kGeluK * (1 + 3 * kGeluC * x * x);
+      for (int64_t first = 0; first < n; first += kGeluChunk) {
+        const int64_t m = std::min(kGeluChunk, n - first);
+        const float* x = h + first;
+        float t[kGeluChunk];
+        for (int64_t i = 0; i < m; ++i) t[i] = kGeluK * (x[i] + kGeluC * x[i] * x[i] * x[i]);
+        TanhArray(t, m, t);
+        for (int64_t i = 0; i < m; ++i) {
+          const float xi = x[i];  // read before a or grad, either of which may be h, is written
+          a[first + i] = 0.5f * xi * (1 + t[i]);
+          if constexpr (Grad) {
+            grad[first + i] = 0.5f * (1 + t[i]) + 0.5f * xi * (1 - t[i] * t[i]) * kGeluK * (1 + 3 * kGeluC * xi * xi);
+          }
+        }
       }
       return;
     case Activation::kLinear:
