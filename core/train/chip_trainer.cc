@@ -347,7 +347,8 @@ absl::Status ChipTrainer::MlpForward(int m, int l, int use, LocalTensor& x) {
 
 LocalTensor ChipTrainer::Gated(const LocalTensor& a, const LocalTensor& u) {
   LocalTensor g = LocalTensor::Make(a.shape, a.has_values());
-  for (int64_t i = 0; g.has_values() && i < g.elements(); ++i) g.data[i] = a.data[i] * u.data[i];
+  const int64_t n = g.has_values() ? g.elements() : 0;
+  for (int64_t i = 0; i < n; ++i) g.data[i] = a.data[i] * u.data[i];
   ChargeElementwise(g.elements(), 1, 3);
   return g;
 }
@@ -372,7 +373,8 @@ void ChipTrainer::Accumulate(LocalTensor& sum, LocalTensor&& g) {
     sum = std::move(g);
     return;
   }
-  for (int64_t i = 0; sum.has_values() && i < g.elements(); ++i) sum.data[i] += g.data[i];
+  const int64_t n = sum.has_values() ? g.elements() : 0;
+  for (int64_t i = 0; i < n; ++i) sum.data[i] += g.data[i];
   ChargeElementwise(g.elements(), 1, 3);
 }
 
@@ -405,13 +407,15 @@ absl::Status ChipTrainer::MlpBackward(int m, int l, int use, bool last, LocalTen
   LocalTensor du;  // a gated MLP's: dA * A
   if (c_.gated_mlp) {
     du = LocalTensor::Make(dh.shape, dh.has_values());
-    for (int64_t i = 0; dh.has_values() && i < dh.elements(); ++i) {
+    const int64_t n = dh.has_values() ? dh.elements() : 0;
+    for (int64_t i = 0; i < n; ++i) {
       du.data[i] = dh.data[i] * a.data[i];
       dh.data[i] = dh.data[i] * saved.u.data[i] * saved.grad.data[i];
     }
     ChargeElementwise(dh.elements(), 3, 5);
   } else {
-    for (int64_t i = 0; dh.has_values() && i < dh.elements(); ++i) dh.data[i] *= saved.grad.data[i];
+    const int64_t n = dh.has_values() ? dh.elements() : 0;
+    for (int64_t i = 0; i < n; ++i) dh.data[i] *= saved.grad.data[i];
     ChargeElementwise(dh.elements(), 2, 3);
   }
   // [D, F_t], partial over the batch

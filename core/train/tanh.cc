@@ -5,14 +5,16 @@
 namespace tpuemu {
 namespace {
 
-// GCC's generic vectors of N lanes: one source, compiled below for AVX2 (8
-// lanes) and the x86-64 baseline (4). Every branch of the scalar code is
-// computed for every lane and the lane's own branch chosen, so each lane
-// sees the scalar code's operations exactly. This file is built without
-// contraction into fused multiply-adds (CMakeLists.txt), which would round
-// differently. The tests of the scalar code on bits are made on |x| as
-// floats, the same tests. (Built for AVX-512, GCC 12 expanded some of the
-// choices lane by lane and the 16 lanes ran no faster than the 8.)
+// GCC's generic vectors of N lanes: one source, compiled below for AVX-512
+// (16 lanes), AVX2 (8) and the x86-64 baseline (4). Every branch of the
+// scalar code is computed for every lane and the lane's own branch chosen,
+// so each lane sees the scalar code's operations exactly. This file is built
+// without contraction into fused multiply-adds (CMakeLists.txt), which would
+// round differently. The scalar code's tests on bits are made on |x| as
+// floats (the same tests), and each choice is one comparison: GCC 12
+// expands a choice on a combination of comparisons lane by lane on AVX-512
+// (build with -Wvector-operation-performance to see), which made that
+// build slower than AVX2's.
 //
 // The vector types of N lanes, and their conversions: spelled out for each
 // N, because GCC drops a vector attribute from a dependent `using` and
@@ -30,6 +32,7 @@ struct Vectors;
   };
 TPUEMU_VECTORS(4)
 TPUEMU_VECTORS(8)
+TPUEMU_VECTORS(16)
 #undef TPUEMU_VECTORS
 
 template <int N>
@@ -86,21 +89,23 @@ struct Lanes {
     const Floats when_k_below_23 = ScaleByPowerOfTwo((1.0f - two_to_minus_k) - (e - x), k);
     const Floats when_k_to_56 = ScaleByPowerOfTwo((x - (e + two_to_minus_k)) + 1.0f, k);
 
-    Floats r = k < 23 ? when_k_below_23 : when_k_to_56;
-    r = k > 56 ? when_k_far : r;
-    r = k < -1 ? when_k_far : r;
-    r = k == -1 ? when_k_minus_1 : r;
+    Floats r = k > 56 ? when_k_far : when_k_to_56;
+    r = k < 23 ? when_k_below_23 : r;
     r = k == 0 ? when_k0 : r;
+    r = k == -1 ? when_k_minus_1 : r;
+    r = k < -1 ? when_k_far : r;
     return ay < 0x1p-25f ? y : r;  // y itself
   }
 
   [[gnu::always_inline]] static Floats Tanh(Floats v) {
     // tanh x = 1 - 2 / (e^2|x| + 1) from |x| = 1 up, -m / (m + 2) with
     // m = e^-2|x| - 1 below; 1 from 22 up; x below 2^-55. Lanes outside
-    // [2^-55, 22) take a harmless 1 through expm1.
+    // [2^-55, 22) take a harmless 1 or 0.5 through expm1. (Two different
+    // values: GCC would merge two choices of one value into one choice on
+    // two comparisons, which it expands lane by lane on AVX-512.)
     const Floats a = Abs(v);
     Floats ax = a < 22.0f ? a : Splat(1.0f);
-    ax = a >= 0x1p-55f ? ax : Splat(1.0f);
+    ax = a >= 0x1p-55f ? ax : Splat(0.5f);
     const Floats t = Expm1(a >= 1.0f ? 2.0f * ax : -2.0f * ax);
     const Floats q = (a >= 1.0f ? Splat(2.0f) : -t) / (t + 2.0f);
     Floats z = a >= 1.0f ? 1.0f - q : q;
@@ -130,12 +135,16 @@ struct Lanes {
   }
 };
 
+__attribute__((target("avx512f"))) void TanhAvx512(const float* in, int64_t n, float* out) {
+  Lanes<16>::Apply(in, n, out);
+}
 __attribute__((target("avx2"))) void TanhAvx2(const float* in, int64_t n, float* out) { Lanes<8>::Apply(in, n, out); }
 void TanhBaseline(const float* in, int64_t n, float* out) { Lanes<4>::Apply(in, n, out); }
 
 using TanhKernel = void (*)(const float*, int64_t, float*);
 TanhKernel ChooseTanhKernel() {
   __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return TanhAvx512;
   if (__builtin_cpu_supports("avx2")) return TanhAvx2;
   return TanhBaseline;
 }
