@@ -52,14 +52,19 @@ __attribute__((target_clones("avx2", "default"))) ElementwiseCost ChipWeights::U
   LocalTensor& w = w_[k][l];
   std::vector<float>& m = m_[k][l];
   std::vector<float>& v = v_[k][l];
-  // A fresh buffer: the old one may still be lent to frames in flight.
-  LocalTensor out = LocalTensor::Make(w.shape, w.has_values());
   const int64_t n = w.has_values() ? w.elements() : 0;  // values to update
   const double e = static_cast<double>(w.elements());   // what the chip is charged for
+  // In place, unless frames in flight still hold the buffer (FSDP lends
+  // weight shards to its all-gathers): then into a fresh one. A fresh buffer
+  // every step cost each chip its weights' size in page faults and zeroing.
+  LocalTensor fresh;
+  if (w.data.use_count() > 1) fresh = LocalTensor::Make(w.shape, w.has_values());
+  const float* in = w.data.get();
+  float* out = fresh.has_values() ? fresh.data.get() : w.data.get();
   const float lr = static_cast<float>(c_.learning_rate);
   ElementwiseCost cost;
   if (c_.opt_type == "sgd") {
-    for (int64_t i = 0; i < n; ++i) out.data[i] = w.data[i] - lr * g.data[i];
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i] - lr * g.data[i];
     cost = {2.0 * e, 6.0 * e};
   } else {
     const float b1 = static_cast<float>(c_.adam_b1), b2 = static_cast<float>(c_.adam_b2);
@@ -69,12 +74,12 @@ __attribute__((target_clones("avx2", "default"))) ElementwiseCost ChipWeights::U
     for (int64_t i = 0; i < n; ++i) {
       m[i] = b1 * m[i] + (1 - b1) * g.data[i];
       v[i] = b2 * v[i] + (1 - b2) * g.data[i] * g.data[i];
-      out.data[i] = w.data[i] - lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+      out[i] = in[i] - lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
     }
     // bf16 weights read and written, bf16 gradient, fp32 moments read and written.
     cost = {10.0 * e, 22.0 * e};
   }
-  w = std::move(out);
+  if (fresh.has_values()) w = std::move(fresh);
   return cost;
 }
 
