@@ -89,7 +89,10 @@ echo
 echo "one-device reference, 1 step (tpuemu reference --threads N):"
 for d in "${dirs[@]}"; do
   counts=(1)  # binaries from before --threads ran the reference on one core
-  "$d/tpuemu" reference --help | grep -q -- --threads && counts=(1 "$(nproc)")
+  # (The help read whole first: grep -q would close the pipe early, and under
+  # pipefail the writer's SIGPIPE made the check fail at random.)
+  help=$("$d/tpuemu" reference --help)
+  [[ $help == *--threads* ]] && counts=(1 "$(nproc)")
   for threads in "${counts[@]}"; do
     flag=()
     [[ ${#counts[@]} -eq 1 ]] || flag=(--threads "$threads")
