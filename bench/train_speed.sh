@@ -3,8 +3,10 @@
 # issue (emb_dim 1024, mlp_dim 4096, 4 layers, 8192 tokens, Adam, v5p:2x4 as
 # 2 workers of 4 chips) through the real binaries, and the one-device
 # reference on the same job, against this machine's matmul throughput.
-#   bench/train_speed.sh [BINDIR ...]   (default: build/bin; give an older
-#                                        build's bin to compare, in turns)
+#   bench/train_speed.sh [--insecure] [BINDIR ...]
+#     BINDIR: default build/bin; give an older build's bin to compare, in
+#     turns. --insecure: the pod in plaintext (cluster up --insecure), to
+#     see what the default mutual TLS between the two workers costs.
 # Per binary directory: the job's wall time for 1 and 3 steps, each step's
 # wall time, prepare (the job's wall minus its steps: weights, Adam state,
 # the teacher), model GFLOP/s (6 B P per step over the step's wall time,
@@ -15,6 +17,12 @@
 # printed so a change that moved a bit shows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+pod_flags=()
+if [[ ${1:-} == --insecure ]]; then
+  pod_flags=(--insecure)
+  export TPUEMU_INSECURE=1  # the CLI's side of it
+  shift
+fi
 dirs=("$@")
 [[ ${#dirs[@]} -gt 0 ]] || dirs=(build/bin)
 if [[ ${#} -eq 0 ]]; then
@@ -54,7 +62,7 @@ peak_before=$(peak)
 
 rows=$work/rows
 for d in "${dirs[@]}"; do
-  HOME=$work/home "$d/tpuemu" cluster up --local --topology v5p:2x4 --chips-per-host 4 >/dev/null
+  HOME=$work/home "$d/tpuemu" cluster up --local --topology v5p:2x4 --chips-per-host 4 "${pod_flags[@]}" >/dev/null
   for f in one three; do
     t0=$(date +%s.%N)
     HOME=$work/home "$d/tpuemu" submit "$work/$f.yaml" --wait --json >"$work/out.json" 2>/dev/null
@@ -71,6 +79,7 @@ EOF2
   HOME=$work/home "$d/tpuemu" cluster down >/dev/null
 done
 peak_after=$(peak)
+echo "pod: ${pod_flags[*]:-mutual TLS (the default)}"
 echo "matmul peak: ${peak_before} before the jobs, ${peak_after} after, GFLOP/s per core (best bare BLIS sgemm, n=1024, matmul_bench), $(nproc) cores"
 echo
 python3 - "$rows" "$peak_before" "$peak_after" "$(nproc)" <<'EOF2'
