@@ -141,18 +141,19 @@ __attribute__((target("avx512f"))) void TanhAvx512(const float* in, int64_t n, f
 __attribute__((target("avx2"))) void TanhAvx2(const float* in, int64_t n, float* out) { Lanes<8>::Apply(in, n, out); }
 void TanhBaseline(const float* in, int64_t n, float* out) { Lanes<4>::Apply(in, n, out); }
 
-using TanhKernel = void (*)(const float*, int64_t, float*);
-TanhKernel ChooseTanhKernel() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return TanhAvx512;
-  if (__builtin_cpu_supports("avx2")) return TanhAvx2;
-  return TanhBaseline;
-}
-
 }  // namespace
 
+std::vector<TanhBuild> TanhBuildsThisCpuRuns() {
+  __builtin_cpu_init();
+  std::vector<TanhBuild> builds;  // fastest first
+  if (__builtin_cpu_supports("avx512f")) builds.push_back({"avx512", TanhAvx512});
+  if (__builtin_cpu_supports("avx2")) builds.push_back({"avx2", TanhAvx2});
+  builds.push_back({"baseline", TanhBaseline});
+  return builds;
+}
+
 void TanhArray(const float* in, int64_t n, float* out) {
-  static const TanhKernel kernel = ChooseTanhKernel();
+  static const TanhBuild::Kernel kernel = TanhBuildsThisCpuRuns().front().kernel;
   kernel(in, n, out);
 }
 

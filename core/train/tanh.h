@@ -9,10 +9,22 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace tpuemu {
 
-// out[i] = tanhf(in[i]) for i < n, bit for bit; out may be in.
+// out[i] = tanhf(in[i]) for i < n, bit for bit; out may be in. Runs the
+// fastest build this CPU can run.
 void TanhArray(const float* in, int64_t n, float* out);
+
+// Each build of TanhArray's kernel this CPU can run ("avx512", "avx2",
+// "baseline"), fastest first: the tests check every one, not only the one
+// the machine they run on would choose.
+struct TanhBuild {
+  using Kernel = void (*)(const float* in, int64_t n, float* out);
+  const char* name;
+  Kernel kernel;
+};
+std::vector<TanhBuild> TanhBuildsThisCpuRuns();
 
 }  // namespace tpuemu

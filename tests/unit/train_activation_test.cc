@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/base/splitmix.h"
@@ -49,12 +50,12 @@ uint32_t BitsOf(float v) {
   return u;
 }
 
-// The vector tanh against the C library's scalar tanhf, bit for bit: every
-// 251st bit pattern (17 million floats of every sign, exponent, NaN and
-// infinity), and every pattern within 4096 of each threshold where the
-// scalar code changes branch. (All 2^32 matched when it was written, on its
-// AVX-512, AVX2 and baseline code alike: a fresh process per clone.)
-TEST(TanhArrayTest, IsTheScalarTanhfBitForBit) {
+// The vector tanh against the C library's scalar tanhf, bit for bit, on
+// every build this CPU runs: every 251st bit pattern (17 million floats of
+// every sign, exponent, NaN and infinity), and every pattern within 4096 of
+// each threshold where the scalar code changes branch. (All 2^32 matched on
+// each of the three builds when it was written.)
+TEST(TanhArrayTest, IsTheScalarTanhfBitForBitOnEveryBuild) {
   std::vector<uint32_t> patterns;
   for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 251) patterns.push_back(static_cast<uint32_t>(u));
   for (uint32_t edge : {0x24000000u, 0x33000000u, 0x3eb17218u, 0x3f000000u, 0x3f800000u, 0x3f851592u, 0x41b00000u,
@@ -63,28 +64,38 @@ TEST(TanhArrayTest, IsTheScalarTanhfBitForBit) {
       for (uint32_t d = 0; d < 8192; ++d) patterns.push_back(sign | (edge - 4096 + d));
     }
   }
-  std::vector<float> x(patterns.size()), t(patterns.size());
+  std::vector<float> x(patterns.size()), want(patterns.size()), t(patterns.size());
   std::memcpy(x.data(), patterns.data(), patterns.size() * sizeof(float));
-  TanhArray(x.data(), static_cast<int64_t>(x.size()), t.data());
-  int64_t mismatches = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float want = std::tanh(x[i]);
-    if (std::isnan(want) ? !std::isnan(t[i]) : BitsOf(want) != BitsOf(t[i])) {
-      if (++mismatches <= 5) ADD_FAILURE() << std::hexfloat << "tanh(" << x[i] << ") = " << want << ", got " << t[i];
+  for (size_t i = 0; i < x.size(); ++i) want[i] = std::tanh(x[i]);
+  const std::vector<TanhBuild> builds = TanhBuildsThisCpuRuns();
+  EXPECT_EQ(std::string(builds.back().name), "baseline");
+  for (const TanhBuild& build : builds) {
+    SCOPED_TRACE(build.name);
+    build.kernel(x.data(), static_cast<int64_t>(x.size()), t.data());
+    int64_t mismatches = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(want[i]) ? !std::isnan(t[i]) : BitsOf(want[i]) != BitsOf(t[i])) {
+        if (++mismatches <= 5) {
+          ADD_FAILURE() << std::hexfloat << "tanh(" << x[i] << ") = " << want[i] << ", got " << t[i];
+        }
+      }
     }
+    EXPECT_EQ(mismatches, 0);
   }
-  EXPECT_EQ(mismatches, 0);
 }
 
-TEST(TanhArrayTest, EveryLengthAndInPlace) {
-  for (int n = 0; n <= 40; ++n) {
-    std::vector<float> x(n), t(n + 1, 7.0f);
-    for (int i = 0; i < n; ++i) x[i] = 0.37f * static_cast<float>(i - n / 2);
-    TanhArray(x.data(), n, t.data());
-    for (int i = 0; i < n; ++i) ASSERT_EQ(BitsOf(t[i]), BitsOf(std::tanh(x[i]))) << "n " << n << " i " << i;
-    EXPECT_EQ(t[n], 7.0f) << "written past the end at n " << n;
-    TanhArray(x.data(), n, x.data());
-    for (int i = 0; i < n; ++i) ASSERT_EQ(BitsOf(x[i]), BitsOf(t[i])) << "in place, n " << n;
+TEST(TanhArrayTest, EveryLengthAndInPlaceOnEveryBuild) {
+  for (const TanhBuild& build : TanhBuildsThisCpuRuns()) {
+    SCOPED_TRACE(build.name);
+    for (int n = 0; n <= 40; ++n) {
+      std::vector<float> x(n), t(n + 1, 7.0f);
+      for (int i = 0; i < n; ++i) x[i] = 0.37f * static_cast<float>(i - n / 2);
+      build.kernel(x.data(), n, t.data());
+      for (int i = 0; i < n; ++i) ASSERT_EQ(BitsOf(t[i]), BitsOf(std::tanh(x[i]))) << "n " << n << " i " << i;
+      EXPECT_EQ(t[n], 7.0f) << "written past the end at n " << n;
+      build.kernel(x.data(), n, x.data());
+      for (int i = 0; i < n; ++i) ASSERT_EQ(BitsOf(x[i]), BitsOf(t[i])) << "in place, n " << n;
+    }
   }
 }
 
