@@ -47,7 +47,9 @@ struct Lanes {
   [[gnu::always_inline]] static Floats FloatsOf(Bits v) { return reinterpret_cast<Floats>(v); }
   [[gnu::always_inline]] static Floats Abs(Floats v) { return FloatsOf(BitsOf(v) & 0x7fffffffu); }
   // v * 2^k for a normal v and result, by adding k to the exponent field.
-  [[gnu::always_inline]] static Floats ScaleByPowerOfTwo(Floats v, Ints k) { return FloatsOf(BitsOf(v) + (reinterpret_cast<Bits>(k) << 23)); }
+  [[gnu::always_inline]] static Floats ScaleByPowerOfTwo(Floats v, Ints k) {
+    return FloatsOf(BitsOf(v) + (reinterpret_cast<Bits>(k) << 23));
+  }
 
   // expm1f's constants: ln 2 split so that k ln2_hi is exact, 1 / ln 2, and
   // the scaled coefficients of its rational approximation on [-ln2/2, ln2/2].
