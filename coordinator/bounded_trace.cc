@@ -52,9 +52,12 @@ void BoundedTrace::Drop(uint64_t spans, const std::string& why) {
   dropped_why_ = why;
 }
 
-BoundedTrace::Snapshot BoundedTrace::Read() const {
+BoundedTrace::Snapshot BoundedTrace::Read(int64_t latest_steps) const {
   Snapshot s;
-  s.steps.assign(steps_.begin(), steps_.end());
+  const size_t skip = latest_steps > 0 && static_cast<size_t>(latest_steps) < steps_.size()
+                          ? steps_.size() - static_cast<size_t>(latest_steps)
+                          : 0;
+  s.steps.assign(steps_.begin() + static_cast<std::ptrdiff_t>(skip), steps_.end());
   s.extent.set_steps(steps_seen_);
   if (!steps_.empty()) {
     s.extent.set_first_kept_step(steps_.front()->step);

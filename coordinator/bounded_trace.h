@@ -48,7 +48,10 @@ class BoundedTrace {
   // Drops every span, saying why (the pod-wide budget needed the room).
   void Clear(const std::string& why);
   int64_t spans() const { return spans_; }
-  Snapshot Read() const;
+  // The kept steps, or only the latest `latest_steps` of them when that is
+  // above 0 (what a page showing a running job needs, every poll). The extent
+  // describes what is kept either way.
+  Snapshot Read(int64_t latest_steps = 0) const;
 
  private:
   void Drop(uint64_t spans, const std::string& why);

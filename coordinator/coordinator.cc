@@ -282,8 +282,9 @@ absl::StatusOr<v1::AddFaultsResponse> Coordinator::AddFaults(const v1::AddFaults
 
 void Coordinator::Drain(const std::string& why) { scheduler_.Drain(why); }
 
-absl::StatusOr<std::unique_ptr<JobTraceReader>> Coordinator::ReadJobTrace(const std::string& id) {
-  auto snapshot = store_.ReadTrace(id);
+absl::StatusOr<std::unique_ptr<JobTraceReader>> Coordinator::ReadJobTrace(const std::string& id,
+                                                                         int64_t latest_steps) {
+  auto snapshot = store_.ReadTrace(id, latest_steps);
   if (!snapshot.ok()) return snapshot.status();
   return std::make_unique<TracePieces>(id, *std::move(snapshot));
 }

@@ -48,7 +48,7 @@ class Coordinator : public CoordinatorBackend {
   absl::StatusOr<v1::Job> CancelJob(const std::string& id) override;
   absl::StatusOr<v1::AddFaultsResponse> AddFaults(const v1::AddFaultsRequest& request) override;
   absl::StatusOr<v1::Job> ResumeJob(const std::string& id) override;
-  absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id) override;
+  absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id, int64_t latest_steps) override;
 
   // The pod's metrics in Prometheus' text format (coordinator/metrics.h):
   // jobs by state, the queue, workers' liveness and memory, finished steps.

@@ -196,7 +196,7 @@ void JobStore::AddTraceStep(const std::string& id, int64_t step, double start_s,
   }
 }
 
-absl::StatusOr<BoundedTrace::Snapshot> JobStore::ReadTrace(const std::string& id) const {
+absl::StatusOr<BoundedTrace::Snapshot> JobStore::ReadTrace(const std::string& id, int64_t latest_steps) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return MissingLocked(id);
@@ -204,7 +204,7 @@ absl::StatusOr<BoundedTrace::Snapshot> JobStore::ReadTrace(const std::string& id
   if (auto k = FindJobKind(kind); !k.ok() || !(*k)->traced()) {
     return absl::InvalidArgumentError(absl::StrCat(id, " is a ", kind, " job; traces are recorded for training jobs"));
   }
-  return it->second.trace.Read();
+  return it->second.trace.Read(latest_steps);
 }
 
 void JobStore::Close() {

@@ -73,7 +73,7 @@ class JobStore {
   void AddStep(const std::string& id, JobReport report);
   // Adds a traced step's spans, the step starting at `start_s` on the job's clock.
   void AddTraceStep(const std::string& id, int64_t step, double start_s, const std::vector<ChipRunResult>& chips);
-  absl::StatusOr<BoundedTrace::Snapshot> ReadTrace(const std::string& id) const;
+  absl::StatusOr<BoundedTrace::Snapshot> ReadTrace(const std::string& id, int64_t latest_steps = 0) const;
   // Wakes every waiter for good (shutting down).
   void Close();
   // Whether the records outlive the process (a JobDatabase).

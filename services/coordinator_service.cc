@@ -52,7 +52,7 @@ grpc::Status CoordinatorServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v
 grpc::Status CoordinatorServiceImpl::StreamJobTrace(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                                                     grpc::ServerWriter<v1::JobTrace>* writer) {
   TPUEMU_AUTHORIZE(ctx, kRead, "read traces");
-  auto reader = backend_->ReadJobTrace(req->id());
+  auto reader = backend_->ReadJobTrace(req->id(), 0);
   if (!reader.ok()) return ToGrpcStatus(reader.status());
   v1::JobTrace piece;
   while ((*reader)->Next(kReplyPieceBytes, &piece)) {

@@ -48,7 +48,9 @@ class CoordinatorBackend {
   virtual absl::StatusOr<v1::Job> CancelJob(const std::string& id) = 0;
   virtual absl::StatusOr<v1::AddFaultsResponse> AddFaults(const v1::AddFaultsRequest& request) = 0;
   virtual absl::StatusOr<v1::Job> ResumeJob(const std::string& id) = 0;
-  virtual absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id) = 0;
+  // Its kept steps' spans, or the latest `latest_steps` steps' when above 0.
+  virtual absl::StatusOr<std::unique_ptr<JobTraceReader>> ReadJobTrace(const std::string& id,
+                                                                       int64_t latest_steps) = 0;
 };
 
 class CoordinatorServiceImpl : public v1::CoordinatorService::Service {

@@ -37,6 +37,19 @@ nlohmann::json JobRow(const v1::Job& job) {
   return row;
 }
 
+// ?steps=N: only the latest N steps (what a page shows of a long job); 0
+// when absent: all of them.
+absl::StatusOr<int64_t> LatestSteps(const HttpRequest& req) {
+  auto n = req.params.find("steps");
+  if (n == req.params.end()) return 0;
+  int64_t keep = 0;
+  if (!absl::SimpleAtoi(n->second, &keep) || keep < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("steps=", n->second, ": give how many of the latest steps to send (at least 1), e.g. steps=50"));
+  }
+  return keep;
+}
+
 }  // namespace
 
 std::map<std::string, HttpHandler> WebViewRoutes(CoordinatorBackend& backend, const Topology& topo) {
@@ -56,16 +69,12 @@ std::map<std::string, HttpHandler> WebViewRoutes(CoordinatorBackend& backend, co
   routes[std::string("/api/jobs/") + kJobId] = [&backend](const HttpRequest& req) {
     auto job = backend.GetJob(req.groups.at(0));
     if (!job.ok()) return Error(job.status());
+    const absl::StatusOr<int64_t> keep = LatestSteps(req);
+    if (!keep.ok()) return Error(keep.status());
     nlohmann::json out = JobJson(*job);
-    // ?steps=N: only the latest N step records (what a page shows of a long job).
-    if (auto n = req.params.find("steps"); n != req.params.end() && out.contains("steps")) {
-      size_t keep = 0;
-      if (!absl::SimpleAtoi(n->second, &keep)) {
-        return Error(absl::InvalidArgumentError(
-            absl::StrCat("steps=", n->second, ": give how many of the latest steps to send, e.g. steps=50")));
-      }
+    if (*keep > 0 && out.contains("steps")) {
       nlohmann::json& steps = out["steps"];
-      if (steps.size() > keep) steps.erase(steps.begin(), steps.end() - static_cast<std::ptrdiff_t>(keep));
+      if (steps.size() > static_cast<size_t>(*keep)) steps.erase(steps.begin(), steps.end() - *keep);
     }
     out["steps_done"] = StepsDone(*job);
     out["steps_total"] = ViewOf(*job).steps(*job);
@@ -76,13 +85,18 @@ std::map<std::string, HttpHandler> WebViewRoutes(CoordinatorBackend& backend, co
     if (!job.ok()) return Error(job.status());
     std::unique_ptr<JobTraceReader> trace;
     if (job->has_train()) {
-      auto reader = backend.ReadJobTrace(job->id());
+      auto reader = backend.ReadJobTrace(job->id(), 0);
       if (reader.ok()) trace = *std::move(reader);
     }
     return Json(JobLinksJson(*job, trace.get()));
   };
+  // A running job's page asks for the latest steps' spans only: the whole
+  // trace of a long job (up to a million spans) every two seconds kept a
+  // browser busy for longer than that.
   routes[std::string("/api/jobs/") + kJobId + "/trace\\.json"] = [&backend](const HttpRequest& req) {
-    auto reader = backend.ReadJobTrace(req.groups.at(0));
+    const absl::StatusOr<int64_t> keep = LatestSteps(req);
+    if (!keep.ok()) return Error(keep.status());
+    auto reader = backend.ReadJobTrace(req.groups.at(0), *keep);
     if (!reader.ok()) return Error(reader.status());
     std::ostringstream out;
     ChromeTraceWriter writer(out);

@@ -10,7 +10,8 @@
 //   /api/jobs                 every job kept, as `tpuemu jobs --json` rows
 //   /api/jobs/ID[?steps=N]    the job as `tpuemu status ID --json` (its latest N steps)
 //   /api/jobs/ID/links        what each link carried (web/pod_json.h)
-//   /api/jobs/ID/trace.json   its trace as `tpuemu trace ID` writes it
+//   /api/jobs/ID/trace.json   its trace as `tpuemu trace ID` writes it;
+//                             ?steps=N: the latest N steps' spans only
 #pragma once
 
 #include <map>

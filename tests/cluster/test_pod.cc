@@ -193,7 +193,7 @@ v1::Job TestPod::WaitForSteps(const std::string& id, int steps) {
 }
 
 absl::StatusOr<v1::JobTrace> TestPod::Trace(const std::string& id) {
-  auto reader = coordinator_->ReadJobTrace(id);
+  auto reader = coordinator_->ReadJobTrace(id, 0);
   if (!reader.ok()) return reader.status();
   v1::JobTrace whole, piece;
   while ((*reader)->Next(kReplyPieceBytes, &piece)) whole.MergeFrom(piece);

@@ -20,6 +20,7 @@ import socket
 import sys
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -177,6 +178,15 @@ class WebViewTest(Pod):
             self.assertTrue(int(src) in own and int(dst) in own, f"{link} is outside {ids[0]}'s slice")
         self.assertEqual(page.evaluate("document.querySelectorAll('#job-table tr[data-state=running]').length"), 3)
         page.screenshot(os.path.join(SCREENSHOTS, "three-jobs-running.png"))
+
+        # What the page asks for each poll: the latest steps' spans only, not the whole trace.
+        latest = json.loads(fetch(port, f"/api/jobs/{ids[0]}/trace.json?steps=2", self.token()))
+        steps = {e["name"].split(":")[0] for e in latest["traceEvents"] if e.get("ph") == "X"}
+        self.assertTrue(1 <= len(steps) <= 2, steps)
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            fetch(port, f"/api/jobs/{ids[0]}/trace.json?steps=0", self.token())
+        self.assertEqual(refused.exception.code, 400)
+        self.assertIn("steps=0", refused.exception.read().decode())
 
         # /metrics beside the page: it parses, and says what `tpuemu jobs --json` says.
         samples = prometheus_samples(fetch(port, "/metrics", self.token()))

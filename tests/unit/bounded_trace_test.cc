@@ -20,8 +20,9 @@ std::vector<ChipRunResult> Step(int spans) {
   return {chip};
 }
 
-v1::JobTrace ReadWhole(const BoundedTrace& trace, size_t piece_bytes, std::vector<size_t>* sizes = nullptr) {
-  TracePieces pieces("job-1", trace.Read());
+v1::JobTrace ReadWhole(const BoundedTrace& trace, size_t piece_bytes, std::vector<size_t>* sizes = nullptr,
+                       int64_t latest_steps = 0) {
+  TracePieces pieces("job-1", trace.Read(latest_steps));
   v1::JobTrace whole, piece;
   while (pieces.Next(piece_bytes, &piece)) {
     if (sizes) sizes->push_back(piece.ByteSizeLong());
@@ -87,6 +88,20 @@ TEST(BoundedTraceTest, PiecesStayWithinTheirSizeAndPutTogetherTheWholeTrace) {
     EXPECT_EQ(read.events(step * 500 + 499).name(), "step " + std::to_string(step) + ": op 499");
   }
   EXPECT_EQ(read.extent().spans_dropped(), 0u);
+}
+
+TEST(BoundedTraceTest, AReadOfTheLatestStepsHasOnlyTheirSpansAndTheWholeExtent) {
+  BoundedTrace trace(1000);
+  for (int step = 0; step < 6; ++step) trace.AddStep(step, step, Step(3));
+  const v1::JobTrace latest = ReadWhole(trace, 1 << 20, nullptr, 2);
+  ASSERT_EQ(latest.events_size(), 6);
+  EXPECT_EQ(latest.events(0).name(), "step 4: op 0");
+  EXPECT_EQ(latest.events(5).name(), "step 5: op 2");
+  EXPECT_EQ(latest.extent().first_kept_step(), 0);  // what the coordinator keeps, not what this read sent
+  EXPECT_EQ(latest.extent().spans(), 18u);
+  EXPECT_EQ(ReadWhole(trace, 1 << 20, nullptr, 6).events_size(), 18);
+  EXPECT_EQ(ReadWhole(trace, 1 << 20, nullptr, 100).events_size(), 18);
+  EXPECT_EQ(ReadWhole(trace, 1 << 20, nullptr, 0).events_size(), 18);  // 0: every kept step
 }
 
 TEST(BoundedTraceTest, ASnapshotOutlivesLaterSteps) {

@@ -336,7 +336,7 @@ function showJob(job) {
 
 const stepOf = (span) => Number((span.name.match(/^step (\d+):/) || [])[1] ?? -1);
 
-// The selected step's spans (or every kept step's, the latest TIMELINE_SPANS)
+// The selected step's spans (or those of every step fetched, the latest TIMELINE_SPANS)
 // on a track per chip and per link.
 function drawTimeline() {
   const trace = view.trace;
@@ -352,7 +352,7 @@ function drawTimeline() {
   const picker = $("#timeline-step");
   const steps = [...new Set(spans.map(stepOf))];
   const chosen = picker.value;
-  picker.replaceChildren(new Option("the latest step", "latest"), new Option("every kept step", "all"),
+  picker.replaceChildren(new Option("the latest step", "latest"), new Option(`the latest ${STEPS_SHOWN} steps`, "all"),
     ...steps.map((k) => new Option(`step ${k}`, String(k))));
   picker.value = [...picker.options].some((o) => o.value === chosen) ? chosen : "latest";
   const step = picker.value === "latest" ? steps[steps.length - 1] : Number(picker.value);
@@ -452,7 +452,7 @@ async function refresh() {
       view.linksAt = now;
     }
     if (job.kind === "train" && key !== view.traceKey && (job.state !== "running" || now - view.traceAt > 2000)) {
-      view.trace = await get(`/api/jobs/${id}/trace.json`);
+      view.trace = await get(`/api/jobs/${id}/trace.json?steps=${STEPS_SHOWN}`);
       drawTimeline();
       view.traceKey = key;
       view.traceAt = now;
