@@ -1,13 +1,15 @@
-// Data-path benchmark (unpaced unless stated). Prints three tables:
+// Data-path benchmark (unpaced unless stated). Prints four tables:
 //  1. busbw of each collective at n = 8 chips for three layouts of real
 //     worker processes: 8 workers x 1 chip (all gRPC), 1 x 8 (all memory),
 //     2 x 4 (mixed); at 1, 8 and 64 MiB of f32 (so host bytes = emulated bytes);
-//  2. point-to-point PeerService stream throughput;
+//  2. point-to-point PeerService stream throughput, and one frame's hop
+//     latency over it;
 //  3. paced links: achieved vs configured rate;
 //  4. ceilings: the busbw that plain TCP sockets over loopback, and a gRPC
 //     stream's cost per byte, allow each collective's socket bytes at n = 8.
 // Run bench/datapath.sh to get OpenMPI's figures for the same collectives in
 // the same run.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -116,8 +118,11 @@ void CollectiveTable(int reps) {
 
 // A PeerService in this process and a GrpcFabric sending to it over loopback.
 struct LoopbackLink {
-  std::atomic<uint64_t> received{0};
-  PeerServiceImpl peer{[this](Frame&& f) { received += f.elements() * sizeof(float); }};
+  std::atomic<uint64_t> received{0}, frames{0};
+  PeerServiceImpl peer{[this](Frame&& f) {
+    received += f.elements() * sizeof(float);
+    ++frames;
+  }};
   RunningServer server = *StartServer("127.0.0.1:0", {&peer});
   Topology topo = *Topology::Create({"v5p:2", 1, 1, "none"});
   GrpcFabric fabric{topo, 0, {{1, absl::StrCat("127.0.0.1:", server.port)}}};
@@ -158,10 +163,32 @@ TransferRate GrpcStreamRate(size_t chunk) {
 void PointToPointTable() {
   std::printf("\n== 2. Point-to-point PeerService stream over loopback (one directed link, 1 GiB) ==\n");
   std::printf("%-10s %10s %16s\n", "chunk", "GB/s", "GB per CPU-s");
-  for (size_t chunk : {256u << 10, 1u << 20, 4u << 20}) {
+  for (size_t chunk : {64u << 10, 256u << 10, 1u << 20, 4u << 20}) {
     const TransferRate rate = GrpcStreamRate(chunk);
     std::printf("%-10s %10.2f %16.2f\n", absl::StrCat(chunk >> 10, "KiB").c_str(), rate.bytes_per_s / 1e9,
                 rate.bytes_per_cpu_s / 1e9);
+  }
+}
+
+// One frame at a time over a PeerService stream: the time from Deliver until
+// the receiving end has it, median of 2000.
+void HopLatencyTable() {
+  std::printf("\n== 2b. One hop over a PeerService stream (loopback, one frame in flight), median us ==\n");
+  std::printf("%-10s %10s\n", "frame", "us");
+  LoopbackLink link;
+  for (size_t bytes : {size_t{0}, size_t{4} << 10, size_t{64} << 10, size_t{1} << 20}) {
+    std::vector<double> us;
+    for (int i = 0; i < 2000; ++i) {
+      Frame f = bytes > 0 ? link.MakeFrame(bytes) : Frame{};
+      f.header.dst_chip = 1;
+      const uint64_t want = link.frames + 1;
+      const auto t0 = std::chrono::steady_clock::now();
+      (void)link.fabric.Deliver(std::move(f));
+      while (link.frames < want) std::this_thread::yield();
+      us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("%-10zu %10.1f\n", bytes, us[us.size() / 2]);
   }
 }
 
@@ -241,6 +268,7 @@ int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "all";
   if (only == "all" || only == "collectives") tpuemu::CollectiveTable(3);
   if (only == "all" || only == "p2p") tpuemu::PointToPointTable();
+  if (only == "all" || only == "p2p") tpuemu::HopLatencyTable();
   if (only == "all" || only == "paced") tpuemu::PacedTable();
   if (only == "all" || only == "ceilings") tpuemu::CeilingsTable();
   return 0;

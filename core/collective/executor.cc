@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/collective/chip_program.h"
 #include "core/collective/data.h"
+#include "core/collective/start_barrier.h"
 #include "core/base/interval_max.h"
 #include "core/pod/link_clock.h"
 
@@ -118,6 +119,8 @@ class ChipCollective::Impl {
     std::sort(r.begin(), r.end(), [](const Range& a, const Range& b) { return a.offset < b.offset; });
     return r;
   }
+
+  absl::Status StartTogether(int rounds) { return ::tpuemu::StartTogether(net_, options_, chip_, prog_, rounds); }
 
   absl::Status Move() {
     const auto wall_start = WallClock::now();
@@ -356,6 +359,7 @@ void ChipCollective::Prepare() { impl_->Prepare(); }
 void ChipCollective::PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links) {
   impl_->PrepareOn(std::move(buffer), start_s, links);
 }
+absl::Status ChipCollective::StartTogether(int rounds) { return impl_->StartTogether(rounds); }
 absl::Status ChipCollective::Move() { return impl_->Move(); }
 absl::StatusOr<ChipRunResult> ChipCollective::Report() { return impl_->Report(); }
 uint64_t ChipCollective::CountMismatches() { return impl_->CountMismatches(); }

@@ -65,6 +65,9 @@ class ChipCollective {
   // `links` carries each outgoing link's emulated clock from one collective
   // of a job to the next (and counts the bytes they all sent).
   void PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links);
+  // After Prepare: returns once the chips that send to this one, directly or
+  // not, are here too (core/collective/start_barrier.h), not timed.
+  absl::Status StartTogether(int rounds);
   // Moves the data over the links on both clocks (timed).
   absl::Status Move();
   // Times, link bytes and link errors of the move (mismatches left at 0).

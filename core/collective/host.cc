@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "core/collective/start_barrier.h"
+
 namespace tpuemu {
 namespace {
 
@@ -55,6 +57,7 @@ absl::Status HostCollective::Prepare() {
     if (remote_in || copied_out) buffered_bytes += t.elements() * sizeof(float);
   }
   WarmHeap(buffered_bytes);
+  start_barrier_rounds_ = StartBarrierRounds(plan_);
   prepared_ = true;
   return absl::OkStatus();
 }
@@ -64,7 +67,11 @@ absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run(int) {
     if (auto s = Prepare(); !s.ok()) return s;
   }
   return RunChips(
-      net_, options_, chips_.size(), [&](size_t i) { return chips_[i]->Move(); },
+      net_, options_, chips_.size(),
+      [&](size_t i) {
+        if (auto s = chips_[i]->StartTogether(start_barrier_rounds_); !s.ok()) return s;
+        return chips_[i]->Move();
+      },
       [&](size_t i) { return chips_[i]->Report(); });
 }
 

@@ -27,6 +27,7 @@ class HostCollective : public HostJob {
   Faults faults_;  // the spec's, and those added; the chips read them as they run
   const RunOptions options_;
   std::vector<std::unique_ptr<ChipCollective>> chips_;
+  int start_barrier_rounds_ = 0;
   bool prepared_ = false;
 };
 
