@@ -195,7 +195,8 @@ absl::Status ChipTrainer::EmbedBackward(int m, int l, bool last, const LocalTens
 }
 
 absl::Status ChipTrainer::VocabForward(int m, int use, const LocalTensor& x) {
-  VocabSaved s{.xg = x};
+  VocabSaved s;
+  s.xg = x;
   if (auto st = comm_.Collective(CollectiveOp::kAllGather, MeshAxisKind::kTensor, s.xg, 1); !st.ok()) return st;
   LocalTensor wv;  // [D, V/tensor]
   if (auto st = fsdp_.Gathered(use, Matrix::kVocab, wv); !st.ok()) return st;
@@ -275,7 +276,10 @@ absl::Status ChipTrainer::AttentionForward(int m, int l, int use, LocalTensor& x
   if (auto st = fsdp_.Gathered(use, Matrix::kAttnOut, wo); !st.ok()) return st;
   LocalTensor out = Multiply(s.o, false, wo, false, ComputeKind::kForwardMatmul);  // [B, D], partial over tensor
   if (auto st = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !st.ok()) return st;
-  if (c_.full_remat()) s = AttentionSaved{.input = std::move(x)};
+  if (c_.full_remat()) {
+    s = {};
+    s.input = std::move(x);
+  }
   clock_.HoldActivations(HeldElements(s));
   attention_saved_[{m, l}] = std::move(s);
   x = std::move(out);
@@ -338,7 +342,10 @@ absl::Status ChipTrainer::MlpForward(int m, int l, int use, LocalTensor& x) {
   if (auto st = fsdp_.Gathered(use, Matrix::kOut, wo); !st.ok()) return st;
   LocalTensor out = Multiply(gated, false, wo, false, ComputeKind::kForwardMatmul);
   if (auto st = comm_.Collective(CollectiveOp::kReduceScatter, MeshAxisKind::kTensor, out, 1); !st.ok()) return st;
-  if (c_.full_remat()) s = Saved{.input = std::move(x)};
+  if (c_.full_remat()) {
+    s = {};
+    s.input = std::move(x);
+  }
   clock_.HoldActivations(HeldElements(s));
   saved_[{m, l}] = std::move(s);
   x = std::move(out);
