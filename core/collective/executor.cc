@@ -24,16 +24,22 @@ float RoundToBf16(float x) {
   return x;
 }
 
+absl::StatusOr<LinkSender*> OutgoingLink(HostNetwork& net, int chip, Axis axis, int dir, int peer) {
+  LinkSender* link = net.Link(chip, axis, dir);
+  if (link == nullptr) {
+    return absl::InternalError(absl::StrCat("chip ", chip, " has no ", AxisName(axis), dir > 0 ? "+" : "-",
+                                            " link to chip ", peer));
+  }
+  return link;
+}
+
 absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
                                            int peer, Axis axis, int dir, uint64_t tag,
                                            const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
                                            int dtype_bytes, double ready, const std::string& what,
                                            const TransitBytes* transit) {
-  LinkSender* sender = net.Link(chip, axis, dir);
-  if (sender == nullptr) {
-    return absl::InternalError(absl::StrCat("chip ", chip, " has no ", AxisName(axis), dir > 0 ? "+" : "-",
-                                            " link to chip ", peer));
-  }
+  auto sender = OutgoingLink(net, chip, axis, dir, peer);
+  if (!sender.ok()) return sender.status();
   uint64_t elements = 0;
   for (const Range& r : ranges) elements += r.len;
   const double emu_bytes = static_cast<double>(elements) * dtype_bytes;
@@ -65,7 +71,7 @@ absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, 
     static const TransitBytes kNothingHeld;
     for (const Range& r : ranges) (transit != nullptr ? *transit : kNothingHeld).Lend(buffer, r, &frame.lent);
   }
-  if (!sender->Enqueue(std::move(frame), options.abort.get())) return options.abort->status();
+  if (!(*sender)->Enqueue(std::move(frame), options.abort.get())) return options.abort->status();
   return booking;
 }
 

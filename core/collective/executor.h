@@ -32,6 +32,10 @@ using LinkClocks = std::map<std::pair<int, int>, EmuLink>;
 // x rounded to the nearest bfloat16 (ties to even), as a float.
 float RoundToBf16(float x);
 
+// The chip's outgoing link along axis/dir, which leads to `peer`; an
+// internal error naming all three when the chip has none.
+absl::StatusOr<LinkSender*> OutgoingLink(HostNetwork& net, int chip, Axis axis, int dir, int peer);
+
 // One chunk onto a chip's outgoing link: books `ranges` of `buffer`
 // (`dtype_bytes` emulated bytes per element) on the link's emulated clock
 // from `ready` on (`links` holds the chip's link clocks), records the

@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "absl/strings/str_cat.h"
+#include "core/collective/executor.h"
 
 namespace tpuemu {
 
@@ -28,12 +28,9 @@ absl::Status StartTogether(HostNetwork& net, const RunOptions& options, int chip
   std::map<int, LinkSender*> to;
   for (const ChunkOp& op : program.sends) {
     if (to.count(op.peer)) continue;
-    LinkSender* link = net.Link(chip, op.axis, op.dir);
-    if (link == nullptr) {
-      return absl::InternalError(absl::StrCat("chip ", chip, " has no ", AxisName(op.axis), op.dir > 0 ? "+" : "-",
-                                              " link to chip ", op.peer));
-    }
-    to[op.peer] = link;
+    auto link = OutgoingLink(net, chip, op.axis, op.dir, op.peer);
+    if (!link.ok()) return link.status();
+    to[op.peer] = *link;
   }
   std::set<int> from;
   for (const ChunkOp& op : program.recvs) from.insert(op.peer);
