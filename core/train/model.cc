@@ -331,10 +331,16 @@ StepRecord ReferenceTrainer::Step() {
       });
     }
     MatMul(mlp_in(l).data(), b, d, true, da_.data(), b, f, false, dwin_.data(), nullptr, threads_);  // dWin = X^T dH
-    MatMul(da_.data(), b, f, false, weights_.win[l].data(), d, f, true, dprev_.data(), nullptr, threads_);  // dX
+    // The first layer's dX is read only by attention or the embedding.
+    const bool dx_read = l > 0 || c_.attention() || c_.embeddings();
+    if (dx_read) {
+      MatMul(da_.data(), b, f, false, weights_.win[l].data(), d, f, true, dprev_.data(), nullptr, threads_);  // dX
+    }
     if (c_.gated_mlp) {
       dwup_.resize(d * f);
       MatMul(mlp_in(l).data(), b, d, true, du_.data(), b, f, false, dwup_.data(), nullptr, threads_);  // dWup = X^T dU
+    }
+    if (c_.gated_mlp && dx_read) {
       // dX += dU Wup^T
       gated_.resize(b * d);
       MatMul(du_.data(), b, f, false, weights_.wup[l].data(), d, f, true, gated_.data(), nullptr, threads_);

@@ -8,6 +8,7 @@
 #include "core/job/inprocess_pod.h"
 #include "core/train/job.h"
 #include "core/train/report.h"
+#include "core/train/step_clock.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {
@@ -181,9 +182,38 @@ TEST(RematTest, FullRematComputesTheSameBitsHoldingLess) {
     for (const JobRun* r : {&none, &full}) {
       const auto& last = std::any_cast<const StepReport&>(r->steps.back());
       for (const MemoryItem& m : std::any_cast<const TrainReport&>(r->report).memory_per_chip) {
-        if (m.name == "activations") EXPECT_EQ(last.peak_activation_bytes, static_cast<uint64_t>(m.bytes)) << mlp;
+        if (m.name == "activations") {
+          EXPECT_EQ(last.peak_activation_bytes, static_cast<uint64_t>(m.bytes)) << mlp;
+        }
       }
     }
+  }
+}
+
+// Nothing reads the first layer's input gradient in a DP job (no embedding or
+// attention before it, no tensor shards), and the host skips making it; the
+// emulated chip is still charged for it. A shape-only run skips alike, so the
+// equality above cannot show this: two identical layers must cost exactly
+// twice one layer's backward multiplies, plain and gated, on a ring (FSDP)
+// too, whose gathers the multiply waits on.
+TEST(EmulatedChargesTest, TheFirstLayersUnreadInputGradientIsStillCharged) {
+  auto topo = Topology::Create({"v5p:2x4", 1, 4, "auto"});
+  ASSERT_TRUE(topo.ok());
+  const std::string meshes[] = {"ici_data_parallelism: -1\nici_fsdp_parallelism: 1\n",
+                                "ici_data_parallelism: -1\nici_fsdp_parallelism: 1\nmlp_activations: [silu, linear]\n",
+                                "ici_fsdp_parallelism: -1\n"};
+  for (const std::string& mesh : meshes) {
+    auto backward_s = [&](int layers) {
+      auto spec = ParseTrainSpec(std::string(kModel) + mesh + "num_layers: " + std::to_string(layers) + "\n", "job.yaml");
+      EXPECT_TRUE(spec.ok()) << spec.status();
+      auto r = InProcessPod(*topo, 0).Run(JobSpec(*spec));
+      EXPECT_TRUE(r.ok()) << r.status();
+      return std::any_cast<const StepReport&>(r->steps.at(0))
+          .compute_parts_s[static_cast<int>(ComputeKind::kBackwardMatmul)];
+    };
+    const double one = backward_s(1), two = backward_s(2);
+    ASSERT_GT(one, 0) << mesh;
+    EXPECT_NEAR(two, 2 * one, 1e-12 * two) << mesh;
   }
 }
 
