@@ -176,13 +176,13 @@ int main(int argc, char** argv) {
   std::printf("%6s", "n");
   for (const auto& c : configs) std::printf(" %11s", (c == *blis_default ? c + "*" : c).c_str());
   std::printf(" %11s %11s %10s %12s\n", "best BLIS", "chip", "chip/best", "per round");
+  auto arch = [&](size_t i) {  // BLIS's own pick runs as BLIS picks it
+    return i == 0 ? std::nullopt : std::optional<int>(tpuemu::ArchId(lib, configs[i]));
+  };
   for (int64_t n = 512; n <= max_n; n *= 2) {
     std::vector<std::vector<double>> bare(configs.size());
     std::vector<double> chip, ratios;
     for (int round = 0; round < kRounds; ++round) {
-      auto arch = [&](size_t i) {
-        return i == 0 ? std::nullopt : std::optional<int>(tpuemu::ArchId(lib, configs[i]));
-      };
       size_t fastest = 0;
       for (size_t i = 0; i < configs.size(); ++i) {
         bare[i].push_back(tpuemu::BareInChild(n, arch(i), configs[i]));
