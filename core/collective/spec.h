@@ -31,7 +31,7 @@ struct CollectiveSpec {
   uint64_t seed = 1;
   uint64_t chunk_bytes = 1 << 20;  // host bytes per wire chunk
   int num_slices = 0;              // slices it runs on (0: all the pod's); fewer leave the rest to other jobs
-  Faults faults;                   // slow links and stragglers (issue 17), in the chip numbers it sees
+  Faults faults = {};              // slow links and stragglers (issue 17), in the chip numbers it sees
   int fault_step = 0;              // the step whose down links the plan avoids (a training job's)
 
   uint64_t elements() const { return bytes / dtype_bytes; }

@@ -38,7 +38,7 @@ TEST(JobStoreTest, KeepsTheLatestFinishedJobsAndSaysWhyAnOlderOneIsGone) {
   JobRetention retention;
   retention.finished_jobs = 2;
   JobStore store(retention);
-  for (int i = 0; i < 3; ++i) store.Add(AllGather());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store.Add(AllGather()).ok());
   const JobRecord running = *store.Add(AllGather());
   store.Update(running.id, [](JobRecord& r) { r.state = JobState::kRunning; });
   for (const char* id : {"job-1", "job-2", "job-3"}) Finish(store, id);

@@ -140,7 +140,9 @@ TEST(PlanSeedTest, MixedMeshesTurnWhereTheirTransfersEqualTheirCompute) {
       auto at = PlanMeshes({m, p.critical_batch_tokens * factor}, topo);
       ASSERT_TRUE(at.ok());
       for (const MeshPlan& q : *at) {
-        if (q.mesh == p.mesh) EXPECT_EQ(q.comms_bound, bound) << q.mesh << " x" << factor;
+        if (q.mesh == p.mesh) {
+          EXPECT_EQ(q.comms_bound, bound) << q.mesh << " x" << factor;
+        }
       }
     }
   }

@@ -55,7 +55,9 @@ class StrategyTest : public testing::TestWithParam<StrategyCase> {
                               : extra.empty() ? "\nlearning_rate: 20\n"
                                               : "\nlearning_rate: 0.5\n");  // attention's gradients are larger
     run_ = tpuemu::TrainAndCompare(k.topology, k.slices, text, steps);
-    if (gated) EXPECT_TRUE(run_.config.gated_mlp);
+    if (gated) {
+      EXPECT_TRUE(run_.config.gated_mlp);
+    }
     ASSERT_TRUE(run_.ok);
     if (steps > 1 && !gated) {  // a gated block's loss varies from batch to batch more than 4 steps move it
       EXPECT_LT(run_.losses.back(), 0.9 * run_.losses.front()) << "the loss should go down";
