@@ -436,12 +436,12 @@ absl::Status ChipTrainer::MlpBackward(int m, int l, int use, bool last, LocalTen
       return s;
     }
   }
-  // The first layer's input gradient reaches nothing when no embedding or
-  // attention comes before it and there are no tensor shards to sum it over
-  // (group 0 sends none back): one backward multiply in 16 of a 4-layer
-  // model. The emulated chip is charged for it as before, with the gathers
-  // it waits on, but the host does not make it.
-  const bool dx_unread = l == 0 && !c_.embeddings() && !c_.attention() && mesh_.size(MeshAxisKind::kTensor) == 1;
+  // The first layer's input gradient reaches nothing unless attention or
+  // the embedding reads it or tensor shards sum it (group 0 sends none back):
+  // one backward multiply in 16 of a 4-layer model. The emulated chip is
+  // charged for it as before, with the gathers it waits on, but the host
+  // does not make it.
+  const bool dx_unread = l == 0 && !c_.first_mlp_input_gradient_read() && mesh_.size(MeshAxisKind::kTensor) == 1;
   const LocalTensor no_values = LocalTensor::ShapeOnly(dh.shape);
   if (!c_.full_remat()) {
     if (auto s = fsdp_.Gathered(use, Matrix::kIn, w); !s.ok()) return s;

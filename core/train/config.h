@@ -106,6 +106,10 @@ struct TrainConfig {
   int mlp_matrices() const { return gated_mlp ? 3 : 2; }
   bool attention() const { return num_query_heads > 0; }
   bool embeddings() const { return vocab_size > 0; }
+  // Whether anything reads the first layer MLP's input gradient: attention
+  // or the embedding before it. When nothing does, the host skips making it
+  // (the emulated chip is still charged for it).
+  bool first_mlp_input_gradient_read() const { return attention() || embeddings(); }
   // What the loss is a mean over: tokens (the cross-entropy), or elements
   // of the output (the squared error against the teacher).
   double loss_elements() const {

@@ -331,8 +331,7 @@ StepRecord ReferenceTrainer::Step() {
       });
     }
     MatMul(mlp_in(l).data(), b, d, true, da_.data(), b, f, false, dwin_.data(), nullptr, threads_);  // dWin = X^T dH
-    // The first layer's dX is read only by attention or the embedding.
-    const bool dx_read = l > 0 || c_.attention() || c_.embeddings();
+    const bool dx_read = l > 0 || c_.first_mlp_input_gradient_read();
     if (dx_read) {
       MatMul(da_.data(), b, f, false, weights_.win[l].data(), d, f, true, dprev_.data(), nullptr, threads_);  // dX
     }
