@@ -55,13 +55,16 @@ ChipTrainer::ChipTrainer(const TrainConfig& config, const TrainMesh& mesh, int c
   layers_per_group_ = c_.num_layers / (stages_ * c_.pipeline_repeats);
 }
 
-void ChipTrainer::Prepare(std::shared_ptr<const ModelWeights> teacher) {
+void ChipTrainer::Prepare(std::shared_ptr<TeacherTargets> targets, int target_takers) {
   std::vector<bool> owned(c_.num_layers);
   for (int l = 0; l < c_.num_layers; ++l) owned[l] = (l / layers_per_group_) % stages_ == stage_;
   weights_.Init(c_, owned, {d_offset(), d_f_, ti_, mesh_.size(MeshAxisKind::kTensor)});
   // The last stage computes the loss: it makes the targets with the teacher
   // (none with a vocabulary: the targets are token ids).
-  if (last_stage()) teacher_ = std::move(teacher);
+  if (last_stage()) {
+    targets_ = std::move(targets);
+    target_takers_ = target_takers;
+  }
 }
 
 absl::Status ChipTrainer::ReduceGradient(LocalTensor& g, int d_dim, double& ready) {
@@ -76,10 +79,14 @@ LocalTensor ChipTrainer::MicrobatchTokens(int m, bool targets) const {
   const int tensor = mesh_.size(MeshAxisKind::kTensor);
   if (c_.shape_only()) return LocalTensor::ShapeOnly({b_mb_, c_.emb_dim / tensor});
   const int64_t first = m * (c_.global_batch_tokens / c_.num_microbatches) + bi_ * b_mb_;
-  std::vector<float> tokens = BatchTokens(c_, step_, first, b_mb_);
-  if (targets) ForwardPass(c_, *teacher_, tokens);
   LocalTensor x = LocalTensor::Allocate({b_mb_, c_.emb_dim});
-  std::memcpy(x.data.get(), tokens.data(), tokens.size() * sizeof(float));
+  if (targets) {
+    const TeacherTargets::Rows rows = targets_->Take(step_, first, b_mb_, target_takers_);
+    std::memcpy(x.data.get(), rows->data(), rows->size() * sizeof(float));
+  } else {
+    const std::vector<float> tokens = BatchTokens(c_, step_, first, b_mb_);
+    std::memcpy(x.data.get(), tokens.data(), tokens.size() * sizeof(float));
+  }
   return SliceBlock(x, 1, tensor, ti_);
 }
 

@@ -51,6 +51,7 @@
 #include "core/train/pipeline_schedule.h"
 #include "core/train/stage_links.h"
 #include "core/train/step_clock.h"
+#include "core/train/teacher_targets.h"
 #include "core/wire/host_network.h"
 #include "core/wire/job_abort.h"
 
@@ -64,9 +65,10 @@ class ChipTrainer {
   // Its pieces hold references to one another and to its members.
   ChipTrainer(const ChipTrainer&) = delete;
   ChipTrainer& operator=(const ChipTrainer&) = delete;
-  // The chip's weight shards and optimizer state (not timed). `teacher` is
-  // the host's one copy, read by the chips of the last stage.
-  void Prepare(std::shared_ptr<const ModelWeights> teacher);
+  // The chip's weight shards and optimizer state (not timed). `targets`
+  // are the host's, taken by the chips of the last stage, each of its rows
+  // by `target_takers` chips of the host (its batch shard's tensor shards).
+  void Prepare(std::shared_ptr<TeacherTargets> targets, int target_takers);
   bool last_stage() const { return stage_ == stages_ - 1; }
   // One step; the result's training fields are filled in.
   absl::StatusOr<ChipRunResult> Step(int step);
@@ -147,9 +149,10 @@ class ChipTrainer {
   int bi_, fi_, ti_;         // batch, fsdp and tensor indices
   int stage_, stages_, layers_per_group_;
   ChipWeights weights_;
-  // The teacher, whole, on the last stage: it makes the targets (data
-  // generation, not charged). One copy per host, shared by its chips.
-  std::shared_ptr<const ModelWeights> teacher_;
+  // The teacher's outputs, on the last stage (data generation, not
+  // charged): made once per host, shared by its chips.
+  std::shared_ptr<TeacherTargets> targets_;
+  int target_takers_ = 0;
   StepClock clock_;
   MeshComm comm_;
   FsdpGather fsdp_;

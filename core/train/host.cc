@@ -1,6 +1,7 @@
 #include "core/train/host.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/tensor/blis_kernel.h"
@@ -60,14 +61,21 @@ absl::Status HostTrainer::Prepare() {
   for (int chip : net_.local_chips()) {
     chips_.push_back(std::make_unique<ChipTrainer>(config_, mesh_, chip, net_, options_.job, options_.abort));
   }
-  // The teacher is the same on every chip that makes targets: made once here.
-  std::shared_ptr<const ModelWeights> teacher;
-  // A shape-only job makes no targets; a model with a vocabulary has no teacher.
+  // The teacher and its outputs are the same on every chip that makes
+  // targets: one copy here. A shape-only job makes no targets; a model with
+  // a vocabulary has no teacher.
+  std::shared_ptr<TeacherTargets> targets;
   if (!config_.shape_only() && !config_.embeddings() &&
       std::any_of(chips_.begin(), chips_.end(), [](const auto& c) { return c->last_stage(); })) {
-    teacher = std::make_shared<const ModelWeights>(InitWeights(config_, WeightStream::kTeacher));
+    targets = std::make_shared<TeacherTargets>(
+        config_, std::make_shared<const ModelWeights>(InitWeights(config_, WeightStream::kTeacher)));
   }
-  OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(teacher); });
+  // A chip's target rows are its batch shard's: the host's last-stage chips
+  // of that shard take each of them.
+  auto shard = [&](size_t i) { return mesh_.BatchIndex(net_.local_chips()[i]); };
+  std::map<int, int> takers;  // by batch shard
+  for (size_t i = 0; i < chips_.size(); ++i) takers[shard(i)] += chips_[i]->last_stage() ? 1 : 0;
+  OnThreads(chips_.size(), [&](size_t i) { chips_[i]->Prepare(targets, takers.at(shard(i))); });
   if (checkpoints_.resume_step == 0) return absl::OkStatus();
   std::vector<absl::Status> restored(chips_.size());
   OnThreads(chips_.size(), [&](size_t i) {

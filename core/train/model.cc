@@ -100,31 +100,33 @@ LayerWeights::LayerWeights(const TrainConfig& c, WeightStream stream, int layer,
       matrix_(SplitMix64((static_cast<uint64_t>(stream) << 40) | MatrixBits(layer, m))) {}
 
 // x [rows, D] <- attention's output on x (rows whole sequences), forward only.
-void AttentionPass(const TrainConfig& c, const ModelWeights& m, int l, std::vector<float>& x) {
+void AttentionPass(const TrainConfig& c, const ModelWeights& m, int l, std::vector<float>& x, int threads) {
   const int64_t b = static_cast<int64_t>(x.size()) / c.emb_dim, d = c.emb_dim;
   const AttentionShape s = AttentionOf(c, b);
   std::vector<float> q(b * s.q_width()), k(b * s.kv_width()), v(b * s.kv_width()), p(s.prob_elements()),
       o(b * s.q_width());
-  Multiply(x.data(), b, d, m.wq[l], s.q_width(), q.data());
-  Multiply(x.data(), b, d, m.wk[l], s.kv_width(), k.data());
-  Multiply(x.data(), b, d, m.wv[l], s.kv_width(), v.data());
+  Multiply(x.data(), b, d, m.wq[l], s.q_width(), q.data(), threads);
+  Multiply(x.data(), b, d, m.wk[l], s.kv_width(), k.data(), threads);
+  Multiply(x.data(), b, d, m.wv[l], s.kv_width(), v.data(), threads);
   AttentionForward(s, q.data(), k.data(), v.data(), p.data(), o.data());
-  Multiply(o.data(), b, s.q_width(), m.wo[l], d, x.data());
+  Multiply(o.data(), b, s.q_width(), m.wo[l], d, x.data(), threads);
 }
 
-void ForwardPass(const TrainConfig& c, const ModelWeights& m, std::vector<float>& x) {
+void ForwardPass(const TrainConfig& c, const ModelWeights& m, std::vector<float>& x, int threads) {
   const int64_t b = static_cast<int64_t>(x.size()) / c.emb_dim, d = c.emb_dim, f = c.mlp_dim;
   const Activation act = ActivationNamed(c.activation);
   std::vector<float> h(b * f), u(c.gated_mlp ? b * f : 0);
   for (int l = 0; l < c.num_layers; ++l) {
-    if (c.attention()) AttentionPass(c, m, l, x);
-    Multiply(x.data(), b, d, m.win[l], f, h.data());
-    Activate(act, h.data(), b * f, h.data());
+    if (c.attention()) AttentionPass(c, m, l, x, threads);
+    Multiply(x.data(), b, d, m.win[l], f, h.data(), threads);
+    ParallelFor(b * f, threads, [&](int64_t i, int64_t end) { Activate(act, h.data() + i, end - i, h.data() + i); });
     if (c.gated_mlp) {
-      Multiply(x.data(), b, d, m.wup[l], f, u.data());
-      for (int64_t i = 0; i < b * f; ++i) h[i] *= u[i];
+      Multiply(x.data(), b, d, m.wup[l], f, u.data(), threads);
+      ParallelFor(b * f, threads, [&](int64_t i, int64_t end) {
+        for (; i < end; ++i) h[i] *= u[i];
+      });
     }
-    Multiply(h.data(), b, f, m.wout[l], d, x.data());
+    Multiply(h.data(), b, f, m.wout[l], d, x.data(), threads);
   }
 }
 
@@ -255,7 +257,7 @@ StepRecord ReferenceTrainer::Step() {
     xs_[0] = BatchTokens(c_, step_, 0, b);
     // Teacher targets.
     y_ = xs_[0];
-    ForwardPass(c_, teacher_, y_);
+    ForwardPass(c_, teacher_, y_, threads_);
   }
 
   // Forward, keeping every layer's input, activation and its derivative

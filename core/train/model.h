@@ -61,8 +61,9 @@ class LayerWeights {
 };
 ModelWeights InitWeights(const TrainConfig& c, WeightStream stream);
 
-// x (B x D, row-major) <- the model's output on x, forward only.
-void ForwardPass(const TrainConfig& c, const ModelWeights& weights, std::vector<float>& x);
+// x (B x D, row-major) <- the model's output on x, forward only, its
+// multiplies and elementwise work shared by `threads` (the same bits).
+void ForwardPass(const TrainConfig& c, const ModelWeights& weights, std::vector<float>& x, int threads = 1);
 
 // The loss of `weights` on the batch of `step` (forward only).
 double BatchLoss(const TrainConfig& c, const ModelWeights& weights, int step);
