@@ -3,10 +3,12 @@
 # issue (emb_dim 1024, mlp_dim 4096, 4 layers, 8192 tokens, Adam, v5p:2x4 as
 # 2 workers of 4 chips) through the real binaries, and the one-device
 # reference on the same job, against this machine's matmul throughput.
-#   bench/train_speed.sh [--insecure] [BINDIR ...]
+#   bench/train_speed.sh [--insecure] [--tensor N] [BINDIR ...]
 #     BINDIR: default build/bin; give an older build's bin to compare, in
 #     turns. --insecure: the pod in plaintext (cluster up --insecure), to
 #     see what the default mutual TLS between the two workers costs.
+#     --tensor N: the same job with N-way tensor parallelism (the rest
+#     data-parallel), to see what the tensor axis costs.
 # Per binary directory: the job's wall time for 1 and 3 steps, each step's
 # wall time, prepare (the job's wall minus its steps: weights, Adam state,
 # the teacher), model GFLOP/s (6 B P per step over the step's wall time,
@@ -18,11 +20,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pod_flags=()
-if [[ ${1:-} == --insecure ]]; then
-  pod_flags=(--insecure)
-  export TPUEMU_INSECURE=1  # the CLI's side of it
-  shift
-fi
+tensor=1
+while [[ ${1:-} == --* ]]; do
+  case $1 in
+    --insecure)
+      pod_flags=(--insecure)
+      export TPUEMU_INSECURE=1  # the CLI's side of it
+      shift ;;
+    --tensor) tensor=$2; shift 2 ;;
+    *) echo "unknown flag $1 (allowed: --insecure, --tensor N)" >&2; exit 2 ;;
+  esac
+done
 dirs=("$@")
 [[ ${#dirs[@]} -gt 0 ]] || dirs=(build/bin)
 if [[ ${#} -eq 0 ]]; then
@@ -36,6 +44,7 @@ job() {  # job STEPS FILE
 name: dp8-speed
 ici_data_parallelism: -1
 ici_fsdp_parallelism: 1
+ici_tensor_parallelism: $tensor
 emb_dim: 1024
 mlp_dim: 4096
 num_layers: 4
@@ -80,7 +89,7 @@ EOF2
   HOME=$work/home "$d/tpuemu" cluster down >/dev/null
 done
 peak_after=$(peak)
-echo "pod: ${pod_flags[*]:-mutual TLS (the default)}"
+echo "pod: ${pod_flags[*]:-mutual TLS (the default)}; tensor parallelism: $tensor"
 echo "matmul peak: ${peak_before} before the jobs, ${peak_after} after, GFLOP/s per core (best bare BLIS sgemm, n=1024, matmul_bench), $(nproc) cores"
 echo
 python3 - "$rows" "$peak_before" "$peak_after" "$(nproc)" <<'EOF2'
