@@ -3,6 +3,8 @@
 // sgemm on the same shapes, side by side in one run. Both run one matmul per
 // core at once (2 chips, 2 threads), as a host's chips do.
 //   build/bin/matmul_bench [max_local_size]
+//   build/bin/matmul_bench --sustained SECONDS: the machine's sustained
+//     throughput (every core multiplying n = 1024 for SECONDS), GFLOP/s per core
 // The reference is the fastest of BLIS's sub-configurations this CPU can run,
 // not BLIS's own pick (issue 21: Debian's BLIS picks 'generic' on Zen 5, 5x
 // slower than its 'skx', so a chip matching "bare BLIS" proved nothing). BLIS
@@ -25,6 +27,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/tensor/blis_kernel.h"
+#include "core/tensor/gemm.h"
 #include "core/job/inprocess_pod.h"
 #include "core/matmul/report.h"
 #include "core/matmul/spec.h"
@@ -70,6 +73,34 @@ double BareGflopsPerCore(int64_t n, int threads) {
   }
   for (auto& th : pool) th.join();
   return *std::min_element(gflops.begin(), gflops.end());
+}
+
+// The machine's sustained throughput: one thread per core, each multiplying
+// n x n matrices with single-threaded BLIS (the chips' kernels) over and over
+// for `seconds`; GFLOP/s per core over the whole time. A training step takes
+// seconds, in which this machine's neighbours take their share; the best of a
+// few 15 ms multiplies (BareGflopsPerCore) is its burst speed.
+double SustainedGflopsPerCore(int64_t n, double seconds) {
+  EnsureBlisKernel();
+  const int threads = static_cast<int>(std::thread::hardware_concurrency());
+  std::vector<int64_t> done(threads, 0);
+  std::vector<std::thread> pool;
+  const auto start = Clock::now();
+  const auto until = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+      while (Clock::now() < until) {
+        Gemm({a.data(), n, n, n, 1}, {b.data(), n, n, n, 1}, {c.data(), n, n, n, 1});
+        ++done[t];
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  int64_t multiplies = 0;
+  for (int64_t d : done) multiplies += d;
+  return 2.0 * n * n * n * static_cast<double>(multiplies) / elapsed / threads / 1e9;
 }
 
 // BareGflopsPerCore in a fresh process under BLIS_ARCH_TYPE=arch_id (unset if
@@ -150,6 +181,10 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--bare") == 0) {
     const double gflops = tpuemu::BareGflopsPerCore(std::atoll(argv[2]), 2);
     std::printf("%s %.3f\n", bli_arch_string(bli_arch_query_id()), gflops);
+    return 0;
+  }
+  if (argc == 3 && std::strcmp(argv[1], "--sustained") == 0) {
+    std::printf("%.1f\n", tpuemu::SustainedGflopsPerCore(1024, std::atof(argv[2])));
     return 0;
   }
   const int64_t max_n = argc > 1 ? std::atoll(argv[1]) : 2048;

@@ -14,7 +14,8 @@
 # the teacher), model GFLOP/s (6 B P per step over the step's wall time,
 # the teacher's forward and every host-side extra not counted) and that as
 # a fraction of the machine's peak (best bare BLIS sgemm per core, from
-# matmul_bench, times the cores), then `tpuemu reference` on 1 and on every
+# matmul_bench, times the cores) and of its sustained throughput around the
+# jobs (matmul_bench --sustained), then `tpuemu reference` on 1 and on every
 # core. Losses and parameters must be the same in every row: they are
 # printed so a change that moved a bit shows.
 set -euo pipefail
@@ -69,15 +70,21 @@ peak() {
   build/bin/matmul_bench 1024 2>/dev/null | awk '$1 == 1024 { best = 0; for (i = 2; i <= NF - 4; i++) if ($i + 0 > best) best = $i + 0; print best }'
 }
 peak_before=$(peak)
+# The machine's sustained matmul throughput, just before and just after each
+# binary directory's jobs (the mean of the two taken): every core
+# multiplying for 10 s, as a step's multiplies run for seconds among the
+# neighbours' bursts, where the peak is the best of short multiplies.
+sustained() { build/bin/matmul_bench --sustained 10 2>/dev/null; }
 
 rows=$work/rows
 for d in "${dirs[@]}"; do
+  sustained_before=$(sustained)
   HOME=$work/home "$d/tpuemu" cluster up --local --topology v5p:2x4 --chips-per-host 4 "${pod_flags[@]}" >/dev/null
   for f in one three; do
     t0=$(date +%s.%N)
     HOME=$work/home "$d/tpuemu" submit "$work/$f.yaml" --wait --json >"$work/out.json" 2>/dev/null
     t1=$(date +%s.%N)
-    python3 - "$d" "$t0" "$t1" "$work/out.json" >>"$rows" <<'EOF2'
+    python3 - "$d" "$t0" "$t1" "$work/out.json" >>"$rows.$$" <<'EOF2'
 import json, sys
 d, t0, t1, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 j = json.load(open(path))
@@ -87,6 +94,14 @@ print(json.dumps({"dir": d, "job_s": t1 - t0, "steps": [s["wall_s"] for s in j["
 EOF2
   done
   HOME=$work/home "$d/tpuemu" cluster down >/dev/null
+  sustained_after=$(sustained)
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    r["sustained"] = [float(sys.argv[1]), float(sys.argv[2])]
+    print(json.dumps(r))' "$sustained_before" "$sustained_after" <"$rows.$$" >>"$rows"
+  rm -f "$rows.$$"
 done
 peak_after=$(peak)
 echo "pod: ${pod_flags[*]:-mutual TLS (the default)}; tensor parallelism: $tensor"
@@ -95,14 +110,18 @@ echo
 python3 - "$rows" "$peak_before" "$peak_after" "$(nproc)" <<'EOF2'
 import json, sys
 rows, peak, cores = sys.argv[1], max(float(sys.argv[2]), float(sys.argv[3])), int(sys.argv[4])
-print("%-28s %6s %8s %8s %22s %10s %9s %12s %12s" % ("binaries", "steps", "job_s", "prepare_s", "step wall_s",
-                                                   "model GF/s", "of peak", "loss0", "param L2"))
+print("%-28s %6s %8s %8s %22s %10s %9s %14s %12s %12s" % ("binaries", "steps", "job_s", "prepare_s", "step wall_s",
+                                                         "model GF/s", "of peak", "of sustained", "loss0", "param L2"))
 for line in open(rows):
     r = json.loads(line)
     gfs = r["flops"] / min(r["steps"]) / 1e9
-    print("%-28s %6d %8.2f %8.2f %22s %10.1f %8.0f%% %.9f %12.6f" % (
+    sustained = sum(r["sustained"]) / 2
+    print("%-28s %6d %8.2f %8.2f %22s %10.1f %8.0f%% %13.0f%% %.9f %12.6f" % (
         r["dir"][-28:], len(r["steps"]), r["job_s"], r["job_s"] - sum(r["steps"]),
-        " ".join("%.2f" % s for s in r["steps"]), gfs, 100 * gfs / (peak * cores), r["loss0"], r["l2"]))
+        " ".join("%.2f" % s for s in r["steps"]), gfs, 100 * gfs / (peak * cores),
+        100 * gfs / (sustained * cores), r["loss0"], r["l2"]))
+print("sustained (GFLOP/s per core, every core multiplying for 10 s, before / after each directory's jobs): " +
+      "; ".join(dict.fromkeys("%s %.1f / %.1f" % (json.loads(l)["dir"], *json.loads(l)["sustained"]) for l in open(rows))))
 EOF2
 echo
 echo "one-device reference, 1 step (tpuemu reference --threads N):"
