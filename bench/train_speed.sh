@@ -84,7 +84,7 @@ for d in "${dirs[@]}"; do
     t0=$(date +%s.%N)
     HOME=$work/home "$d/tpuemu" submit "$work/$f.yaml" --wait --json >"$work/out.json" 2>/dev/null
     t1=$(date +%s.%N)
-    python3 - "$d" "$t0" "$t1" "$work/out.json" >>"$rows.$$" <<'EOF2'
+    python3 - "$d" "$t0" "$t1" "$work/out.json" >>"$rows" <<'EOF2'
 import json, sys
 d, t0, t1, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 j = json.load(open(path))
@@ -94,34 +94,28 @@ print(json.dumps({"dir": d, "job_s": t1 - t0, "steps": [s["wall_s"] for s in j["
 EOF2
   done
   HOME=$work/home "$d/tpuemu" cluster down >/dev/null
-  sustained_after=$(sustained)
-  python3 -c '
-import json, sys
-for line in sys.stdin:
-    r = json.loads(line)
-    r["sustained"] = [float(sys.argv[1]), float(sys.argv[2])]
-    print(json.dumps(r))' "$sustained_before" "$sustained_after" <"$rows.$$" >>"$rows"
-  rm -f "$rows.$$"
+  echo "$d $sustained_before $(sustained)" >>"$work/sustained"
 done
 peak_after=$(peak)
 echo "pod: ${pod_flags[*]:-mutual TLS (the default)}; tensor parallelism: $tensor"
 echo "matmul peak: ${peak_before} before the jobs, ${peak_after} after, GFLOP/s per core (best bare BLIS sgemm, n=1024, matmul_bench), $(nproc) cores"
 echo
-python3 - "$rows" "$peak_before" "$peak_after" "$(nproc)" <<'EOF2'
+python3 - "$rows" "$peak_before" "$peak_after" "$(nproc)" "$work/sustained" <<'EOF2'
 import json, sys
 rows, peak, cores = sys.argv[1], max(float(sys.argv[2]), float(sys.argv[3])), int(sys.argv[4])
+around = {d: (float(before), float(after)) for d, before, after in (l.split() for l in open(sys.argv[5]))}
 print("%-28s %6s %8s %8s %22s %10s %9s %14s %12s %12s" % ("binaries", "steps", "job_s", "prepare_s", "step wall_s",
                                                          "model GF/s", "of peak", "of sustained", "loss0", "param L2"))
 for line in open(rows):
     r = json.loads(line)
     gfs = r["flops"] / min(r["steps"]) / 1e9
-    sustained = sum(r["sustained"]) / 2
+    sustained = sum(around[r["dir"]]) / 2
     print("%-28s %6d %8.2f %8.2f %22s %10.1f %8.0f%% %13.0f%% %.9f %12.6f" % (
         r["dir"][-28:], len(r["steps"]), r["job_s"], r["job_s"] - sum(r["steps"]),
         " ".join("%.2f" % s for s in r["steps"]), gfs, 100 * gfs / (peak * cores),
         100 * gfs / (sustained * cores), r["loss0"], r["l2"]))
 print("sustained (GFLOP/s per core, every core multiplying for 10 s, before / after each directory's jobs): " +
-      "; ".join(dict.fromkeys("%s %.1f / %.1f" % (json.loads(l)["dir"], *json.loads(l)["sustained"]) for l in open(rows))))
+      "; ".join("%s %.1f / %.1f" % (d, *ba) for d, ba in around.items()))
 EOF2
 echo
 echo "one-device reference, 1 step (tpuemu reference --threads N):"
