@@ -1,37 +1,56 @@
 #include "core/train/teacher_targets.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace tpuemu {
 
 TeacherTargets::TeacherTargets(const TrainConfig& config, std::shared_ptr<const ModelWeights> teacher)
     : config_(config), teacher_(std::move(teacher)) {}
 
+void TeacherTargets::MakePart(int step, int64_t first, int64_t count, int part, int parts,
+                              std::vector<float>& rows) const {
+  // Parts of whole sequences: attention mixes a sequence's rows.
+  const int64_t unit = config_.attention() ? config_.seq_len : 1, units = count / unit;
+  const int64_t begin = units * part / parts * unit, end = units * (part + 1) / parts * unit;
+  std::vector<float> x = BatchTokens(config_, step, first + begin, end - begin);
+  ForwardPass(config_, *teacher_, x);
+  std::memcpy(rows.data() + begin * config_.emb_dim, x.data(), x.size() * sizeof(float));
+}
+
 TeacherTargets::Rows TeacherTargets::Take(int step, int64_t first, int64_t count, int takers) {
-  std::promise<Rows> made;
-  std::shared_future<Rows> rows;
-  bool maker = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto key = std::make_pair(step, first);
-    auto [it, fresh] = entries_.try_emplace(key);
-    if (fresh) {
-      it->second.rows = made.get_future().share();
-      maker = true;
-    }
-    rows = it->second.rows;
-    if (++it->second.taken >= takers) entries_.erase(it);
+  const auto key = std::make_pair(step, first);
+  std::unique_lock<std::mutex> lock(mu_);
+  std::shared_ptr<Entry>& slot = entries_[key];
+  if (!slot) {
+    slot = std::make_shared<Entry>();
+    slot->rows = std::make_shared<std::vector<float>>(count * config_.emb_dim);
+    const int64_t units = config_.attention() ? count / config_.seq_len : count;
+    slot->parts = static_cast<int>(std::clamp<int64_t>(takers, 1, std::max<int64_t>(units, 1)));
   }
-  if (maker) {
-    // Outside the lock: other rows are made at the same time. A failure
-    // (out of memory) reaches the chips waiting for these rows too.
+  const std::shared_ptr<Entry> e = slot;
+  while (e->begun < e->parts) {
+    const int part = e->begun++;
+    lock.unlock();
+    std::exception_ptr error;
     try {
-      std::vector<float> tokens = BatchTokens(config_, step, first, count);
-      ForwardPass(config_, *teacher_, tokens);
-      made.set_value(std::make_shared<const std::vector<float>>(std::move(tokens)));
+      MakePart(step, first, count, part, e->parts, *e->rows);
     } catch (...) {
-      made.set_exception(std::current_exception());
+      error = std::current_exception();
     }
+    lock.lock();
+    if (error && !e->error) e->error = error;
+    ++e->made;
+    part_made_.notify_all();
   }
-  return rows.get();
+  part_made_.wait(lock, [&] { return e->made == e->parts; });
+  if (++e->taken == takers) {
+    // Still this entry: an entry leaves the map only here, once, when its
+    // last taker has it.
+    entries_.erase(key);
+  }
+  if (e->error) std::rethrow_exception(e->error);
+  return e->rows;
 }
 
 size_t TeacherTargets::held() const {

@@ -3,12 +3,16 @@
 // same rows (each takes its block of columns); each making them ran the
 // teacher's forward pass, which the model does not count, once per tensor
 // shard: with a 4-way tensor split the host spent more time on the teacher
-// than on the model. The rows are the same whoever makes them (the teacher,
-// the tokens and ForwardPass are), so sharing them moves no bit.
+// than on the model. Now the chips that need the rows make them together,
+// each a part (whole sequences with attention), and share them. The rows
+// are the same bits whoever makes which part: the teacher and the tokens are
+// fixed, and the forward pass treats rows (sequences) independently, as the
+// sharded strategies already rely on to equal one device.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
-#include <future>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,23 +31,30 @@ class TeacherTargets {
   TeacherTargets(const TrainConfig& config, std::shared_ptr<const ModelWeights> teacher);
 
   // Rows [first, first + count) of the batch of `step` through the teacher
-  // (count x D, row-major). The first of the `takers` chips asking for them
-  // makes them; the others wait for them and share them. Forgotten once
-  // `takers` chips have taken them (a chip asking later makes them again).
+  // (count x D, row-major), for one of the `takers` chips that ask for them.
+  // The rows come in up to `takers` parts: a chip makes parts nobody has
+  // begun, then waits for the parts others are making (never for a chip that
+  // has not asked yet). Forgotten once `takers` chips have them (a chip
+  // asking later makes them again).
   Rows Take(int step, int64_t first, int64_t count, int takers);
 
-  // Rows made and not yet forgotten (tests).
+  // Rows asked for and not yet forgotten (tests).
   size_t held() const;
 
  private:
+  struct Entry {
+    std::shared_ptr<std::vector<float>> rows;
+    int parts = 0, begun = 0, made = 0, taken = 0;
+    std::exception_ptr error;  // the first part that failed (out of memory)
+  };
+  // Makes part `part` of `parts` of the rows into `rows`.
+  void MakePart(int step, int64_t first, int64_t count, int part, int parts, std::vector<float>& rows) const;
+
   const TrainConfig config_;
   const std::shared_ptr<const ModelWeights> teacher_;
-  struct Entry {
-    std::shared_future<Rows> rows;
-    int taken = 0;
-  };
   mutable std::mutex mu_;
-  std::map<std::pair<int, int64_t>, Entry> entries_;  // by (step, first row)
+  std::condition_variable part_made_;
+  std::map<std::pair<int, int64_t>, std::shared_ptr<Entry>> entries_;  // by (step, first row)
 };
 
 }  // namespace tpuemu

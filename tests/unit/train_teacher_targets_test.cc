@@ -24,19 +24,25 @@ std::vector<float> Teachers(const TrainConfig& c, int step, int64_t first, int64
   return rows;
 }
 
-TEST(TeacherTargetsTest, TakersOfTheSameRowsShareOneMakingOfThem) {
-  const TrainConfig c = Config();
-  TeacherTargets targets(c, std::make_shared<const ModelWeights>(InitWeights(c, WeightStream::kTeacher)));
-  constexpr int kTakers = 4;
-  std::vector<TeacherTargets::Rows> taken(kTakers);
-  std::vector<std::thread> chips;
-  for (int i = 0; i < kTakers; ++i) {
-    chips.emplace_back([&, i] { taken[i] = targets.Take(/*step=*/2, /*first=*/16, /*count=*/16, kTakers); });
+// The takers share one copy of the rows, made in parts by whichever of them
+// came, and equal to the teacher's forward pass on all the rows at once: with
+// attention in parts of whole sequences (16 rows of sequences of 8 are two).
+TEST(TeacherTargetsTest, TakersShareOneCopyMadeInPartsThatEqualsTheWholeForwardPass) {
+  for (const std::string extra : {"activation: gelu\n", "mlp_activations: [silu, linear]\nbase_num_query_heads: 4\n"
+                                                         "base_num_kv_heads: 2\nhead_dim: 8\nmax_target_length: 8\n"}) {
+    const TrainConfig c = Config(extra);
+    TeacherTargets targets(c, std::make_shared<const ModelWeights>(InitWeights(c, WeightStream::kTeacher)));
+    constexpr int kTakers = 4;
+    std::vector<TeacherTargets::Rows> taken(kTakers);
+    std::vector<std::thread> chips;
+    for (int i = 0; i < kTakers; ++i) {
+      chips.emplace_back([&, i] { taken[i] = targets.Take(/*step=*/2, /*first=*/16, /*count=*/16, kTakers); });
+    }
+    for (auto& t : chips) t.join();
+    for (int i = 1; i < kTakers; ++i) EXPECT_EQ(taken[i], taken[0]) << "taker " << i << " has its own copy";
+    EXPECT_EQ(*taken[0], Teachers(c, 2, 16, 16)) << extra;
+    EXPECT_EQ(targets.held(), 0u) << "rows every taker has are forgotten";
   }
-  for (auto& t : chips) t.join();
-  for (int i = 1; i < kTakers; ++i) EXPECT_EQ(taken[i], taken[0]) << "taker " << i << " made its own";
-  EXPECT_EQ(*taken[0], Teachers(c, 2, 16, 16));
-  EXPECT_EQ(targets.held(), 0u) << "rows every taker took are forgotten";
 }
 
 TEST(TeacherTargetsTest, RowsAreKeptUntilEveryTakerHasThemAndMadeAgainAfter) {
