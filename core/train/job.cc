@@ -31,12 +31,15 @@ absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& top
   if (auto s = CheckFaults(config.faults, topo, "faults"); !s.ok()) return s;
   if (auto s = CheckMeshCollectives(config, *mesh, topo); !s.ok()) return s;
   // A shape-only job holds no tensors' values on the host.
-  const double host = config.shape_only() ? 0 : ChipHostBytes(config, *mesh) * topo.num_chips();
+  const double host = config.shape_only() ? 0
+                                          : ChipHostBytes(config, *mesh) * topo.num_chips() +
+                                                HostTeacherBytes(config) * topo.num_hosts();
   if (auto s = CheckPodHostBytes(host, topo.num_chips(),
                                  absl::StrCat(config.name, ": emb_dim=", config.emb_dim, ", mlp_dim=",
                                               config.mlp_dim, ", num_layers=", config.num_layers,
                                               ", global_batch_tokens=", config.global_batch_tokens),
-                                 "every chip keeps the whole teacher: make the model or the batch smaller");
+                                 "every host keeps the whole teacher and every chip its shards and activations: "
+                                 "make the model or the batch smaller");
       !s.ok()) {
     return s;
   }

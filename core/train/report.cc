@@ -90,14 +90,15 @@ double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh) {
   const double copies = c.opt_type == "adam" ? 4 : 2;  // weights, gradients (, two moments)
   const double gathered_layers = c.pipeline_fsdp_ag_once ? l : c.fsdp_prefetch ? 2 : 1;
   const double gathered = fsdp > 1 ? (gathered_layers * p + c.EmbeddingParams() / 2) / tensor : 0;
-  // The teacher (without a vocabulary); per microbatch and layer the input,
-  // activation and its derivative (and a gated MLP's up-projection), and
-  // attention's; the vocabulary projection's input and logits' gradient.
+  // Per microbatch and layer the input, activation and its derivative (and
+  // a gated MLP's up-projection), and attention's; the vocabulary
+  // projection's input and logits' gradient.
   const double held = d + c.mlp_matrices() * f / tensor + AttentionHeldPerRow(c, tensor);
-  const double teacher = c.embeddings() ? 0 : p * c.num_layers;
-  return 4 * (teacher + copies * shard +
-              MicrobatchesHeld(c) * microbatch * (l * held + VocabHeldPerRow(c, tensor)) + gathered + 4 * batch * d);
+  return 4 * (copies * shard + MicrobatchesHeld(c) * microbatch * (l * held + VocabHeldPerRow(c, tensor)) + gathered +
+              4 * batch * d);
 }
+
+double HostTeacherBytes(const TrainConfig& c) { return c.embeddings() ? 0 : 4 * c.LayerParams() * c.num_layers; }
 
 double ChipHbmBytes(const TrainConfig& c, const Topology& topo) {
   return c.hbm_bytes > 0 ? c.hbm_bytes : topo.profile().hbm_bytes;

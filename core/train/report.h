@@ -23,11 +23,13 @@ struct MemoryItem {
 std::vector<MemoryItem> ChipMemory(const TrainConfig& c, const TrainMesh& mesh);
 double ChipHbmBytes(const TrainConfig& c, const Topology& topo);
 
-// Host memory (fp32) one emulated chip holds: the whole teacher (an upper
-// bound: a host keeps one copy for all its chips, and with pipeline stages
-// only hosts of the last stage keep it), its
-// shards of weights, gradients and Adam moments, activations, gathered weights.
+// Host memory (fp32) one emulated chip holds: its shards of weights,
+// gradients and Adam moments, activations, gathered weights, its batch rows.
 double ChipHostBytes(const TrainConfig& c, const TrainMesh& mesh);
+// And what a host keeps once for all its chips: the whole teacher, without a
+// vocabulary (an upper bound: with pipeline stages only hosts of the last
+// stage keep it).
+double HostTeacherBytes(const TrainConfig& c);
 
 // Refuses a job that does not fit before anything is allocated, naming the
 // largest items like an XLA out-of-memory report.
