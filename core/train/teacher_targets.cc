@@ -8,11 +8,13 @@ namespace tpuemu {
 TeacherTargets::TeacherTargets(const TrainConfig& config, std::shared_ptr<const ModelWeights> teacher)
     : config_(config), teacher_(std::move(teacher)) {}
 
+int64_t TeacherTargets::Unit() const { return config_.attention() ? config_.seq_len : 1; }
+
 void TeacherTargets::MakePart(int step, int64_t first, int64_t count, int part, int parts,
                               std::vector<float>& rows) const {
-  // Parts of whole sequences: attention mixes a sequence's rows.
-  const int64_t unit = config_.attention() ? config_.seq_len : 1, units = count / unit;
-  const int64_t begin = units * part / parts * unit, end = units * (part + 1) / parts * unit;
+  const int64_t units = count / Unit();
+  const int64_t begin = units * part / parts * Unit();
+  const int64_t end = part + 1 == parts ? count : units * (part + 1) / parts * Unit();
   std::vector<float> x = BatchTokens(config_, step, first + begin, end - begin);
   ForwardPass(config_, *teacher_, x);
   std::memcpy(rows.data() + begin * config_.emb_dim, x.data(), x.size() * sizeof(float));
@@ -25,8 +27,7 @@ TeacherTargets::Rows TeacherTargets::Take(int step, int64_t first, int64_t count
   if (!slot) {
     slot = std::make_shared<Entry>();
     slot->rows = std::make_shared<std::vector<float>>(count * config_.emb_dim);
-    const int64_t units = config_.attention() ? count / config_.seq_len : count;
-    slot->parts = static_cast<int>(std::clamp<int64_t>(takers, 1, std::max<int64_t>(units, 1)));
+    slot->parts = static_cast<int>(std::clamp<int64_t>(count / Unit(), 1, std::max(takers, 1)));
   }
   const std::shared_ptr<Entry> e = slot;
   while (e->begun < e->parts) {

@@ -47,6 +47,9 @@ class TeacherTargets {
     int parts = 0, begun = 0, made = 0, taken = 0;
     std::exception_ptr error;  // the first part that failed (out of memory)
   };
+  // The rows a part is made of: whole sequences, as attention mixes a
+  // sequence's rows; the last part takes any rows left over.
+  int64_t Unit() const;
   // Makes part `part` of `parts` of the rows into `rows`.
   void MakePart(int step, int64_t first, int64_t count, int part, int parts, std::vector<float>& rows) const;
 
