@@ -1,7 +1,10 @@
 #include "services/grpc_fabric.h"
 
+#include <deque>
+#include <future>
+
 #include "absl/strings/str_cat.h"
-#include "grpcpp/support/sync_stream.h"
+#include "grpcpp/support/client_callback.h"
 #include "services/frame_codec.h"
 #include "services/server.h"
 #include "services/transport_security.h"
@@ -9,13 +12,96 @@
 
 namespace tpuemu {
 
-struct GrpcFabric::PeerStream {
-  std::shared_ptr<grpc::Channel> channel;
-  grpc::ClientContext context;
-  grpc::ByteBuffer response;
-  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer;
-  std::string peer;  // for errors: "chip 3 -> chip 4 (host 1 at 127.0.0.1:4567)"
-  bool broken = false;
+// One directed link's stream. Frames queue here and are written one at a
+// time, each as the previous write completes (gRPC allows one in flight); the
+// completions, in gRPC's threads, start the next write and tell the senders.
+// It lives until gRPC is done with it (cancelled, or the peer gone), however
+// long after the fabric forgets it.
+class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit PeerStream(std::string peer) : peer_(std::move(peer)) {}
+
+  // The channel outlives the stream's use of it, and is not the stream's to
+  // close: destroying a channel in one of gRPC's own threads, where the
+  // stream ends, can deadlock.
+  static std::shared_ptr<PeerStream> Open(grpc::Channel& channel, std::string peer) {
+    auto s = std::make_shared<PeerStream>(std::move(peer));
+    s->self_ = s;
+    // Initial metadata goes with the first chunk: opening the stream then
+    // never waits for the peer. (Uncorked, the sync writer's constructor
+    // waited for the metadata to be sent, without a deadline; between
+    // containers that wait hung for 10-50 s on a fresh pod's first Configure.
+    // Connect bounds the wait for the connection.)
+    s->context_.set_initial_metadata_corked(true);
+    grpc::internal::RpcMethod method("/tpuemu.v1.PeerService/Stream", grpc::internal::RpcMethod::CLIENT_STREAMING);
+    grpc::internal::ClientCallbackWriterFactory<grpc::ByteBuffer>::Create(&channel, method, &s->context_,
+                                                                           &s->response_, s.get());
+    s->StartCall();
+    return s;
+  }
+
+  const std::string& peer() const { return peer_; }
+  // Ends the stream; frames not yet written fail.
+  void Cancel() { context_.TryCancel(); }
+
+  void Send(grpc::ByteBuffer message, SentFn sent) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (broken_) {
+      lock.unlock();
+      sent(Broken());
+      return;
+    }
+    queue_.push_back({std::move(message), std::move(sent)});
+    if (writing_) return;
+    writing_ = true;
+    grpc::ByteBuffer* next = &queue_.front().message;  // a deque keeps it in place
+    lock.unlock();
+    StartWrite(next);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::deque<Pending> done;
+    done.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    if (!ok) {
+      if (!broken_) spdlog::warn("{} broke", peer_);
+      broken_ = true;
+      done.insert(done.end(), std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+      queue_.clear();
+    }
+    grpc::ByteBuffer* next = queue_.empty() ? nullptr : &queue_.front().message;
+    writing_ = next != nullptr;
+    lock.unlock();
+    if (next != nullptr) StartWrite(next);
+    for (size_t i = 0; i < done.size(); ++i) done[i].sent(ok && i == 0 ? absl::OkStatus() : Broken());
+  }
+
+  void OnDone(const grpc::Status&) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      broken_ = true;  // nothing is written after this; the queue is empty
+    }
+    self_.reset();  // may be the last reference
+  }
+
+ private:
+  struct Pending {
+    grpc::ByteBuffer message;
+    SentFn sent;
+  };
+  absl::Status Broken() const {
+    return absl::UnavailableError(absl::StrCat(peer_, " is broken: the peer worker is gone"));
+  }
+
+  const std::string peer_;  // for errors: "link chip 3 -> chip 4 (worker host 1 at 127.0.0.1:4567)"
+  grpc::ClientContext context_;
+  grpc::ByteBuffer response_;
+  std::shared_ptr<PeerStream> self_;  // until gRPC is done with the stream
+  std::mutex mu_;
+  std::deque<Pending> queue_;  // the first is being written while writing_
+  bool writing_ = false;
+  bool broken_ = false;
 };
 
 GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses)
@@ -29,48 +115,43 @@ void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
   // back under the same name (a restarted Kubernetes pod) may be at a new
   // address, which only a new channel looks up at once. Streams in use by a
   // running job are up, and stay.
-  for (auto it = streams_.begin(); it != streams_.end();) {
+  for (auto it = links_.begin(); it != links_.end();) {
     const auto address = host_addresses.find(topo_.HostOf(it->first.second));
     const bool moved = address != host_addresses.end() && address->second != addresses_[address->first];
-    if (!moved && it->second->channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY) {
+    if (!moved && it->second.channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY) {
       ++it;
       continue;
     }
-    it->second->context.TryCancel();
-    retired_.push_back(std::move(it->second));
-    it = streams_.erase(it);
+    it->second.stream->Cancel();
+    it = links_.erase(it);
   }
   for (const auto& [host, address] : host_addresses) addresses_[host] = address;
 }
 
 void GrpcFabric::Disconnect() {
-  std::map<std::pair<int, int>, std::unique_ptr<PeerStream>> closing;
-  std::vector<std::unique_ptr<PeerStream>> retired;
+  std::map<std::pair<int, int>, Link> closing;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    closing.swap(streams_);
-    retired.swap(retired_);
+    closing.swap(links_);
   }
   // Cancelled, not finished: a finish waits for the peer's handler to answer,
   // and a peer that is itself reconfiguring (or gone) may not for a long time;
   // two workers reconfiguring at once each waited for the other. No job uses
   // the links when they close, so nothing in flight is lost that matters.
-  // Each stream owns its channel: its connection closes with it, here and at
-  // the peer.
-  for (auto& [_, s] : closing) s->context.TryCancel();
+  // Each link has a channel of its own: its connection closes with it, here
+  // and at the peer.
+  for (auto& [_, link] : closing) link.stream->Cancel();
 }
 
-absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) {
+absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& slot = streams_[{src, dst}];
-  if (slot) return slot.get();
+  Link& slot = links_[{src, dst}];
+  if (slot.stream) return slot;
   const int host = topo_.HostOf(dst);
   auto it = addresses_.find(host);
   if (it == addresses_.end()) {
     return absl::FailedPreconditionError(absl::StrCat("no address for host ", host, " (chip ", dst, ")"));
   }
-  auto s = std::make_unique<PeerStream>();
-  s->peer = absl::StrCat("link chip ", src, " -> chip ", dst, " (worker host ", host, " at ", it->second, ")");
   grpc::ChannelArguments args;
   // Every directed link gets its own TCP connection, like its own ICI cable.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -87,67 +168,58 @@ absl::StatusOr<GrpcFabric::PeerStream*> GrpcFabric::StreamFor(int src, int dst) 
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
   for (const auto& [name, value] : PeerStreamArgs()) args.SetInt(name, value);
-  s->channel = MakeChannel(it->second, args);
-  // Initial metadata goes with the first chunk: opening the stream then
-  // never blocks. (Uncorked, the writer's constructor waits for the metadata
-  // to be sent, without a deadline; between containers on this project's
-  // machines that wait hung for 10-50 s on a fresh pod's first Configure, and
-  // with it the whole pod. ConnectLinks bounds the wait for the connection.)
-  s->context.set_initial_metadata_corked(true);
-  grpc::internal::RpcMethod method("/tpuemu.v1.PeerService/Stream", grpc::internal::RpcMethod::CLIENT_STREAMING,
-                                   s->channel);
-  s->writer.reset(grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(s->channel.get(), method,
-                                                                                 &s->context, &s->response));
-  slot = std::move(s);
-  return slot.get();
+  slot.channel = MakeChannel(it->second, args);
+  slot.stream = PeerStream::Open(*slot.channel, absl::StrCat("link chip ", src, " -> chip ", dst, " (worker host ",
+                                                             host, " at ", it->second, ")"));
+  return slot;
 }
 
 absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_chips, absl::Duration within) {
   local_ = &local;
   // Every link starts connecting at once; all share one deadline.
-  std::vector<PeerStream*> streams;
+  std::vector<Link> links;
   for (int chip : local_chips) {
-    for (const auto& link : topo_.OutgoingLinks(chip)) {
-      if (topo_.HostOf(link.peer) == my_host_) continue;
-      auto stream = StreamFor(chip, link.peer);
-      if (!stream.ok()) return stream.status();
-      (*stream)->channel->GetState(/*try_to_connect=*/true);
-      streams.push_back(*stream);
+    for (const auto& out : topo_.OutgoingLinks(chip)) {
+      if (topo_.HostOf(out.peer) == my_host_) continue;
+      auto link = LinkFor(chip, out.peer);
+      if (!link.ok()) return link.status();
+      link->channel->GetState(/*try_to_connect=*/true);
+      links.push_back(*std::move(link));
     }
   }
   const absl::Time start = absl::Now();
   const auto deadline = absl::ToChronoTime(start + within);
-  for (PeerStream* s : streams) {
-    if (!s->channel->WaitForConnected(deadline)) {
+  for (const Link& link : links) {
+    if (!link.channel->WaitForConnected(deadline)) {
       return absl::UnavailableError(
-          absl::StrCat("cannot connect ", s->peer, " within ", absl::FormatDuration(within)));
+          absl::StrCat("cannot connect ", link.stream->peer(), " within ", absl::FormatDuration(within)));
     }
   }
   // Slow connections between containers have failed jobs before (a lost
   // first packet, a name resolved slowly): say how slow, to tell them apart.
   if (const absl::Duration took = absl::Now() - start; took > absl::Seconds(1)) {
-    spdlog::warn("connecting {} links to other hosts took {}", streams.size(), absl::FormatDuration(took));
+    spdlog::warn("connecting {} links to other hosts took {}", links.size(), absl::FormatDuration(took));
   }
   return absl::OkStatus();
 }
 
-absl::Status GrpcFabric::Deliver(Frame&& frame) {
+void GrpcFabric::Send(Frame&& frame, SentFn sent) {
   // Routed by the pod's chip ids (a placed job's own ids are offset).
   const int dst = frame.header.pod_dst_chip();
   if (topo_.HostOf(dst) == my_host_) {
     local_->Put(std::move(frame));
-    return absl::OkStatus();
+    sent(absl::OkStatus());
+    return;
   }
-  auto stream = StreamFor(frame.header.pod_src_chip(), dst);
-  if (!stream.ok()) return stream.status();
-  PeerStream* s = *stream;
-  // Only the link's own sender thread writes to its stream.
-  if (s->broken || !s->writer->Write(EncodeFrame(std::move(frame)))) {
-    if (!s->broken) spdlog::warn("{} broke", s->peer);
-    s->broken = true;
-    return absl::UnavailableError(absl::StrCat(s->peer, " is broken: the peer worker is gone"));
-  }
-  return absl::OkStatus();
+  auto link = LinkFor(frame.header.pod_src_chip(), dst);
+  if (!link.ok()) return sent(link.status());
+  link->stream->Send(EncodeFrame(std::move(frame)), std::move(sent));
+}
+
+absl::Status GrpcFabric::Deliver(Frame&& frame) {
+  std::promise<absl::Status> left;
+  Send(std::move(frame), [&left](absl::Status status) { left.set_value(std::move(status)); });
+  return left.get_future().get();
 }
 
 FabricFactory GrpcFabricFactory() {

@@ -1,6 +1,7 @@
 // The fabric between workers: frames for chips on this host go straight to
 // the local mailbox; frames for chips on another host go over one long-lived
-// PeerService stream per directed link, each on its own connection.
+// PeerService stream per directed link, each on its own connection, written
+// asynchronously: the sending chip hands a frame over and goes on.
 #pragma once
 
 #include <map>
@@ -19,22 +20,24 @@ class GrpcFabric : public HostFabric {
   ~GrpcFabric() override;
   absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips, absl::Duration within) override;
   absl::Status Deliver(Frame&& frame) override;
+  void Send(Frame&& frame, SentFn sent) override;
   void Disconnect() override;
   void UpdatePeers(const std::map<int, std::string>& host_addresses) override;
 
  private:
-  struct PeerStream;
-  absl::StatusOr<PeerStream*> StreamFor(int src, int dst);
+  class PeerStream;
+  struct Link {
+    std::shared_ptr<grpc::Channel> channel;  // its own connection
+    std::shared_ptr<PeerStream> stream;
+  };
+  absl::StatusOr<Link> LinkFor(int src, int dst);
 
   Topology topo_;
   int my_host_;
   std::map<int, std::string> addresses_;
   Mailbox* local_ = nullptr;
   std::mutex mu_;
-  std::map<std::pair<int, int>, std::unique_ptr<PeerStream>> streams_;
-  // Streams to hosts that moved, cancelled: kept until the fabric is idle
-  // (Disconnect) or gone, as a job's sender may still hold one.
-  std::vector<std::unique_ptr<PeerStream>> retired_;
+  std::map<std::pair<int, int>, Link> links_;
 };
 
 // A worker's fabric for each pod configuration: to the addresses it lists.

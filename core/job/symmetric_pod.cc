@@ -34,8 +34,7 @@ SymmetricPod::SymmetricPod(const Topology& topo) : topo_(topo) {
   for (const Topology::OutgoingLink& link : topo.OutgoingLinks(kStandIn)) {
     mirror_[link.peer] = *topo.Neighbor(kStandIn, link.axis, -link.dir);  // every axis wraps
   }
-  net_ = std::make_unique<HostNetwork>(topo, std::vector<int>{kStandIn}, 0, this, nullptr,
-                                       /*inline_delivery=*/true);
+  net_ = std::make_unique<HostNetwork>(topo, std::vector<int>{kStandIn}, 0, this);
 }
 
 absl::Status SymmetricPod::Deliver(Frame&& frame) {

@@ -9,28 +9,19 @@
 #include <tuple>
 #include <vector>
 
+#include "core/wire/fabric.h"
 #include "core/wire/link_sender.h"
 #include "core/wire/mailbox.h"
 #include "core/pod/topology.h"
 
 namespace tpuemu {
 
-class Fabric {
- public:
-  virtual ~Fabric() = default;
-  // Hands a frame that has left its link to the destination chip's mailbox.
-  virtual absl::Status Deliver(Frame&& frame) = 0;
-};
-
 class HostNetwork {
  public:
   // Frames for the local chips land in `shared_mailbox` when given (a job
   // placed on part of the pod shares its host's), else in a mailbox of its own.
-  // `inline_delivery`: every unpaced link delivers in its sending chip's
-  // thread, whoever the peer (a fabric whose Deliver never blocks), not only
-  // the links to local chips.
   HostNetwork(const Topology& topo, std::vector<int> local_chips, double time_scale, Fabric* fabric,
-              Mailbox* shared_mailbox = nullptr, bool inline_delivery = false);
+              Mailbox* shared_mailbox = nullptr);
 
   const Topology& topology() const { return topo_; }
   const std::vector<int>& local_chips() const { return local_chips_; }

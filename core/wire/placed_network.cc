@@ -6,10 +6,19 @@
 
 namespace tpuemu {
 
+void PlacedNetwork::PodIdFabric::Rename(FrameHeader& header) const {
+  header.pod_src = pod_chips_.at(header.src_chip);
+  header.pod_dst = pod_chips_.at(header.dst_chip);
+}
+
 absl::Status PlacedNetwork::PodIdFabric::Deliver(Frame&& frame) {
-  frame.header.pod_src = pod_chips_.at(frame.header.src_chip);
-  frame.header.pod_dst = pod_chips_.at(frame.header.dst_chip);
+  Rename(frame.header);
   return pod_fabric_->Deliver(std::move(frame));
+}
+
+void PlacedNetwork::PodIdFabric::Send(Frame&& frame, SentFn sent) {
+  Rename(frame.header);
+  pod_fabric_->Send(std::move(frame), std::move(sent));
 }
 
 absl::StatusOr<std::unique_ptr<PlacedNetwork>> PlacedNetwork::Create(const Topology& pod, const Placement& placement,

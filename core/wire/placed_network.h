@@ -29,8 +29,10 @@ class PlacedNetwork {
     PodIdFabric(Fabric* pod_fabric, std::vector<int> pod_chips)
         : pod_fabric_(pod_fabric), pod_chips_(std::move(pod_chips)) {}
     absl::Status Deliver(Frame&& frame) override;
+    void Send(Frame&& frame, SentFn sent) override;
 
    private:
+    void Rename(FrameHeader& header) const;
     Fabric* const pod_fabric_;
     const std::vector<int> pod_chips_;  // by the job's chip id
   };

@@ -1,11 +1,15 @@
 // Frames lend bytes in place, chips hold what they only pass on, and unpaced
-// links to chips on the same host deliver in the sender's thread.
+// links hand frames over in the sender's thread without waiting for them to leave.
 #include <sys/resource.h>
 
 #include <cstdlib>
+#include <atomic>
+#include <mutex>
 #include <thread>
 
+#include "core/wire/fabric.h"
 #include "core/wire/frame.h"
+#include "core/wire/job_abort.h"
 #include "core/wire/link_sender.h"
 #include "core/collective/transit_bytes.h"
 #include "gtest/gtest.h"
@@ -115,36 +119,109 @@ TEST(TransitBytesTest, ReleaseKeepsOnlyWhatIsOutsideTheReleasedRange) {
   EXPECT_TRUE(transit.empty());
 }
 
-TEST(LinkSenderTest, AnUnpacedInlineLinkDeliversInTheSendersThread) {
-  std::thread::id delivered_on;
-  LinkSender link({9e10, 1e-6}, 0, [&](Frame&&) {
+// A fabric that records where frames were handed over, and keeps the
+// completions of Send until the test releases them (a wire not yet drained).
+class HeldFabric : public Fabric {
+ public:
+  absl::Status Deliver(Frame&&) override {
+    std::lock_guard<std::mutex> lock(mu);
     delivered_on = std::this_thread::get_id();
-    return absl::OkStatus();
-  }, 8, /*inline_delivery=*/true);
-  link.Enqueue(Frame{});
-  EXPECT_EQ(delivered_on, std::this_thread::get_id());
-}
+    ++delivered;
+    return status;
+  }
+  void Send(Frame&&, SentFn sent) override {
+    std::lock_guard<std::mutex> lock(mu);
+    sent_on = std::this_thread::get_id();
+    held.push_back(std::move(sent));
+  }
+  void Release(size_t n) {
+    std::vector<SentFn> go;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      go.assign(held.begin(), held.begin() + n);
+      held.erase(held.begin(), held.begin() + n);
+    }
+    for (auto& sent : go) sent(status);
+  }
+  std::mutex mu;
+  std::thread::id delivered_on, sent_on;
+  int delivered = 0;
+  std::vector<SentFn> held;
+  absl::Status status;
+};
 
-TEST(LinkSenderTest, APacedLinkKeepsItsThreadEvenWhenAskedToDeliverInline) {
-  std::atomic<bool> done{false};
-  std::thread::id delivered_on;
-  LinkSender link({9e10, 1e-6}, 1000, [&](Frame&&) {
-    delivered_on = std::this_thread::get_id();
-    done = true;
-    return absl::OkStatus();
-  }, 8, /*inline_delivery=*/true);
-  link.Enqueue(Frame{});
-  while (!done) std::this_thread::yield();
-  EXPECT_NE(delivered_on, std::this_thread::get_id());
-}
-
-TEST(LinkSenderTest, AnInlineDeliveryErrorIsTheJobsError) {
-  LinkSender link({9e10, 1e-6}, 0, [](Frame&&) { return absl::UnavailableError("peer gone"); }, 8, true);
+Frame OfJob(uint64_t job) {
   Frame f;
-  f.header.job = 7;
-  link.Enqueue(std::move(f));
+  f.header.job = job;
+  return f;
+}
+
+TEST(LinkSenderTest, AnUnpacedLinkSendsInTheSendersThreadWithoutWaitingForTheWire) {
+  HeldFabric fabric;
+  LinkSender link({9e10, 1e-6}, 0, fabric);
+  EXPECT_TRUE(link.Enqueue(Frame{}));  // returns though the frame has not left
+  EXPECT_EQ(fabric.sent_on, std::this_thread::get_id());
+  EXPECT_EQ(fabric.held.size(), 1u);
+  fabric.Release(1);
+}
+
+TEST(LinkSenderTest, AnUnpacedLinkWaitsOnceMaxQueuedFramesAreLeavingAndAnAbortEndsTheWait) {
+  HeldFabric fabric;
+  LinkSender link({9e10, 1e-6}, 0, fabric, /*max_queued=*/2);
+  ASSERT_TRUE(link.Enqueue(Frame{}));
+  ASSERT_TRUE(link.Enqueue(Frame{}));
+  // A third waits for room: until one of the two has left...
+  std::atomic<bool> third{false};
+  std::thread sender([&] { third = link.Enqueue(Frame{}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(third);
+  fabric.Release(1);
+  sender.join();
+  EXPECT_TRUE(third);
+  // ...or until its job is aborted, the frame dropped.
+  JobAbort abort;
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    abort.Abort(absl::CancelledError("stop"));
+  });
+  EXPECT_FALSE(link.Enqueue(Frame{}, &abort));
+  aborter.join();
+  EXPECT_EQ(fabric.held.size(), 2u);
+  fabric.Release(2);
+}
+
+TEST(LinkSenderTest, ACompletionAfterTheLinkIsGoneIsHarmless) {
+  HeldFabric fabric;
+  {
+    LinkSender link({9e10, 1e-6}, 0, fabric);
+    link.Enqueue(Frame{});
+  }
+  fabric.Release(1);  // a stream cancelled after the pod's links closed
+}
+
+TEST(LinkSenderTest, APacedLinkDeliversInItsOwnThread) {
+  HeldFabric fabric;
+  LinkSender link({9e10, 1e-6}, 1000, fabric);
+  link.Enqueue(Frame{});
+  while (true) {
+    std::lock_guard<std::mutex> lock(fabric.mu);
+    if (fabric.delivered == 1) break;
+  }
+  EXPECT_NE(fabric.delivered_on, std::this_thread::get_id());
+  EXPECT_TRUE(fabric.held.empty());
+}
+
+TEST(LinkSenderTest, AFailedSendIsItsJobsError) {
+  HeldFabric fabric;
+  fabric.status = absl::UnavailableError("peer gone");
+  LinkSender link({9e10, 1e-6}, 0, fabric);
+  link.Enqueue(OfJob(7));
+  EXPECT_TRUE(link.JobStatus(7).ok());  // not left yet
+  fabric.Release(1);
   EXPECT_EQ(link.JobStatus(7).code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(link.JobStatus(8).ok());
+  link.ForgetJob(7);
+  EXPECT_TRUE(link.JobStatus(7).ok());
 }
 
 }  // namespace
