@@ -15,8 +15,14 @@ namespace tpuemu {
 // One directed link's stream. Frames queue here and are written one at a
 // time, each as the previous write completes (gRPC allows one in flight); the
 // completions, in gRPC's threads, start the next write and tell the senders.
-// It lives until gRPC is done with it (cancelled, or the peer gone), however
-// long after the fabric forgets it.
+// Chips start writes from their own threads, so the stream holds gRPC's
+// reactor open (a hold) until it is cancelled: gRPC ends a reactor once
+// nothing is in flight and the call is over, and a write started after that
+// would touch freed memory. Writes start under the lock, after a look at
+// `closed_`: none can start once Cancel has released the hold. (gRPC never
+// runs OnWriteDone inside StartWrite, so the lock cannot be taken twice.) The
+// stream lives until gRPC is done with it, however long after the fabric
+// forgets it.
 class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer> {
  public:
   explicit PeerStream(std::string peer) : peer_(std::move(peer)) {}
@@ -36,27 +42,33 @@ class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer>
     grpc::internal::RpcMethod method("/tpuemu.v1.PeerService/Stream", grpc::internal::RpcMethod::CLIENT_STREAMING);
     grpc::internal::ClientCallbackWriterFactory<grpc::ByteBuffer>::Create(&channel, method, &s->context_,
                                                                            &s->response_, s.get());
+    s->AddHold();
     s->StartCall();
     return s;
   }
 
   const std::string& peer() const { return peer_; }
+
   // Ends the stream; frames not yet written fail.
-  void Cancel() { context_.TryCancel(); }
+  void Cancel() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closed_) return;
+      closed_ = true;
+    }
+    context_.TryCancel();
+    RemoveHold();
+  }
 
   void Send(grpc::ByteBuffer message, SentFn sent) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (broken_) {
+    if (broken_ || closed_) {
       lock.unlock();
       sent(Broken());
       return;
     }
     queue_.push_back({std::move(message), std::move(sent)});
-    if (writing_) return;
-    writing_ = true;
-    grpc::ByteBuffer* next = &queue_.front().message;  // a deque keeps it in place
-    lock.unlock();
-    StartWrite(next);
+    if (queue_.size() == 1) StartWrite(&queue_.front().message);  // a deque keeps it in place
   }
 
   void OnWriteDone(bool ok) override {
@@ -65,25 +77,17 @@ class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer>
     done.push_back(std::move(queue_.front()));
     queue_.pop_front();
     if (!ok) {
-      if (!broken_) spdlog::warn("{} broke", peer_);
+      if (!broken_ && !closed_) spdlog::warn("{} broke", peer_);
       broken_ = true;
       done.insert(done.end(), std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
       queue_.clear();
     }
-    grpc::ByteBuffer* next = queue_.empty() ? nullptr : &queue_.front().message;
-    writing_ = next != nullptr;
+    if (!queue_.empty()) StartWrite(&queue_.front().message);
     lock.unlock();
-    if (next != nullptr) StartWrite(next);
     for (size_t i = 0; i < done.size(); ++i) done[i].sent(ok && i == 0 ? absl::OkStatus() : Broken());
   }
 
-  void OnDone(const grpc::Status&) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      broken_ = true;  // nothing is written after this; the queue is empty
-    }
-    self_.reset();  // may be the last reference
-  }
+  void OnDone(const grpc::Status&) override { self_.reset(); /* may be the last reference */ }
 
  private:
   struct Pending {
@@ -99,9 +103,9 @@ class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer>
   grpc::ByteBuffer response_;
   std::shared_ptr<PeerStream> self_;  // until gRPC is done with the stream
   std::mutex mu_;
-  std::deque<Pending> queue_;  // the first is being written while writing_
-  bool writing_ = false;
-  bool broken_ = false;
+  std::deque<Pending> queue_;  // the first is being written
+  bool broken_ = false;        // a write failed: the peer is gone
+  bool closed_ = false;        // cancelled, its hold released
 };
 
 GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses)
