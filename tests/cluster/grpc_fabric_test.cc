@@ -1,0 +1,128 @@
+// The gRPC fabric's streams, written without waiting: every frame handed over
+// is told whether it left, in order, whatever the peer does meanwhile.
+#include "services/grpc_fabric.h"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "services/peer_service.h"
+#include "services/server.h"
+
+namespace tpuemu {
+namespace {
+
+// A peer worker's PeerService in this process, and a fabric of host 0
+// sending to its chip 1 over loopback.
+class GrpcFabricTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = StartServer("127.0.0.1:0", {&peer_});
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = *std::move(s);
+    fabric_ = std::make_unique<GrpcFabric>(topo_, 0, std::map<int, std::string>{{1, absl::StrCat("127.0.0.1:", server_.port)}});
+    ASSERT_TRUE(fabric_->Connect(mailbox_, {0}, absl::Seconds(5)).ok());
+  }
+  void TearDown() override {
+    fabric_.reset();
+    if (server_.server) server_.server->Shutdown(std::chrono::system_clock::now());
+  }
+
+  Frame Numbered(uint64_t tag, size_t floats = 1 << 16) {
+    Frame f;
+    f.header.src_chip = 0;
+    f.header.dst_chip = 1;
+    f.header.tag = tag;
+    f.payload.assign(floats, static_cast<float>(tag));
+    return f;
+  }
+  // Sends n frames without waiting; returns their outcomes once all are known.
+  std::vector<absl::Status> SendAll(uint64_t first, int n) {
+    std::mutex mu;
+    std::vector<absl::Status> outcomes;
+    for (int i = 0; i < n; ++i) {
+      fabric_->Send(Numbered(first + i), [&](absl::Status s) {
+        std::lock_guard<std::mutex> lock(mu);
+        outcomes.push_back(std::move(s));
+      });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (static_cast<int>(outcomes.size()) == n) return outcomes;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ADD_FAILURE() << "not every frame was told whether it left";
+    std::lock_guard<std::mutex> lock(mu);
+    return outcomes;
+  }
+
+  Topology topo_ = *Topology::Create({"v5p:2", 1, 1, "none"});  // two hosts of one chip
+  std::mutex mu_;
+  std::vector<uint64_t> received_;  // tags, in arrival order
+  PeerServiceImpl peer_{[this](Frame&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    received_.push_back(f.header.tag);
+  }};
+  RunningServer server_;
+  Mailbox mailbox_;
+  std::unique_ptr<GrpcFabric> fabric_;
+};
+
+TEST_F(GrpcFabricTest, FramesHandedOverWithoutWaitingAllLeaveAndArriveInOrder) {
+  const std::vector<absl::Status> outcomes = SendAll(0, 64);
+  for (const absl::Status& s : outcomes) EXPECT_TRUE(s.ok()) << s;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (received_.size() == 64) break;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_EQ(received_.size(), 64u);
+  for (uint64_t i = 0; i < 64; ++i) EXPECT_EQ(received_[i], i);
+}
+
+TEST_F(GrpcFabricTest, AfterThePeerIsGoneEveryFrameIsToldItCouldNotLeaveNamingTheLink) {
+  ASSERT_TRUE(fabric_->Deliver(Numbered(0)).ok());
+  server_.server->Shutdown(std::chrono::system_clock::now());
+  server_.server.reset();
+  // The first writes after the peer went may still reach the socket; within
+  // a few rounds the stream is known broken, and then every frame fails at once.
+  absl::Status last;
+  for (int round = 0; round < 50 && last.ok(); ++round) {
+    for (const absl::Status& s : SendAll(100 * round, 8)) {
+      if (!s.ok()) last = s;
+    }
+  }
+  ASSERT_FALSE(last.ok()) << "writes to a peer that is gone kept succeeding";
+  EXPECT_EQ(last.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(last.message().find("link chip 0 -> chip 1"), std::string::npos) << last;
+  for (const absl::Status& s : SendAll(10000, 4)) EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  // Closing the links ends the broken stream, which frees itself.
+  fabric_->Disconnect();
+}
+
+TEST_F(GrpcFabricTest, FramesForChipsOnThisHostGoToItsMailboxAndLeaveAtOnce) {
+  Topology one_host = *Topology::Create({"v5p:2", 1, 2, "none"});
+  GrpcFabric local(one_host, 0, {});
+  Mailbox mailbox;
+  ASSERT_TRUE(local.Connect(mailbox, {0, 1}, absl::Seconds(1)).ok());
+  mailbox.OpenJob(7, 1 << 20);
+  Frame f = Numbered(3, 4);
+  f.header.job = 7;
+  bool left = false;
+  local.Send(std::move(f), [&](absl::Status s) { left = s.ok(); });
+  EXPECT_TRUE(left);  // told before Send returned
+  auto got = mailbox.Take(7, 1, 0, 3, absl::Seconds(1));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->elements(), 4u);
+}
+
+}  // namespace
+}  // namespace tpuemu
