@@ -38,7 +38,7 @@ bool LinkSender::Enqueue(Frame frame, const JobAbort* abort) {
     }
   }
   ++s.leaving;
-  if (thread_.joinable()) {
+  if (thread_.joinable()) {  // paced: the link's thread sends it when its turn comes
     queue_.push_back({std::move(frame), WallClock::now()});
     lock.unlock();
     s.cv.notify_all();
@@ -70,14 +70,14 @@ void LinkSender::Run() {
     Frame frame = std::move(queue_.front().frame);
     const WallClock::time_point ready = queue_.front().ready;
     queue_.pop_front();
-    --s.leaving;  // room for the next frame while this one is transmitted
     lock.unlock();
-    s.cv.notify_all();
 
     // Like netem: the frame is handed over at once with the time it is due
     // (end of transmission + hop latency), the receiver holds it until then,
     // and this link takes its next frame only when the transmission is over.
-    // Transit through the host overlaps the emulated transmission.
+    // Transit through the host overlaps the emulated transmission. Handed
+    // over without waiting for the wire: a stopped peer holds only frames,
+    // never this thread, so the link can always be closed.
     const WallClock::time_point tx_end =
         pacer_.Book(static_cast<double>(frame.header.emu_bytes) / frame.pace_bandwidth, ready);
     auto ns = [](WallClock::time_point t) {
@@ -86,12 +86,8 @@ void LinkSender::Run() {
     frame.header.sent_at_ns = ns(WallClock::now());
     frame.header.due_at_ns = ns(tx_end + pacer_.latency() + pacer_.Stretched(frame.pace_extra_latency_s));
     const uint64_t job = frame.header.job;
-    absl::Status status = fabric_.Deliver(std::move(frame));
+    fabric_.Send(std::move(frame), [state = state_, job](absl::Status status) { state->Left(job, std::move(status)); });
     std::this_thread::sleep_until(tx_end);
-    if (!status.ok()) {
-      std::lock_guard<std::mutex> relock(s.mu);
-      s.job_errors.emplace(job, std::move(status));
-    }
   }
 }
 

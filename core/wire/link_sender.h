@@ -1,8 +1,10 @@
 // The sending end of one directed link. Chips never block on pacing or on
 // the wire, so both directions of a ring and all axes of a chip carry data at
 // once. An unpaced link hands each frame to the fabric in the sending chip's
-// thread, without waiting for it to leave. A paced link has a thread of its
-// own, which paces its queue of frames on the wall clock.
+// thread; a paced link has a thread of its own, which paces its queue of
+// frames on the wall clock. Neither waits for a frame to leave the host
+// (Fabric::Send): only a full link (max_queued frames queued or leaving)
+// makes its chip wait.
 #pragma once
 
 #include <condition_variable>
@@ -43,7 +45,7 @@ class LinkSender {
   struct State {
     std::mutex mu;
     std::condition_variable cv;
-    size_t leaving = 0;  // frames queued (paced), or handed to the fabric and not yet left
+    size_t leaving = 0;  // frames queued, or handed to the fabric and not yet left
     std::map<uint64_t, absl::Status> job_errors;
     void Left(uint64_t job, absl::Status status);
   };

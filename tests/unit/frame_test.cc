@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -120,14 +121,14 @@ TEST(TransitBytesTest, ReleaseKeepsOnlyWhatIsOutsideTheReleasedRange) {
 }
 
 // A fabric that records where frames were handed over, and keeps the
-// completions of Send until the test releases them (a wire not yet drained).
+// completions of Send until the test releases them (a wire not yet drained);
+// Deliver waits for its release, as a wire would.
 class HeldFabric : public Fabric {
  public:
-  absl::Status Deliver(Frame&&) override {
-    std::lock_guard<std::mutex> lock(mu);
-    delivered_on = std::this_thread::get_id();
-    ++delivered;
-    return status;
+  absl::Status Deliver(Frame&& frame) override {
+    std::promise<absl::Status> left;
+    Send(std::move(frame), [&](absl::Status s) { left.set_value(std::move(s)); });
+    return left.get_future().get();
   }
   void Send(Frame&&, SentFn sent) override {
     std::lock_guard<std::mutex> lock(mu);
@@ -144,8 +145,7 @@ class HeldFabric : public Fabric {
     for (auto& sent : go) sent(status);
   }
   std::mutex mu;
-  std::thread::id delivered_on, sent_on;
-  int delivered = 0;
+  std::thread::id sent_on;
   std::vector<SentFn> held;
   absl::Status status;
 };
@@ -199,16 +199,47 @@ TEST(LinkSenderTest, ACompletionAfterTheLinkIsGoneIsHarmless) {
   fabric.Release(1);  // a stream cancelled after the pod's links closed
 }
 
-TEST(LinkSenderTest, APacedLinkDeliversInItsOwnThread) {
+size_t Held(HeldFabric& fabric) {
+  std::lock_guard<std::mutex> lock(fabric.mu);
+  return fabric.held.size();
+}
+
+// Waits up to 5 s for `n` frames to have been handed to the fabric.
+bool Holds(HeldFabric& fabric, size_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (Held(fabric) < n) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+TEST(LinkSenderTest, APacedLinkSendsInItsOwnThreadWithoutWaitingForTheWire) {
   HeldFabric fabric;
   LinkSender link({9e10, 1e-6}, 1000, fabric);
   link.Enqueue(Frame{});
-  while (true) {
-    std::lock_guard<std::mutex> lock(fabric.mu);
-    if (fabric.delivered == 1) break;
-  }
-  EXPECT_NE(fabric.delivered_on, std::this_thread::get_id());
-  EXPECT_TRUE(fabric.held.empty());
+  link.Enqueue(Frame{});
+  EXPECT_TRUE(Holds(fabric, 2)) << "the second frame waited for the first to leave";
+  EXPECT_NE(fabric.sent_on, std::this_thread::get_id());
+  while (Held(fabric) > 0) fabric.Release(1);
+}
+
+TEST(LinkSenderTest, APacedLinkWhoseFramesNeverLeaveStillCloses) {
+  HeldFabric fabric;  // a stopped peer: nothing leaves until the streams are cancelled
+  auto link = std::make_unique<LinkSender>(LinkParams{9e10, 1e-6}, 1000, fabric);
+  link->Enqueue(Frame{});
+  ASSERT_TRUE(Holds(fabric, 1));
+  // Closing joins the link's thread, which must not be waiting for the wire.
+  std::atomic<bool> closed{false};
+  std::thread closer([&] {
+    link.reset();
+    closed = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!closed && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(closed) << "closing the link waited for a frame that cannot leave";
+  while (Held(fabric) > 0) fabric.Release(1);  // lets a waiting close finish
+  closer.join();
 }
 
 TEST(LinkSenderTest, AFailedSendIsItsJobsError) {
