@@ -45,9 +45,13 @@ bool LinkSender::Enqueue(Frame frame, const JobAbort* abort) {
     return true;
   }
   lock.unlock();
+  HandOver(std::move(frame));
+  return true;
+}
+
+void LinkSender::HandOver(Frame&& frame) {
   const uint64_t job = frame.header.job;
   fabric_.Send(std::move(frame), [state = state_, job](absl::Status status) { state->Left(job, std::move(status)); });
-  return true;
 }
 
 absl::Status LinkSender::JobStatus(uint64_t job) {
@@ -85,8 +89,7 @@ void LinkSender::Run() {
     };
     frame.header.sent_at_ns = ns(WallClock::now());
     frame.header.due_at_ns = ns(tx_end + pacer_.latency() + pacer_.Stretched(frame.pace_extra_latency_s));
-    const uint64_t job = frame.header.job;
-    fabric_.Send(std::move(frame), [state = state_, job](absl::Status status) { state->Left(job, std::move(status)); });
+    HandOver(std::move(frame));
     std::this_thread::sleep_until(tx_end);
   }
 }

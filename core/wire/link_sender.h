@@ -53,6 +53,9 @@ class LinkSender {
     Frame frame;
     WallClock::time_point ready;
   };
+  // To the fabric, without waiting; the frame stops counting as leaving when
+  // the fabric says it has left.
+  void HandOver(Frame&& frame);
   void Run();
 
   WallPacer pacer_;

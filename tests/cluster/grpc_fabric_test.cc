@@ -80,8 +80,11 @@ TEST_F(GrpcFabricTest, FramesHandedOverWithoutWaitingAllLeaveAndArriveInOrder) {
   for (const absl::Status& s : outcomes) EXPECT_TRUE(s.ok()) << s;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (received_.size() == 64) break;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (received_.size() == 64) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::lock_guard<std::mutex> lock(mu_);
   ASSERT_EQ(received_.size(), 64u);
