@@ -1,5 +1,6 @@
 #include "services/grpc_fabric.h"
 
+#include <condition_variable>
 #include <deque>
 #include <future>
 
@@ -20,9 +21,10 @@ namespace tpuemu {
 // nothing is in flight and the call is over, and a write started after that
 // would touch freed memory. Writes start under the lock, after a look at
 // `closed_`: none can start once Cancel has released the hold. (gRPC never
-// runs OnWriteDone inside StartWrite, so the lock cannot be taken twice.) The
-// stream lives until gRPC is done with it, however long after the fabric
-// forgets it.
+// runs OnWriteDone inside StartWrite, so the lock cannot be taken twice.)
+// The fabric frees a stream only once gRPC is done with it (WaitDone), in
+// the fabric's own thread: freed in one of gRPC's threads as the process
+// exits, a stream crashed it.
 class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer> {
  public:
   explicit PeerStream(std::string peer) : peer_(std::move(peer)) {}
@@ -32,7 +34,6 @@ class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer>
   // stream ends, can deadlock.
   static std::shared_ptr<PeerStream> Open(grpc::Channel& channel, std::string peer) {
     auto s = std::make_shared<PeerStream>(std::move(peer));
-    s->self_ = s;
     // Initial metadata goes with the first chunk: opening the stream then
     // never waits for the peer. (Uncorked, the sync writer's constructor
     // waited for the metadata to be sent, without a deadline; between
@@ -87,7 +88,18 @@ class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer>
     for (size_t i = 0; i < done.size(); ++i) done[i].sent(ok && i == 0 ? absl::OkStatus() : Broken());
   }
 
-  void OnDone(const grpc::Status&) override { self_.reset(); /* may be the last reference */ }
+  void OnDone(const grpc::Status&) override {
+    // Nothing of this stream is touched after the unlock: the fabric may free it then.
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    done_cv_.notify_all();
+  }
+
+  // Waits, after Cancel, until gRPC is done with the stream; false if it is not within `within`.
+  bool WaitDone(absl::Duration within) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return done_cv_.wait_for(lock, absl::ToChronoNanoseconds(within), [&] { return done_; });
+  }
 
  private:
   struct Pending {
@@ -101,8 +113,9 @@ class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer>
   const std::string peer_;  // for errors: "link chip 3 -> chip 4 (worker host 1 at 127.0.0.1:4567)"
   grpc::ClientContext context_;
   grpc::ByteBuffer response_;
-  std::shared_ptr<PeerStream> self_;  // until gRPC is done with the stream
   std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;          // gRPC is done with the stream
   std::deque<Pending> queue_;  // the first is being written
   bool broken_ = false;        // a write failed: the peer is gone
   bool closed_ = false;        // cancelled, its hold released
@@ -127,6 +140,7 @@ void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
       continue;
     }
     it->second.stream->Cancel();
+    retired_.push_back(std::move(it->second));
     it = links_.erase(it);
   }
   for (const auto& [host, address] : host_addresses) addresses_[host] = address;
@@ -134,9 +148,11 @@ void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
 
 void GrpcFabric::Disconnect() {
   std::map<std::pair<int, int>, Link> closing;
+  std::vector<Link> retired;
   {
     std::lock_guard<std::mutex> lock(mu_);
     closing.swap(links_);
+    retired.swap(retired_);
   }
   // Cancelled, not finished: a finish waits for the peer's handler to answer,
   // and a peer that is itself reconfiguring (or gone) may not for a long time;
@@ -144,7 +160,18 @@ void GrpcFabric::Disconnect() {
   // the links when they close, so nothing in flight is lost that matters.
   // Each link has a channel of its own: its connection closes with it, here
   // and at the peer.
-  for (auto& [_, link] : closing) link.stream->Cancel();
+  for (auto& [_, link] : closing) {
+    link.stream->Cancel();
+    retired.push_back(std::move(link));
+  }
+  // Cancelled streams end at once; one that does not is left to gRPC (and
+  // its channel with it) rather than freed under it.
+  for (Link& link : retired) {
+    if (!link.stream->WaitDone(absl::Seconds(5))) {
+      spdlog::warn("{} did not end within 5 s of being cancelled; left to gRPC", link.stream->peer());
+      new Link(std::move(link));
+    }
+  }
 }
 
 absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/cluster/host_fabric.h"
 #include "grpcpp/grpcpp.h"
@@ -38,6 +39,9 @@ class GrpcFabric : public HostFabric {
   Mailbox* local_ = nullptr;
   std::mutex mu_;
   std::map<std::pair<int, int>, Link> links_;
+  // Links of hosts that moved, cancelled: freed when the fabric is idle
+  // (Disconnect) or gone, once gRPC is done with their streams.
+  std::vector<Link> retired_;
 };
 
 // A worker's fabric for each pod configuration: to the addresses it lists.
