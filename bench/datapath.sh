@@ -5,12 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build --target datapath_bench grpc_ring mpi_collectives tpuemu-worker tpuemu-coordinator >/dev/null
+cmake --build build --target datapath_bench ring_floor mpi_collectives tpuemu-worker tpuemu-coordinator >/dev/null
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 ./build/bin/datapath_bench "${1:-all}"
 if [[ "${1:-all}" == all || "${1:-all}" == collectives ]]; then
   echo
-  ./build/bin/grpc_ring 8
+  ./build/bin/ring_floor grpc 8
+  ./build/bin/ring_floor tcp-copy 8
+  ./build/bin/ring_floor tcp 8
   echo
   echo "== OpenMPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'), 8 ranks, same sizes (best of 3) =="
   MPIRUN=(mpirun -np 8 --oversubscribe --allow-run-as-root --bind-to none)
