@@ -115,8 +115,27 @@ class RingRun {
     const bool gather = frame.header.tag & 1;
     const size_t elements = frame.header.emu_bytes / sizeof(float);
     float* dst = data_->data() + (p * piece_ + off) / sizeof(float);
+    // Each pass takes a piece n - 1 hops from where it starts. k is this
+    // rank's hops from rank p in the frame's direction. All-gather's piece p
+    // starts at p. The all-reduce's addends of piece p start at p too; their
+    // sum is complete at k = n - 1, which starts the gather pass (n - 1 hops
+    // on is k = n - 2).
+    const int k = Mod(Direction(off) * (rank_ - p));
+    const bool ends_here = gather && k == (op_ == Op::kAllGather ? n_ - 1 : n_ - 2);
     if (gather) {
-      if (frame.elements() > 0) frame.CopyOut(0, elements, dst);
+      if (frame.elements() == 0) {  // read in place
+        if (!ends_here) Send(fabric, p, off, true);
+      } else {
+        // Forwarded as received, before the copy (cut-through, as tpuemu's
+        // chips do), so that the copy never delays the next hop.
+        const auto held = std::make_shared<const Frame>(std::move(frame));
+        if (!ends_here) {
+          std::vector<Segment> received;
+          held->Lend(0, elements, held, &received);
+          Send(fabric, p, off, true, std::move(received));
+        }
+        held->CopyOut(0, elements, dst);
+      }
     } else {
       // As a chip adds: through a block that stays in L1, because gRPC's
       // slices split floats. One per call: the two directions' frames arrive
@@ -127,15 +146,8 @@ class RingRun {
         frame.CopyOut(first, len, block);
         for (size_t i = 0; i < len; ++i) dst[first + i] += block[i];
       }
+      Send(fabric, p, off, k == n_ - 1);
     }
-    // Each pass takes a piece n - 1 hops from where it starts. k is this
-    // rank's hops from rank p in the frame's direction. All-gather's piece p
-    // starts at p. The all-reduce's addends of piece p start at p too; their
-    // sum is complete at k = n - 1, which starts the gather pass (n - 1 hops
-    // on is k = n - 2).
-    const int k = Mod(Direction(off) * (rank_ - p));
-    const bool ends_here = gather && k == (op_ == Op::kAllGather ? n_ - 1 : n_ - 2);
-    if (!ends_here) Send(fabric, p, off, gather || k == n_ - 1);
     received_ += elements * sizeof(float);
   }
 
@@ -162,7 +174,8 @@ class RingRun {
   // +1 (to the next rank) for the first half of a piece, -1 for the second.
   int Direction(size_t off) const { return off < piece_ / 2 ? 1 : -1; }
 
-  void Send(Fabric& fabric, int p, size_t off, bool gather) {
+  // Sends the rank's own elements there, or `segments` that hold them.
+  void Send(Fabric& fabric, int p, size_t off, bool gather, std::vector<Segment> segments = {}) {
     Frame f;
     f.header.src_chip = rank_;
     f.header.dst_chip = Mod(rank_ + Direction(off));
@@ -170,7 +183,11 @@ class RingRun {
     const size_t half_end = Direction(off) > 0 ? piece_ / 2 : piece_;
     const size_t k = std::min(chunk_, half_end - off);
     f.header.emu_bytes = k;
-    f.lent.push_back({reinterpret_cast<const std::byte*>(data_->data()) + p * piece_ + off, k, data_});
+    if (segments.empty()) {
+      f.lent.push_back({reinterpret_cast<const std::byte*>(data_->data()) + p * piece_ + off, k, data_});
+    } else {
+      f.lent = std::move(segments);
+    }
     fabric.Send(std::move(f), [](absl::Status s) {
       if (!s.ok()) std::fprintf(stderr, "send: %s\n", s.ToString().c_str());
     });
