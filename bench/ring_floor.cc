@@ -1,9 +1,11 @@
 // The least a ring collective costs over a transport: n processes on
 // 127.0.0.1 doing a ring all-gather or all-reduce with nothing
 // else: no coordinator, no chips, no emulated clock, no start barrier over
-// the wire. A received frame is handled in the transport's own thread (copied
-// or added into the rank's buffer, then forwarded by lending that buffer), so
-// that no thread hand-off is counted that the wire does not need.
+// the wire. A received frame is handled in the transport's own thread (a
+// gathered frame forwarded as received, then copied into the rank's buffer;
+// an addend added into it, then forwarded from it), so that no thread
+// hand-off is counted that the wire does not need; the thread that receives
+// a rank's last byte stops its clock.
 //   grpc: tpuemu's own transport, a PeerService and a GrpcFabric per rank
 //     (the worker's channel arguments). What is left is the data path's
 //     unavoidable cost over gRPC: HTTP/2 framing, gRPC's threads, the
@@ -30,9 +32,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <condition_variable>
+#include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -66,15 +70,29 @@ int64_t NowNs() {
       .count();
 }
 
-void Barrier(Shared& s, int n) {
+// A rank that cannot go on marks the run failed and leaves: the others
+// leave at their next barrier or wait, and the parent reports it.
+[[noreturn]] void Abandon(Shared& s) {
+  s.failed = 1;
+  std::_Exit(1);
+}
+
+// Waiting ranks poll every `poll`: briefly before a timed run, so that they
+// start together; seldom after one, so that ranks that finished early take
+// little CPU from those still receiving.
+void Barrier(Shared& s, int n, std::chrono::microseconds poll) {
   const int gen = s.generation.load();
   if (s.arrived.fetch_add(1) + 1 == n) {
     s.arrived = 0;
     s.generation.fetch_add(1);
     return;
   }
-  while (s.generation.load() == gen) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  while (s.generation.load() == gen) {
+    if (s.failed) std::_Exit(1);
+    std::this_thread::sleep_for(poll);
+  }
 }
+constexpr std::chrono::microseconds kStartPoll{20}, kEndPoll{1000};
 
 enum class Op { kAllGather, kAllReduce };
 
@@ -84,8 +102,8 @@ enum class Op { kAllGather, kAllReduce };
 // frame is in a gather phase (all-gather, or the all-reduce's second pass).
 class RingRun {
  public:
-  RingRun(Op op, int rank, int n, size_t bytes, size_t chunk)
-      : op_(op), rank_(rank), n_(n), piece_(bytes / n), chunk_(std::min(chunk, piece_ / 2)),
+  RingRun(Shared& shared, Op op, int rank, int n, size_t bytes, size_t chunk)
+      : shared_(shared), op_(op), rank_(rank), n_(n), piece_(bytes / n), chunk_(std::min(chunk, piece_ / 2)),
         data_(std::make_shared<Payload>(bytes / sizeof(float), static_cast<float>(rank + 1))) {
     // Bytes this rank receives: n - 1 pieces per pass round the ring.
     expected_ = (op == Op::kAllReduce ? 2 : 1) * (n - 1) * piece_;
@@ -148,10 +166,21 @@ class RingRun {
       }
       Send(fabric, p, off, k == n_ - 1);
     }
-    received_ += elements * sizeof(float);
+    if (received_.fetch_add(elements * sizeof(float)) + elements * sizeof(float) == expected_) {
+      shared_.end_ns[rank_] = NowNs();
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+      done_cv_.notify_all();
+    }
   }
 
-  bool Done() const { return received_.load() >= expected_; }
+  // Blocks until the last byte has arrived, or leaves if another rank failed.
+  void WaitDone() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return done_; })) {
+      if (shared_.failed) std::_Exit(1);
+    }
+  }
 
   // All-gather: every piece p is rank p's value. All-reduce: every element is
   // the sum of the ranks' values.
@@ -175,30 +204,36 @@ class RingRun {
   int Direction(size_t off) const { return off < piece_ / 2 ? 1 : -1; }
 
   // Sends the rank's own elements there, or `segments` that hold them.
-  void Send(Fabric& fabric, int p, size_t off, bool gather, std::vector<Segment> segments = {}) {
+  void Send(Fabric& fabric, int p, size_t off, bool gather, std::vector<Segment> segments = {}) const {
     Frame f;
     f.header.src_chip = rank_;
     f.header.dst_chip = Mod(rank_ + Direction(off));
     f.header.tag = (uint64_t(p) << 40) | (uint64_t(off) << 1) | (gather ? 1 : 0);
     const size_t half_end = Direction(off) > 0 ? piece_ / 2 : piece_;
-    const size_t k = std::min(chunk_, half_end - off);
-    f.header.emu_bytes = k;
+    const size_t bytes = std::min(chunk_, half_end - off);
+    f.header.emu_bytes = bytes;
     if (segments.empty()) {
-      f.lent.push_back({reinterpret_cast<const std::byte*>(data_->data()) + p * piece_ + off, k, data_});
+      f.lent.push_back({reinterpret_cast<const std::byte*>(data_->data()) + p * piece_ + off, bytes, data_});
     } else {
       f.lent = std::move(segments);
     }
-    fabric.Send(std::move(f), [](absl::Status s) {
-      if (!s.ok()) std::fprintf(stderr, "send: %s\n", s.ToString().c_str());
+    fabric.Send(std::move(f), [this](absl::Status s) {
+      if (s.ok()) return;
+      std::fprintf(stderr, "rank %d: send: %s\n", rank_, s.ToString().c_str());
+      Abandon(shared_);
     });
   }
 
+  Shared& shared_;
   Op op_;
   int rank_, n_;
   size_t piece_, chunk_;
   std::shared_ptr<Payload> data_;
   size_t expected_ = 0;
   std::atomic<size_t> received_{0};
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
   static constexpr uint64_t kOffsetMask = (uint64_t{1} << 39) - 1;
   static constexpr size_t kAddBlock = 2048;
 };
@@ -214,19 +249,20 @@ void RunRank(Shared& shared, int rank, int n, size_t chunk, Transport transport)
   std::atomic<RingRun*> run{nullptr};
   Fabric* fabric = nullptr;
   auto sink = [&](Frame&& f) { run.load()->Receive(*fabric, std::move(f)); };
-  PeerServiceImpl peer(sink);
+  std::optional<PeerServiceImpl> peer;
   std::optional<RunningServer> server;
   std::unique_ptr<GrpcFabric> grpc_fabric;
   std::unique_ptr<SocketRingFabric> socket_fabric;
   if (transport == Transport::kGrpc) {
-    auto started = StartServer("127.0.0.1:0", {&peer});
+    peer.emplace(sink);
+    auto started = StartServer("127.0.0.1:0", {&*peer});
     if (!started.ok()) {
       std::fprintf(stderr, "rank %d: %s\n", rank, started.status().ToString().c_str());
-      std::_Exit(1);
+      Abandon(shared);
     }
     server = *std::move(started);
     shared.port[rank] = server->port;
-    Barrier(shared, n);
+    Barrier(shared, n, kStartPoll);
     auto topo = *Topology::Create({absl::StrCat("v5p:", n), 1, 1, "none"});
     std::map<int, std::string> addresses;
     for (int r = 0; r < n; ++r) addresses[r] = absl::StrCat("127.0.0.1:", shared.port[r].load());
@@ -235,7 +271,7 @@ void RunRank(Shared& shared, int rank, int n, size_t chunk, Transport transport)
   } else {
     socket_fabric = std::make_unique<SocketRingFabric>();
     shared.port[rank] = socket_fabric->port();
-    Barrier(shared, n);
+    Barrier(shared, n, kStartPoll);
     auto place = [&](uint64_t tag, size_t) {
       return transport == Transport::kTcp ? run.load()->Place(tag) : nullptr;
     };
@@ -247,15 +283,14 @@ void RunRank(Shared& shared, int rank, int n, size_t chunk, Transport transport)
     for (uint64_t bytes : kSizes) {
       std::vector<double> seconds;
       for (int i = 0; i < kWarmups + kTimed; ++i) {
-        RingRun ring(op, rank, n, bytes, chunk);
+        RingRun ring(shared, op, rank, n, bytes, chunk);
         run = &ring;
-        Barrier(shared, n);
+        Barrier(shared, n, kStartPoll);
         shared.start_ns[rank] = NowNs();
         ring.Start(*fabric);
-        while (!ring.Done()) std::this_thread::sleep_for(std::chrono::microseconds(20));
-        shared.end_ns[rank] = NowNs();
-        if (!ring.Correct()) shared.failed = 1;
-        Barrier(shared, n);  // nothing in flight any more: every rank has all it expects
+        ring.WaitDone();
+        Barrier(shared, n, kEndPoll);  // nothing in flight any more: every rank has all it expects
+        if (!ring.Correct()) Abandon(shared);
         if (rank == 0 && i >= kWarmups) {
           int64_t first = INT64_MAX, last = 0;
           for (int r = 0; r < n; ++r) {
@@ -268,9 +303,9 @@ void RunRank(Shared& shared, int rank, int n, size_t chunk, Transport transport)
       if (rank == 0) {
         std::sort(seconds.begin(), seconds.end());
         const double factor = (op == Op::kAllReduce ? 2.0 : 1.0) * (n - 1) / n * bytes / 1e9;
-        std::printf("%-11s %4lluM %8.3f %8.3f%s\n", op == Op::kAllReduce ? "all-reduce" : "all-gather",
+        std::printf("%-11s %4lluM %8.3f %8.3f\n", op == Op::kAllReduce ? "all-reduce" : "all-gather",
                     static_cast<unsigned long long>(bytes >> 20), factor / seconds[seconds.size() / 2],
-                    factor / seconds[0], shared.failed ? "  WRONG RESULT" : "");
+                    factor / seconds[0]);
         std::fflush(stdout);
       }
     }
@@ -293,12 +328,21 @@ int main(int argc, char** argv) {
   const size_t chunk = (argc > 3 ? std::atoll(argv[3]) : 1024) << 10;
   const std::map<std::string, Transport> transports = {
       {"grpc", Transport::kGrpc}, {"tcp", Transport::kTcp}, {"tcp-copy", Transport::kTcpCopy}};
-  if (!transports.count(name) || n < 2 || n > kMaxRanks || (n & (n - 1)) != 0 || n < 4 || chunk == 0) {
-    std::fprintf(stderr, "usage: ring_floor [grpc|tcp|tcp-copy] [ranks: 4, 8 or 16] [chunk KiB > 0]\n");
+  // A frame must fit in one PeerService message (services/server.h).
+  if (!transports.count(name) || n < 4 || n > kMaxRanks || (n & (n - 1)) != 0 || chunk == 0 || chunk > (4u << 20)) {
+    std::fprintf(stderr, "usage: ring_floor [grpc|tcp|tcp-copy] [ranks: 4, 8 or 16] [chunk KiB: 1 to 4096]\n");
     return 2;
   }
   const Transport transport = transports.at(name);
   setenv("TPUEMU_INSECURE", "1", 1);  // plaintext, as OpenMPI over TCP
+  std::printf("== The same ring collectives, nothing else, over %s: %d processes, frames of at most %zu KiB, f32; "
+              "busbw GB/s, median / best of %d ==\n",
+              transport == Transport::kGrpc  ? "tpuemu's gRPC transport"
+              : transport == Transport::kTcp ? "plain TCP sockets, read in place"
+                                             : "plain TCP sockets, read into a buffer and copied",
+              n, chunk >> 10, kTimed);
+  std::printf("%-11s %5s %8s %8s\n", "op", "size", "median", "best");
+  std::fflush(stdout);
   auto* shared = static_cast<Shared*>(
       mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   new (shared) Shared{};
@@ -309,19 +353,19 @@ int main(int argc, char** argv) {
     if (pid == 0) RunRank(*shared, r, n, chunk, transport);
     ranks.push_back(pid);
   }
-  std::printf("== The same ring collectives, nothing else, over %s: %d processes, %zu KiB frames, f32; "
-              "busbw GB/s, median / best of %d ==\n",
-              transport == Transport::kGrpc  ? "tpuemu's gRPC transport"
-              : transport == Transport::kTcp ? "plain TCP sockets, read in place"
-                                             : "plain TCP sockets, read into a buffer and copied",
-              n, chunk >> 10, kTimed);
-  std::printf("%-11s %5s %8s %8s\n", "op", "size", "median", "best");
-  std::fflush(stdout);
-  int failed = 0;
-  for (pid_t pid : ranks) {
+  // The first rank to fail ends the others (they also leave at their next
+  // wait once they see it).
+  bool failed = false;
+  for (size_t left = ranks.size(); left > 0; --left) {
     int status = 0;
-    waitpid(pid, &status, 0);
-    failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    if (waitpid(-1, &status, 0) < 0) break;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      if (!failed) {
+        for (pid_t pid : ranks) kill(pid, SIGKILL);
+      }
+      failed = true;
+    }
   }
+  if (failed || shared->failed) std::fprintf(stderr, "ring_floor: a rank failed (above: why)\n");
   return failed || shared->failed ? 1 : 0;
 }

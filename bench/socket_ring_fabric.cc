@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -25,12 +26,16 @@ struct WireHeader {
   std::_Exit(1);
 }
 
+constexpr uint64_t kMaxFrameBytes = 64 << 20;
+
 // False once the peer has closed the connection.
 bool ReadFully(int fd, void* dst, size_t n) {
   auto* p = static_cast<char*>(dst);
   while (n > 0) {
     const ssize_t got = read(fd, p, n);
-    if (got <= 0) return false;
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) Fail("read");
+    if (got == 0) return false;
     p += got;
     n -= got;
   }
@@ -41,6 +46,7 @@ void WriteFully(int fd, std::vector<iovec> iov) {
   size_t i = 0;
   while (i < iov.size()) {
     ssize_t put = writev(fd, iov.data() + i, static_cast<int>(iov.size() - i));
+    if (put < 0 && errno == EINTR) continue;
     if (put < 0) Fail("writev");
     while (i < iov.size() && static_cast<size_t>(put) >= iov[i].iov_len) put -= iov[i++].iov_len;
     if (i < iov.size()) {
@@ -58,7 +64,7 @@ SocketRingFabric::SocketRingFabric() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(addr);
-  if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(listen_fd_, 1) != 0 ||
+  if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(listen_fd_, SOMAXCONN) != 0 ||
       getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     Fail("listen");
   }
@@ -142,7 +148,12 @@ void SocketRingFabric::WriteLoop(Out& out) {
     WireHeader h{f.header.tag, f.elements() * sizeof(float)};
     std::vector<iovec> iov = {{&h, sizeof(h)}};
     for (const Segment& s : f.lent) iov.push_back({const_cast<std::byte*>(s.data), s.bytes});
-    if (f.lent.empty() && !f.payload.empty()) iov.push_back({f.payload.data(), f.payload.size() * sizeof(float)});
+    if (!f.payload.empty()) iov.push_back({f.payload.data(), f.payload.size() * sizeof(float)});
+    if (f.received) {
+      f.received->ForEachPiece(0, f.received->size(), [&](const std::byte* p, size_t n) {
+        iov.push_back({const_cast<std::byte*>(p), n});
+      });
+    }
     WriteFully(out.fd, std::move(iov));
     next.second(absl::OkStatus());
   }
@@ -151,6 +162,7 @@ void SocketRingFabric::WriteLoop(Out& out) {
 void SocketRingFabric::ReadLoop(int fd) {
   WireHeader h;
   while (ReadFully(fd, &h, sizeof(h))) {
+    if (h.bytes % sizeof(float) != 0 || h.bytes > kMaxFrameBytes) Fail("read: not a frame of whole floats");
     Frame f;
     f.header.tag = h.tag;
     f.header.emu_bytes = h.bytes;
