@@ -71,8 +71,10 @@ class ProcessPod {
     v1::SubmitJobRequest req;
     *req.mutable_collective() = ToProto(spec);
     auto job = client_->Submit(req);
+    // The workers time the collective themselves; polling every 20 ms, not
+    // every 2 ms, takes less CPU from them while they do.
     while (job.ok() && !IsTerminal(job->state())) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       job = client_->Get(job->id());
     }
     if (!job.ok() || job->state() != v1::JOB_STATE_SUCCEEDED || !job->result().correct()) {

@@ -1,29 +1,29 @@
-// The least a ring collective costs over a transport: n processes on
-// 127.0.0.1 doing a ring all-gather or all-reduce with nothing
-// else: no coordinator, no chips, no emulated clock, no start barrier over
-// the wire. A received frame is handled in the transport's own thread (a
-// gathered frame forwarded as received, then copied into the rank's buffer;
-// an addend added into it, then forwarded from it), so that no thread
-// hand-off is counted that the wire does not need; the thread that receives
-// a rank's last byte stops its clock.
+// A bare ring collective over a transport, to tell what the transport costs
+// from what tpuemu adds: n processes on 127.0.0.1 doing a ring all-gather or
+// all-reduce with nothing else: no coordinator, no chips, no emulated clock,
+// no start barrier over the wire. The ring is a bi-ring, as tpuemu runs a ring
+// axis: half of every piece each way. A received frame is handled in the
+// transport's own thread (a gathered frame forwarded as received, then copied
+// into the rank's buffer; an addend added into it, then forwarded from it), so
+// that no thread hand-off is counted that the wire does not need; the thread
+// that receives a rank's last byte stops its clock. It is the simplest way to
+// use each transport, not a proven best.
 //   grpc: tpuemu's own transport, a PeerService and a GrpcFabric per rank
-//     (the worker's channel arguments). What is left is the data path's
-//     unavoidable cost over gRPC: HTTP/2 framing, gRPC's threads, the
+//     (the worker's channel arguments): HTTP/2 framing, gRPC's threads, the
 //     kernel's two copies and one copy out of gRPC's receive slices (gRPC
 //     cannot read into a buffer of ours).
 //   tcp: the same frames over plain sockets (bench/socket_ring_fabric.h),
 //     a gathered frame read straight into the rank's buffer, as MPI reads:
-//     the kernel's two copies and nothing else.
-//   tcp-copy: the same, read into a buffer and copied, as over gRPC: with
-//     the grpc figures, what gRPC's copy and what its framing and threads
-//     cost.
+//     the kernel's two copies and the threads.
+//   tcp-copy: the same, read into a buffer and copied, as over gRPC: against
+//     grpc, what gRPC's framing and threads cost.
 //
-// Usage: ring_floor [grpc|tcp|tcp-copy] [ranks=8: 4, 8 or 16] [chunk KiB=1024].
-// The ring is a bi-ring, as tpuemu runs a ring axis: half of every piece
-// each way. Prints busbw (nccl-tests definitions, as datapath_bench and
-// mpi_collectives) at 1, 8 and 64 MiB of f32: median and best of 8 timed runs
+// Usage: ring_floor [grpc|tcp|tcp-copy] [ranks=8: 4, 8 or 16] [chunk KiB=1024,
+// at most 4096]. Prints busbw (nccl-tests definitions, as datapath_bench and
+// mpi_collectives) at 1, 8 and 64 MiB of f32 (frames of at most the chunk: a
+// piece's half is smaller at 1 and 8 MiB): median and best of 8 timed runs
 // after 2 warm-up runs, each from a barrier in shared memory to the last
-// rank's last byte.
+// rank's last byte. A rank that fails stops them all (exit status 1).
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
