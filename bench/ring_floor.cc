@@ -217,10 +217,11 @@ class RingRun {
     } else {
       f.lent = std::move(segments);
     }
-    fabric.Send(std::move(f), [this](absl::Status s) {
+    // Called when the frame has left, maybe after this run is over.
+    fabric.Send(std::move(f), [rank = rank_, &shared = shared_](absl::Status s) {
       if (s.ok()) return;
-      std::fprintf(stderr, "rank %d: send: %s\n", rank_, s.ToString().c_str());
-      Abandon(shared_);
+      std::fprintf(stderr, "rank %d: send: %s\n", rank, s.ToString().c_str());
+      Abandon(shared);
     });
   }
 
