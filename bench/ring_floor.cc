@@ -19,7 +19,8 @@
 //     grpc, what gRPC's framing and threads cost.
 //
 // Usage: ring_floor [grpc|tcp|tcp-copy] [ranks=8: 4, 8 or 16] [chunk KiB=1024,
-// at most 4096]. Prints busbw (nccl-tests definitions, as datapath_bench and
+// at most 4096] [chip: frames handled in a thread of the rank's own, as a
+// worker's chip takes them from its mailbox, instead of the transport's]. Prints busbw (nccl-tests definitions, as datapath_bench and
 // mpi_collectives) at 1, 8 and 64 MiB of f32 (frames of at most the chunk: a
 // piece's half is smaller at 1 and 8 MiB): median and best of 8 timed runs
 // after 2 warm-up runs, each from a barrier in shared memory to the last
@@ -35,6 +36,8 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -244,12 +247,60 @@ constexpr Op kOps[] = {Op::kAllGather, Op::kAllReduce};
 
 enum class Transport { kGrpc, kTcp, kTcpCopy };
 
-void RunRank(Shared& shared, int rank, int n, size_t chunk, Transport transport) {
+// With `chip`, received frames are handled by one thread of the rank's own,
+// as a worker's chip thread takes them from its mailbox, instead of in the
+// transport's thread: what that hand-off costs.
+class ChipThread {
+ public:
+  explicit ChipThread(std::function<void(Frame&&)> handle)
+      : handle_(std::move(handle)), thread_([this] { Loop(); }) {}
+  ~ChipThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Push(Frame&& f) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      frames_.push_back(std::move(f));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !frames_.empty(); });
+      if (frames_.empty()) return;
+      Frame f = std::move(frames_.front());
+      frames_.pop_front();
+      lock.unlock();
+      handle_(std::move(f));
+      lock.lock();
+    }
+  }
+  std::function<void(Frame&&)> handle_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Frame> frames_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+void RunRank(Shared& shared, int rank, int n, size_t chunk, Transport transport, bool chip_thread) {
   PrepareProcessForDataPath();
   WarmHeap(64 << 20);
   std::atomic<RingRun*> run{nullptr};
   Fabric* fabric = nullptr;
-  auto sink = [&](Frame&& f) { run.load()->Receive(*fabric, std::move(f)); };
+  auto handle = [&](Frame&& f) { run.load()->Receive(*fabric, std::move(f)); };
+  std::optional<ChipThread> chip;
+  if (chip_thread) chip.emplace(handle);
+  std::function<void(Frame&&)> sink = handle;
+  if (chip_thread) sink = [&](Frame&& f) { chip->Push(std::move(f)); };
   std::optional<PeerServiceImpl> peer;
   std::optional<RunningServer> server;
   std::unique_ptr<GrpcFabric> grpc_fabric;
@@ -327,21 +378,23 @@ int main(int argc, char** argv) {
   const std::string name = argc > 1 ? argv[1] : "grpc";
   const int n = argc > 2 ? std::atoi(argv[2]) : 8;
   const size_t chunk = (argc > 3 ? std::atoll(argv[3]) : 1024) << 10;
+  const bool chip_thread = argc > 4 && std::string(argv[4]) == "chip";
   const std::map<std::string, Transport> transports = {
       {"grpc", Transport::kGrpc}, {"tcp", Transport::kTcp}, {"tcp-copy", Transport::kTcpCopy}};
   // A frame must fit in one PeerService message (services/server.h).
-  if (!transports.count(name) || n < 4 || n > kMaxRanks || (n & (n - 1)) != 0 || chunk == 0 || chunk > (4u << 20)) {
-    std::fprintf(stderr, "usage: ring_floor [grpc|tcp|tcp-copy] [ranks: 4, 8 or 16] [chunk KiB: 1 to 4096]\n");
+  if (!transports.count(name) || n < 4 || n > kMaxRanks || (n & (n - 1)) != 0 || chunk == 0 || chunk > (4u << 20) ||
+      (argc > 4 && !chip_thread) || argc > 5) {
+    std::fprintf(stderr, "usage: ring_floor [grpc|tcp|tcp-copy] [ranks: 4, 8 or 16] [chunk KiB: 1 to 4096] [chip]\n");
     return 2;
   }
   const Transport transport = transports.at(name);
   setenv("TPUEMU_INSECURE", "1", 1);  // plaintext, as OpenMPI over TCP
-  std::printf("== The same ring collectives, nothing else, over %s: %d processes, frames of at most %zu KiB, f32; "
+  std::printf("== The same ring collectives, nothing else, over %s: %d processes, frames of at most %zu KiB, f32%s; "
               "busbw GB/s, median / best of %d ==\n",
               transport == Transport::kGrpc  ? "tpuemu's gRPC transport"
               : transport == Transport::kTcp ? "plain TCP sockets, read in place"
                                              : "plain TCP sockets, read into a buffer and copied",
-              n, chunk >> 10, kTimed);
+              n, chunk >> 10, chip_thread ? ", handled in a chip thread" : "", kTimed);
   std::printf("%-11s %5s %8s %8s\n", "op", "size", "median", "best");
   std::fflush(stdout);
   auto* shared = static_cast<Shared*>(
@@ -351,7 +404,7 @@ int main(int argc, char** argv) {
   std::vector<pid_t> ranks;
   for (int r = 0; r < n; ++r) {
     const pid_t pid = fork();
-    if (pid == 0) RunRank(*shared, r, n, chunk, transport);
+    if (pid == 0) RunRank(*shared, r, n, chunk, transport, chip_thread);
     ranks.push_back(pid);
   }
   // The first rank to fail ends the others (they also leave at their next
