@@ -1,7 +1,5 @@
 #include "bench/socket_ring_fabric.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -12,6 +10,8 @@
 #include <cstdlib>
 #include <future>
 #include <vector>
+
+#include "bench/loopback_socket.h"
 
 namespace tpuemu {
 namespace {
@@ -59,16 +59,9 @@ void WriteFully(int fd, std::vector<iovec> iov) {
 }  // namespace
 
 SocketRingFabric::SocketRingFabric() {
-  listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(listen_fd_, SOMAXCONN) != 0 ||
-      getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    Fail("listen");
-  }
-  port_ = ntohs(addr.sin_port);
+  const LoopbackListener listener = ListenOnLoopback(SOMAXCONN);
+  listen_fd_ = listener.fd;
+  port_ = listener.port;
 }
 
 void SocketRingFabric::Connect(const std::map<int, int>& neighbour_ports, Sink sink, Place place) {
@@ -78,12 +71,7 @@ void SocketRingFabric::Connect(const std::map<int, int>& neighbour_ports, Sink s
   // completes either connection before accept.
   for (const auto& [rank, port] : neighbour_ports) {
     auto out = std::make_unique<Out>();
-    out->fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(port);
-    if (out->fd < 0 || connect(out->fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) Fail("connect");
+    out->fd = ConnectToLoopback(port);
     const int one = 1;
     setsockopt(out->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     out->writer = std::thread(WriteLoop, std::ref(*out));

@@ -1,7 +1,5 @@
 #include "bench/tcp_floor.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "bench/cpu_clock.h"
+#include "bench/loopback_socket.h"
 
 namespace tpuemu {
 namespace {
@@ -44,24 +43,15 @@ void Receive(int fd, size_t chunk, uint64_t bytes) {
 }  // namespace
 
 TransferRate RawTcpLoopbackRate(int pairs, size_t chunk, uint64_t total) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(listener, pairs) != 0 ||
-      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    Die("tcp floor: listen");
-  }
+  const LoopbackListener listener = ListenOnLoopback(pairs);
   std::vector<std::pair<int, int>> fds;  // (sending end, receiving end)
   for (int p = 0; p < pairs; ++p) {
-    const int out = socket(AF_INET, SOCK_STREAM, 0);
-    if (out < 0 || connect(out, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) Die("tcp floor: connect");
-    const int in = accept(listener, nullptr, nullptr);
+    const int out = ConnectToLoopback(listener.port);
+    const int in = accept(listener.fd, nullptr, nullptr);
     if (in < 0) Die("tcp floor: accept");
     fds.emplace_back(out, in);
   }
-  close(listener);
+  close(listener.fd);
   const uint64_t each = total / pairs;
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = ProcessCpuSeconds();
