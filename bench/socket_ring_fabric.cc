@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <future>
 #include <vector>
 
 #include "bench/loopback_socket.h"
@@ -101,12 +100,7 @@ SocketRingFabric::~SocketRingFabric() {
   close(listen_fd_);
 }
 
-absl::Status SocketRingFabric::Deliver(Frame&& frame) {
-  std::promise<absl::Status> sent;
-  auto done = sent.get_future();
-  Send(std::move(frame), [&sent](absl::Status s) { sent.set_value(std::move(s)); });
-  return done.get();
-}
+absl::Status SocketRingFabric::Deliver(Frame&& frame) { return SendAndWait(std::move(frame)); }
 
 void SocketRingFabric::Send(Frame&& frame, SentFn sent) {
   auto it = outs_.find(frame.header.dst_chip);

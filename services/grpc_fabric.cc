@@ -2,7 +2,6 @@
 
 #include <condition_variable>
 #include <deque>
-#include <future>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/support/client_callback.h"
@@ -247,11 +246,7 @@ void GrpcFabric::Send(Frame&& frame, SentFn sent) {
   link->stream->Send(EncodeFrame(std::move(frame)), std::move(sent));
 }
 
-absl::Status GrpcFabric::Deliver(Frame&& frame) {
-  std::promise<absl::Status> left;
-  Send(std::move(frame), [&left](absl::Status status) { left.set_value(std::move(status)); });
-  return left.get_future().get();
-}
+absl::Status GrpcFabric::Deliver(Frame&& frame) { return SendAndWait(std::move(frame)); }
 
 FabricFactory GrpcFabricFactory() {
   return [](const PodConfig& config, const Topology& topo, int host) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 
 #include "absl/status/status.h"
 #include "core/wire/frame.h"
@@ -21,6 +22,15 @@ class Fabric {
   // this one, once the frame has left this host or could not. Never blocks.
   // A fabric whose Deliver never blocks (memory) keeps this default.
   virtual void Send(Frame&& frame, SentFn sent) { sent(Deliver(std::move(frame))); }
+
+ protected:
+  // Deliver for a fabric whose Send is its own (a wire): sends and waits
+  // until the frame has left.
+  absl::Status SendAndWait(Frame&& frame) {
+    std::promise<absl::Status> left;
+    Send(std::move(frame), [&left](absl::Status status) { left.set_value(std::move(status)); });
+    return left.get_future().get();
+  }
 };
 
 }  // namespace tpuemu
