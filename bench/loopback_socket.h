@@ -3,8 +3,6 @@
 // with a message on failure: a benchmark has nothing to fall back to.
 #pragma once
 
-#include <netinet/in.h>
-
 namespace tpuemu {
 
 // A socket listening on a free loopback port, and that port.

@@ -20,11 +20,12 @@
 //
 // Usage: ring_floor [grpc|tcp|tcp-copy] [ranks=8: 4, 8 or 16] [chunk KiB=1024,
 // at most 4096] [chip: frames handled in a thread of the rank's own, as a
-// worker's chip takes them from its mailbox, instead of the transport's]. Prints busbw (nccl-tests definitions, as datapath_bench and
-// mpi_collectives) at 1, 8 and 64 MiB of f32 (frames of at most the chunk: a
-// piece's half is smaller at 1 and 8 MiB): median and best of 8 timed runs
-// after 2 warm-up runs, each from a barrier in shared memory to the last
-// rank's last byte. A rank that fails stops them all (exit status 1).
+// worker's chip takes them from its mailbox, instead of the transport's].
+// Prints busbw (nccl-tests definitions, as datapath_bench and mpi_collectives)
+// at 1, 8 and 64 MiB of f32 (frames of at most the chunk: a piece's half is
+// smaller at 1 and 8 MiB): median and best of 8 timed runs after 2 warm-up
+// runs, each from a barrier in shared memory to the last rank's last byte. A
+// rank that fails stops them all (exit status 1).
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>

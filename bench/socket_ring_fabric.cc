@@ -1,5 +1,6 @@
 #include "bench/socket_ring_fabric.h"
 
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
