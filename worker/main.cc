@@ -21,6 +21,7 @@
 #include "services/transport_security.h"
 #include "spdlog/spdlog.h"
 #include "worker/coordinator_session.h"
+#include "core/tensor/matmul_gate.h"
 #include "worker/huge_pages.h"
 #include "worker/self_faults.h"
 #include "worker/worker_node.h"
@@ -91,6 +92,15 @@ int main(int argc, char** argv) {
                             "and links, calls, errors, aborts, frames received, link bytes, memory. docs/metrics.md"),
              "TPUEMU_HTTP_PORT")
       ->capture_default_str();
+  int matmuls_at_once = UsableCpus();
+  env_option(app.add_option("--matmuls-at-once", matmuls_at_once,
+                            "how many of this host's chips multiply at the same time (0: all that want to);\n"
+                            "the rest wait their turn in order. The default, the CPUs this process may use,\n"
+                            "keeps the cores from switching between multiplies; `tpuemu cluster up --local`\n"
+                            "gives each worker its share of the machine's. Emulated times do not change"),
+             "TPUEMU_MATMULS_AT_ONCE")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   app.add_flag("--check-config", check_config,
                "check flags and environment, print the place and addresses they give, and exit\n"
                "(0 if usable, 2 if not) without contacting anyone");
@@ -128,14 +138,17 @@ int main(int argc, char** argv) {
   }
   const std::string advertised_host = AdvertiseHost(advertise, listen, CanonicalHostname);
   if (check_config) {
-    std::printf("place: %s\ncoordinator: %s\nlisten: %s\nadvertise: %s\ncheckpoints: %s\n", place->source.c_str(),
-                coordinator_address->c_str(), listen.c_str(), advertised_host.c_str(), checkpoint_dir.c_str());
+    std::printf("place: %s\ncoordinator: %s\nlisten: %s\nadvertise: %s\ncheckpoints: %s\nmatmuls at once: %s\n",
+                place->source.c_str(), coordinator_address->c_str(), listen.c_str(), advertised_host.c_str(),
+                checkpoint_dir.c_str(), matmuls_at_once == 0 ? "no limit" : std::to_string(matmuls_at_once).c_str());
     return 0;
   }
 
   BlockShutdownSignals();
   PrepareProcessForDataPath();
   spdlog::info("{}", HugePagesReport());
+  ProcessMatmulGate().set_limit(matmuls_at_once);
+  spdlog::info("chips multiply {} at a time", matmuls_at_once == 0 ? "any number" : std::to_string(matmuls_at_once));
   WorkerNode node(-1, GrpcFabricFactory());
   node.set_checkpoint_dir(checkpoint_dir);
   node.set_worker_fault_action(CarryOutOnThisProcess);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/tensor/blis_kernel.h"
+#include "core/tensor/matmul_gate.h"
 
 namespace tpuemu {
 
@@ -23,6 +24,7 @@ constexpr int64_t kMinBlockRows = 512;
 void Blis(const MatrixView& a, const MatrixView& b, const MutableMatrixView& c, int threads) {
   // The threads asked for, whatever BLIS_NUM_THREADS or OMP_NUM_THREADS say:
   // the chips of a host already run one thread each.
+  const MatmulGate::Pass pass = ProcessMatmulGate().Enter(threads);
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(threads, &rntm);
   float one = 1.0f, zero = 0.0f;

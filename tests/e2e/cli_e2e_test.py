@@ -105,6 +105,12 @@ class ClusterLifecycleTest(Pod):
         self.assertTrue(status["ready"])
         self.assertEqual(status["registered_workers"], 4)
         self.assertEqual(status["chips"], 16)
+        # The 4 workers share this machine's cores for multiplying (--matmuls-at-once).
+        share = max(1, len(os.sched_getaffinity(0)) // 4)
+        for w in self.pod_file()["workers"]:
+            with open(os.path.join(self.pod_file()["log_dir"], f"worker-s{w['slice']}-h{w['host']}.log")) as f:
+                line = next(l for l in f if "chips multiply" in l)
+            self.assertIn(f"chips multiply {share} at a time", line)
 
         r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB,8MiB", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)

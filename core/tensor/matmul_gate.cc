@@ -1,0 +1,88 @@
+#include "core/tensor/matmul_gate.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace tpuemu {
+
+MatmulGate::Pass MatmulGate::Enter(int width) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t ticket = next_ticket_++;
+  int counted = 1;
+  turn_.wait(lock, [&] {
+    counted = limit_ > 0 ? std::clamp(width, 1, limit_) : std::max(width, 1);
+    return ticket == serving_ && (limit_ <= 0 || inside_ + counted <= limit_);
+  });
+  inside_ += counted;
+  ++serving_;
+  // The next in line may fit too.
+  turn_.notify_all();
+  return Pass(this, counted);
+}
+
+void MatmulGate::Leave(int width) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inside_ -= width;
+  }
+  turn_.notify_all();
+}
+
+void MatmulGate::set_limit(int limit) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    limit_ = limit;
+  }
+  turn_.notify_all();
+}
+
+int MatmulGate::limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limit_;
+}
+
+int MatmulGate::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(next_ticket_ - serving_);
+}
+
+MatmulGate& ProcessMatmulGate() {
+  static MatmulGate gate;
+  return gate;
+}
+
+int CgroupCpuLimit(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
+  std::ifstream self(proc_self_cgroup);
+  std::string line, path;
+  while (std::getline(self, line)) {
+    if (line.rfind("0::", 0) == 0) path = line.substr(3);
+  }
+  if (path.empty() || path[0] != '/') return 0;
+  int limit = 0;
+  for (;;) {
+    std::ifstream max(cgroup_root + (path == "/" ? "" : path) + "/cpu.max");
+    std::string quota;
+    double period = 0;
+    if (max >> quota >> period && quota != "max" && period > 0) {
+      const int cpus = std::max(1, static_cast<int>(std::ceil(std::strtod(quota.c_str(), nullptr) / period)));
+      limit = limit == 0 ? cpus : std::min(limit, cpus);
+    }
+    if (path == "/") return limit;
+    path = path.substr(0, path.rfind('/'));
+    if (path.empty()) path = "/";
+  }
+}
+
+int UsableCpus() {
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  if (const int limit = CgroupCpuLimit("/proc/self/cgroup", "/sys/fs/cgroup"); limit > 0) cpus = std::min(cpus, limit);
+  return std::max(1, cpus);
+}
+
+}  // namespace tpuemu
