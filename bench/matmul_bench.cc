@@ -3,8 +3,11 @@
 // sgemm on the same shapes, side by side in one run. Both run one matmul per
 // core at once (2 chips, 2 threads), as a host's chips do.
 //   build/bin/matmul_bench [max_local_size]
-//   build/bin/matmul_bench --sustained SECONDS: the machine's sustained
-//     throughput (every core multiplying n = 1024 for SECONDS), GFLOP/s per core
+//   build/bin/matmul_bench --sustained SECONDS [THREADS [AT_ONCE]]: the
+//     machine's sustained throughput (every core multiplying n = 1024 for
+//     SECONDS), GFLOP/s per core; with THREADS multiplying threads instead of
+//     one per core, at most AT_ONCE of them at a time (the workers'
+//     --matmuls-at-once), to see what more chips than cores cost
 // The reference is the fastest of BLIS's sub-configurations this CPU can run,
 // not BLIS's own pick (issue 21: Debian's BLIS picks 'generic' on Zen 5, 5x
 // slower than its 'skx', so a chip matching "bare BLIS" proved nothing). BLIS
@@ -28,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/tensor/blis_kernel.h"
 #include "core/tensor/gemm.h"
+#include "core/tensor/matmul_gate.h"
 #include "core/job/inprocess_pod.h"
 #include "core/matmul/report.h"
 #include "core/matmul/spec.h"
@@ -80,9 +84,11 @@ double BareGflopsPerCore(int64_t n, int threads) {
 // for `seconds`; GFLOP/s per core over the whole time. A training step takes
 // seconds, in which this machine's neighbours take their share; the best of a
 // few 15 ms multiplies (BareGflopsPerCore) is its burst speed.
-double SustainedGflopsPerCore(int64_t n, double seconds) {
+double SustainedGflopsPerCore(int64_t n, double seconds, int threads, int at_once) {
   EnsureBlisKernel();
-  const int threads = static_cast<int>(std::thread::hardware_concurrency());
+  ProcessMatmulGate().set_limit(at_once);
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (threads <= 0) threads = cores;
   std::vector<int64_t> done(threads, 0);
   std::vector<std::thread> pool;
   const auto start = Clock::now();
@@ -100,7 +106,7 @@ double SustainedGflopsPerCore(int64_t n, double seconds) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   int64_t multiplies = 0;
   for (int64_t d : done) multiplies += d;
-  return 2.0 * n * n * n * static_cast<double>(multiplies) / elapsed / threads / 1e9;
+  return 2.0 * n * n * n * static_cast<double>(multiplies) / elapsed / cores / 1e9;
 }
 
 // BareGflopsPerCore in a fresh process under BLIS_ARCH_TYPE=arch_id (unset if
@@ -183,8 +189,9 @@ int main(int argc, char** argv) {
     std::printf("%s %.3f\n", bli_arch_string(bli_arch_query_id()), gflops);
     return 0;
   }
-  if (argc == 3 && std::strcmp(argv[1], "--sustained") == 0) {
-    std::printf("%.1f\n", tpuemu::SustainedGflopsPerCore(1024, std::atof(argv[2])));
+  if (argc >= 3 && argc <= 5 && std::strcmp(argv[1], "--sustained") == 0) {
+    const int threads = argc > 3 ? std::atoi(argv[3]) : 0, at_once = argc > 4 ? std::atoi(argv[4]) : 0;
+    std::printf("%.1f\n", tpuemu::SustainedGflopsPerCore(1024, std::atof(argv[2]), threads, at_once));
     return 0;
   }
   const int64_t max_n = argc > 1 ? std::atoll(argv[1]) : 2048;

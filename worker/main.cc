@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   int matmuls_at_once = UsableCpus();
   env_option(app.add_option("--matmuls-at-once", matmuls_at_once,
                             "how many of this host's chips multiply at the same time (0: all that want to);\n"
-                            "the rest wait their turn in order. The default, the CPUs this process may use,\n"
+                            "the rest wait until one is done. The default, the CPUs this process may use,\n"
                             "keeps the cores from switching between multiplies; `tpuemu cluster up --local`\n"
                             "gives each worker its share of the machine's. Emulated times do not change"),
              "TPUEMU_MATMULS_AT_ONCE")

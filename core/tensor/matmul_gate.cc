@@ -10,18 +10,16 @@
 
 namespace tpuemu {
 
+int MatmulGate::Counted(int width) const { return limit_ > 0 ? std::clamp(width, 1, limit_) : std::max(width, 1); }
+
 MatmulGate::Pass MatmulGate::Enter(int width) {
   std::unique_lock<std::mutex> lock(mu_);
-  const uint64_t ticket = next_ticket_++;
-  int counted = 1;
-  turn_.wait(lock, [&] {
-    counted = limit_ > 0 ? std::clamp(width, 1, limit_) : std::max(width, 1);
-    return ticket == serving_ && (limit_ <= 0 || inside_ + counted <= limit_);
-  });
+  ++waiting_;
+  room_.wait(lock, [&] { return limit_ <= 0 || inside_ + Counted(width) <= limit_; });
+  --waiting_;
+  // Counted as the limit stands now, and left with the same count.
+  const int counted = Counted(width);
   inside_ += counted;
-  ++serving_;
-  // The next in line may fit too.
-  turn_.notify_all();
   return Pass(this, counted);
 }
 
@@ -30,7 +28,9 @@ void MatmulGate::Leave(int width) {
     std::lock_guard<std::mutex> lock(mu_);
     inside_ -= width;
   }
-  turn_.notify_all();
+  // One waiter: with anyone still inside, a later Leave wakes the next; with
+  // no one inside, whoever wakes fits (a width counts at most the limit).
+  room_.notify_one();
 }
 
 void MatmulGate::set_limit(int limit) {
@@ -38,7 +38,7 @@ void MatmulGate::set_limit(int limit) {
     std::lock_guard<std::mutex> lock(mu_);
     limit_ = limit;
   }
-  turn_.notify_all();
+  room_.notify_all();
 }
 
 int MatmulGate::limit() const {
@@ -48,7 +48,7 @@ int MatmulGate::limit() const {
 
 int MatmulGate::waiting() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int>(next_ticket_ - serving_);
+  return waiting_;
 }
 
 MatmulGate& ProcessMatmulGate() {

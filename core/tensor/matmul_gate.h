@@ -3,9 +3,14 @@
 // and a local pod of 2 such hosts 8: the cores switched between them every
 // few milliseconds and each switch cost the multiply its packed blocks in
 // the caches. Measured on 2 cores (docs/benchmarks.md): 8 multiplies at once
-// did 6% less than 2, and the 8-chip DP step ran 4% faster with one
-// multiply at a time per host. Waiters go in the order they came, so no
-// chip falls behind the others it meets in collectives.
+// did about a tenth less than 2, and the 8-chip DP step ran 4% faster with one
+// multiply at a time per host.
+// Not first come, first in: a thread that has just multiplied may go on
+// while others wait, as with a semaphore. Handing the core to a waiting
+// thread after every multiply cost 15% on `matmul_bench --sustained 8 8 2`
+// (the woken thread is often placed on the other, busy core). No chip waits
+// for long: a host's chips all belong to one job and meet in its
+// collectives, where the one going on stops and lets the others in.
 #pragma once
 
 #include <condition_variable>
@@ -42,13 +47,13 @@ class MatmulGate {
   int waiting() const;  // callers blocked in Enter (tests)
 
  private:
+  int Counted(int width) const;
   void Leave(int width);
 
   mutable std::mutex mu_;
-  std::condition_variable turn_;
+  std::condition_variable room_;
   int limit_;
-  int inside_ = 0;
-  uint64_t next_ticket_ = 0, serving_ = 0;  // first come, first in
+  int inside_ = 0, waiting_ = 0;
 };
 
 // The process's gate, which every Gemm passes (no limit unless set).
