@@ -111,13 +111,19 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   // The workers share this machine's cores: each gets its share for
-  // multiplying (core/tensor/matmul_gate.h).
-  const std::string matmuls_at_once = std::to_string(std::max(1, UsableCpus() / (t.slices * topo->hosts_per_slice())));
+  // multiplying (core/tensor/matmul_gate.h), unless TPUEMU_MATMULS_AT_ONCE
+  // says otherwise and reaches the workers as it is.
+  std::vector<std::string> matmuls_at_once;
+  if (const char* said = std::getenv("TPUEMU_MATMULS_AT_ONCE"); said == nullptr || *said == '\0') {
+    matmuls_at_once = {"--matmuls-at-once",
+                       std::to_string(std::max(1, UsableCpus() / (t.slices * topo->hosts_per_slice())))};
+  }
   for (int slice = 0; slice < t.slices; ++slice) {
     for (int host = 0; host < topo->hosts_per_slice(); ++host) {
       std::vector<std::string> argv = {FindBinary("tpuemu-worker"), "--coordinator", state.coordinator, "--slice",
                                        std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0",
-                                       "--checkpoint-dir", o.dir + "/checkpoints", "--matmuls-at-once", matmuls_at_once};
+                                       "--checkpoint-dir", o.dir + "/checkpoints"};
+      argv.insert(argv.end(), matmuls_at_once.begin(), matmuls_at_once.end());
       argv.insert(argv.end(), security.begin(), security.end());
       auto w = SpawnDetached(argv, absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));
       if (!w.ok()) return fail(w.status());

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 namespace tpuemu {
 
@@ -15,8 +16,10 @@ int MatmulGate::Counted(int width) const { return limit_ > 0 ? std::clamp(width,
 MatmulGate::Pass MatmulGate::Enter(int width) {
   std::unique_lock<std::mutex> lock(mu_);
   ++waiting_;
+  wide_waiting_ += width > 1;
   room_.wait(lock, [&] { return limit_ <= 0 || inside_ + Counted(width) <= limit_; });
   --waiting_;
+  wide_waiting_ -= width > 1;
   // Counted as the limit stands now, and left with the same count.
   const int counted = Counted(width);
   inside_ += counted;
@@ -24,13 +27,19 @@ MatmulGate::Pass MatmulGate::Enter(int width) {
 }
 
 void MatmulGate::Leave(int width) {
+  bool wide = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     inside_ -= width;
+    wide = wide_waiting_ > 0;
   }
-  // One waiter: with anyone still inside, a later Leave wakes the next; with
-  // no one inside, whoever wakes fits (a width counts at most the limit).
-  room_.notify_one();
+  // One waiter, unless one of them is wide: a wide one woken might not fit
+  // where a single one would, which would then sleep until the next Leave.
+  if (wide) {
+    room_.notify_all();
+  } else {
+    room_.notify_one();
+  }
 }
 
 void MatmulGate::set_limit(int limit) {
@@ -80,7 +89,9 @@ int CgroupCpuLimit(const std::string& proc_self_cgroup, const std::string& cgrou
 
 int UsableCpus() {
   cpu_set_t set;
-  int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  // (A machine of more than CPU_SETSIZE CPUs fails the call: then all of them.)
+  int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                          : static_cast<int>(std::thread::hardware_concurrency());
   if (const int limit = CgroupCpuLimit("/proc/self/cgroup", "/sys/fs/cgroup"); limit > 0) cpus = std::min(cpus, limit);
   return std::max(1, cpus);
 }

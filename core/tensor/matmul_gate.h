@@ -6,11 +6,12 @@
 // did about a tenth less than 2, and the 8-chip DP step ran 4% faster with one
 // multiply at a time per host.
 // Not first come, first in: a thread that has just multiplied may go on
-// while others wait, as with a semaphore. Handing the core to a waiting
-// thread after every multiply cost 15% on `matmul_bench --sustained 8 8 2`
-// (the woken thread is often placed on the other, busy core). No chip waits
-// for long: a host's chips all belong to one job and meet in its
-// collectives, where the one going on stops and lets the others in.
+// while others wait, as with a semaphore. Handing the core to the longest
+// waiter after every multiply cost 13-23% on `matmul_bench --sustained 8 8
+// 2` (most likely as the woken thread lands on the other, busy core). A chip
+// may wait while another goes through all its multiplies, but no longer:
+// a host's chips all belong to one job and meet in its collectives, where
+// the one going on stops and lets the others in.
 #pragma once
 
 #include <condition_variable>
@@ -54,6 +55,7 @@ class MatmulGate {
   std::condition_variable room_;
   int limit_;
   int inside_ = 0, waiting_ = 0;
+  int wide_waiting_ = 0;  // waiters counting more than 1
 };
 
 // The process's gate, which every Gemm passes (no limit unless set).

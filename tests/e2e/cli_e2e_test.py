@@ -6,6 +6,7 @@ Every test gets its own TPUEMU_HOME and stops every process it started."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -105,12 +106,14 @@ class ClusterLifecycleTest(Pod):
         self.assertTrue(status["ready"])
         self.assertEqual(status["registered_workers"], 4)
         self.assertEqual(status["chips"], 16)
-        # The 4 workers share this machine's cores for multiplying (--matmuls-at-once).
+        # The 4 workers share this machine's cores for multiplying (--matmuls-at-once):
+        # a quarter each (fewer under a CPU quota), at least 1.
         share = max(1, len(os.sched_getaffinity(0)) // 4)
         for w in self.pod_file()["workers"]:
             with open(os.path.join(self.pod_file()["log_dir"], f"worker-s{w['slice']}-h{w['host']}.log")) as f:
-                line = next(l for l in f if "chips multiply" in l)
-            self.assertIn(f"chips multiply {share} at a time", line)
+                said = re.search(r"chips multiply (\d+) at a time", f.read())
+            self.assertIsNotNone(said, "a worker did not log its share")
+            self.assertTrue(1 <= int(said.group(1)) <= share, said.group(0))
 
         r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB,8MiB", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -136,6 +139,13 @@ class ClusterLifecycleTest(Pod):
         self.assertIn("all-reduce", table.stdout)
         self.assertIn("yes", table.stdout)
         self.assertIn("seed_us", table.stdout)
+
+    def test_matmuls_at_once_from_the_environment_reaches_every_worker(self):
+        self.env["TPUEMU_MATMULS_AT_ONCE"] = "3"
+        self.up("--topology", "v5e:2x2")
+        for w in self.pod_file()["workers"]:
+            with open(os.path.join(self.pod_file()["log_dir"], f"worker-s{w['slice']}-h{w['host']}.log")) as f:
+                self.assertIn("chips multiply 3 at a time", f.read())
 
     def test_second_up_over_a_running_pod_is_refused(self):
         self.up("--topology", "v5e:2x2")

@@ -90,6 +90,32 @@ TEST(MatmulGateTest, AWideMultiplyWaitsForRoomAndCountsAtMostTheLimit) {
   EXPECT_EQ(gate.waiting(), 0);
 }
 
+TEST(MatmulGateTest, AWideWaiterDoesNotKeepASingleOneAsleepWhenItFits) {
+  MatmulGate gate(2);
+  std::atomic<bool> single_in{false};
+  std::thread wide, single;
+  {
+    const MatmulGate::Pass b = gate.Enter();
+    {
+      const MatmulGate::Pass a = gate.Enter();
+      wide = std::thread([&] { const MatmulGate::Pass pass = gate.Enter(2); });
+      EXPECT_TRUE(AwaitWaiting(gate, 1));
+      single = std::thread([&] {
+        const MatmulGate::Pass pass = gate.Enter();
+        single_in = true;
+      });
+      EXPECT_TRUE(AwaitWaiting(gate, 2));
+    }
+    // a left: room for one, not for two.
+    for (auto end = std::chrono::steady_clock::now() + 10s; !single_in && std::chrono::steady_clock::now() < end;) {
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_TRUE(single_in.load());
+  }
+  single.join();
+  wide.join();
+}
+
 TEST(MatmulGateTest, NoLimitLetsEveryoneIn) {
   MatmulGate gate(0);
   const MatmulGate::Pass a = gate.Enter(), b = gate.Enter(3), c = gate.Enter();
