@@ -50,11 +50,6 @@ void MatmulGate::set_limit(int limit) {
   room_.notify_all();
 }
 
-int MatmulGate::limit() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return limit_;
-}
-
 int MatmulGate::waiting() const {
   std::lock_guard<std::mutex> lock(mu_);
   return waiting_;

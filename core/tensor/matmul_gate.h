@@ -44,7 +44,6 @@ class MatmulGate {
   [[nodiscard]] Pass Enter(int width = 1);
 
   void set_limit(int limit);
-  int limit() const;
   int waiting() const;  // callers blocked in Enter (tests)
 
  private:
