@@ -79,12 +79,13 @@ double BareGflopsPerCore(int64_t n, int threads) {
   return *std::min_element(gflops.begin(), gflops.end());
 }
 
-// The machine's sustained throughput: one thread per core (or `threads`,
-// at most `at_once` of them multiplying at a time; 0: no limit), each
+// The machine's sustained throughput: one thread per core (or `threads`, at
+// most `at_once` of them multiplying at a time; 0: no limit), each
 // multiplying n x n matrices with single-threaded BLIS (the chips' kernels)
-// over and over for `seconds`; GFLOP/s per core over the whole time. A training step takes
-// seconds, in which this machine's neighbours take their share; the best of a
-// few 15 ms multiplies (BareGflopsPerCore) is its burst speed.
+// over and over for `seconds`; GFLOP/s per core over the whole time. A
+// training step takes seconds, in which this machine's neighbours take their
+// share; the best of a few 15 ms multiplies (BareGflopsPerCore) is its burst
+// speed.
 double SustainedGflopsPerCore(int64_t n, double seconds, int threads, int at_once) {
   EnsureBlisKernel();
   ProcessMatmulGate().set_limit(at_once);

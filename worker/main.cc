@@ -9,6 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "core/tensor/matmul_gate.h"
 #include "services/flag_names.h"
 #include "services/flags.h"
 #include "services/grpc_fabric.h"
@@ -21,7 +22,6 @@
 #include "services/transport_security.h"
 #include "spdlog/spdlog.h"
 #include "worker/coordinator_session.h"
-#include "core/tensor/matmul_gate.h"
 #include "worker/huge_pages.h"
 #include "worker/self_faults.h"
 #include "worker/worker_node.h"
