@@ -29,16 +29,6 @@ coordinator on the directory, as after a crash; without it the queued and runnin
 cancelled.
 See docs/deploy.md.)";
 
-// Whether `flag` is on the command line (else its value came from its
-// environment twin or the default), to name the right one in an error.
-bool FlagGiven(int argc, char** argv, const std::string& flag) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == flag || arg.rfind(flag + "=", 0) == 0) return true;
-  }
-  return false;
-}
-
 absl::StatusOr<absl::Duration> ParseHeartbeatTimeout(const std::string& text, bool from_flag) {
   return tpuemu::ParseDuration(text, from_flag ? "--heartbeat-timeout" : "TPUEMU_HEARTBEAT_TIMEOUT",
                                tpuemu::kMaxHeartbeatTimeout);

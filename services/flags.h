@@ -31,4 +31,14 @@ inline int ParseFlagsAndEnv(CLI::App& app, int argc, char** argv, const std::vec
   }
 }
 
+// Whether `flag` is on the command line (else its value came from its
+// environment twin or the default), to name the right one in an error.
+inline bool FlagGiven(int argc, char** argv, const std::string& flag) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == flag || arg.rfind(flag + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace tpuemu

@@ -13,12 +13,21 @@ IdleRelease& IdleRelease::Process() {
         ReleaseBlisMemory();
         ReleaseFreedMemory();
       },
-      kDelay);
+      kDefaultDelay, kAgainAfter);
   return *release;
 }
 
-IdleRelease::IdleRelease(std::function<void()> release, std::chrono::milliseconds delay)
-    : release_(std::move(release)), delay_(delay), thread_([this] { Loop(); }) {}
+IdleRelease::IdleRelease(std::function<void()> release, std::chrono::milliseconds delay,
+                         std::chrono::milliseconds again)
+    : release_(std::move(release)), again_(again), delay_(delay), thread_([this] { Loop(); }) {}
+
+void IdleRelease::set_delay(std::chrono::milliseconds delay) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    delay_ = delay;
+  }
+  changed_.notify_all();
+}
 
 IdleRelease::~IdleRelease() {
   {
@@ -61,10 +70,14 @@ void IdleRelease::Loop() {
   for (;;) {
     changed_.wait(lock, [&] { return stop_ || (releases_due_ > 0 && holds_ == 0); });
     if (stop_) return;
-    // Again from the start when a job comes (and perhaps goes) meanwhile.
+    // Again from the start when a job comes (and perhaps goes), or the
+    // delay changes, meanwhile.
     const auto idle_since = idle_since_;
-    if (changed_.wait_until(lock, idle_since + delay_,
-                            [&] { return stop_ || holds_ > 0 || idle_since_ != idle_since; })) {
+    const auto delay = releases_due_ == kReleasesAfterJob ? delay_ : again_;
+    if (changed_.wait_until(lock, idle_since + delay, [&] {
+          return stop_ || holds_ > 0 || idle_since_ != idle_since ||
+                 (releases_due_ == kReleasesAfterJob && delay_ != delay);
+        })) {
       continue;
     }
     // A job dropped without a hold (an abort racing its prepare) may still

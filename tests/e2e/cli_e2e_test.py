@@ -561,9 +561,10 @@ class WorkerMemoryTest(Pod):
     """A worker gives back what a job took (issue 21): its resident memory (VmRSS) after each job is
     within 10% of its idle size, measured once the pod is up (its peer connections open); the job's
     result reports every worker's peak. A worker gives memory back, and closes its peer connections
-    with their read buffers, once it has had no job for 2 s, and again 2 s later for the buffers its
-    peers' closing frees (worker/idle_release.h); each check waits up to 10 s for it. The next job
-    opens the connections again (the second round)."""
+    with their read buffers, once it has had no job for --keep-memory-for (2 s here, 30 s by
+    default), and again 2 s later for the buffers its peers' closing frees (worker/idle_release.h);
+    each check waits up to 10 s for it. The next job opens the connections again (the second
+    round)."""
 
     def rss(self, pid):
         with open(f"/proc/{pid}/status") as f:
@@ -577,17 +578,26 @@ class WorkerMemoryTest(Pod):
             self.assertLessEqual(now, before * 1.1,
                                  f"10 s after {what}: worker {pid} holds {now >> 20} MiB, idle it held {before >> 20} MiB")
 
-    def test_memory_returns_near_idle_after_each_job_and_each_workers_peak_is_reported(self):
+    def up_and_measure_idle(self, keep_memory_for):
+        """A v5p:2x4 pod whose workers keep a job's memory for `keep_memory_for`; their idle VmRSS."""
+        self.env["TPUEMU_KEEP_MEMORY_FOR"] = keep_memory_for
         self.up("--topology", "v5p:2x4", "--chips-per-host", "4")
         time.sleep(1)
-        workers = self.pids()[1:]
-        idle = {pid: self.rss(pid) for pid in workers}
+        return {pid: self.rss(pid) for pid in self.pids()[1:]}
+
+    def dp_job(self):
+        """The example DP job, grown to hundreds of MiB per worker, 2 steps."""
         job = os.path.join(self.home, "dp_mem.yaml")
         with open(DP_JOB) as f, open(job, "w") as g:
             g.write(f.read().replace("emb_dim: 256", "emb_dim: 512").replace("mlp_dim: 1024", "mlp_dim: 2048")
                     .replace("num_layers: 2", "num_layers: 4").replace("global_batch_tokens: 512",
                                                                        "global_batch_tokens: 2048")
                     .replace("steps: 10", "steps: 2"))
+        return job
+
+    def test_memory_returns_near_idle_after_each_job_and_each_workers_peak_is_reported(self):
+        idle = self.up_and_measure_idle("2")
+        job = self.dp_job()
         for round in range(2):  # the second job finds the first one's memory given back too
             r = self.cli("submit", job, "--wait", "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -607,6 +617,17 @@ class WorkerMemoryTest(Pod):
         status = self.cli("status", "job-1")
         self.assertIn("worker memory: peak", status.stdout)
         self.assert_cluster_status_shows_idle_memory(idle)
+
+    def test_a_finished_jobs_memory_stays_for_keep_memory_for_then_goes_back(self):
+        """A job that comes within --keep-memory-for of the last one finds its memory warm: the
+        workers still hold it 4 s after an 8 s keep began, and give it back after it."""
+        idle = self.up_and_measure_idle("8s")
+        r = self.cli("submit", self.dp_job(), "--wait", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        time.sleep(4)
+        for pid, before in idle.items():
+            self.assertGreater(self.rss(pid), before + (100 << 20), f"worker {pid} gave the job's memory back early")
+        self.assert_back_to_idle(idle, "8 s of keeping a job's memory")
 
     def assert_cluster_status_shows_idle_memory(self, idle):
         """cluster status shows each worker's resident memory from its heartbeats: back near idle."""

@@ -60,7 +60,10 @@ class SoakTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.home, True)  # cleanups run last first: after `cluster down`
         # The coordinator keeps one finished job's record, so that what it keeps stays the same size
         # from job to job and any other growth shows (it keeps 100 by default, docs/jobs.md).
-        self.env = dict(os.environ, TPUEMU_HOME=self.home, TPUEMU_KEEP_FINISHED_JOBS="1")
+        # Workers give a job's memory back 2 s after it (30 s by default), so that what they hold
+        # at the end is what they grew, not the last job's warm heap.
+        self.env = dict(os.environ, TPUEMU_HOME=self.home, TPUEMU_KEEP_FINISHED_JOBS="1",
+                        TPUEMU_KEEP_MEMORY_FOR="2")
         self.env.pop("TPUEMU_COORDINATOR", None)
         self.addCleanup(self.cli, "cluster", "down")
         r = self.cli("cluster", "up", "--local", "--topology", "v5p:2x4", "--chips-per-host", "2")
@@ -235,7 +238,7 @@ class SoakTest(unittest.TestCase):
         self.assertEqual([p for p in pids if os.path.exists(f"/proc/{p}")], pids)
         ended = {pid: rss_kib(pid) for pid in pids}
         if any(ended[pid] >= 1.10 * baseline[pid] for pid in pids):
-            # What a worker gives back once idle (2 s after a job, again 2 s later:
+            # What a worker gives back once idle (2 s after a job here, again 2 s later:
             # worker/idle_release.h) is not growth. Measured at once, one run in eight saw the worker
             # that had just been stopped and resumed 23 MB above its warm-up.
             time.sleep(5)

@@ -17,7 +17,7 @@ using std::chrono::milliseconds;
 class IdleReleaseTest : public ::testing::Test {
  protected:
   std::atomic<int> releases{0};
-  IdleRelease idle{[this] { ++releases; }, milliseconds(500)};
+  IdleRelease idle{[this] { ++releases; }, milliseconds(500), milliseconds(500)};
 
   // Waits (5 s at most: a loaded machine may run the thread late) for the
   // count to reach `n`.
@@ -80,6 +80,34 @@ TEST_F(IdleReleaseTest, AJobWithinTheDelayKeepsTheMemory) {
   }
   EXPECT_EQ(releases, 0);
   EXPECT_EQ(AwaitReleases(1), 1);
+}
+
+TEST(IdleReleaseDelayTest, TheSecondReleaseComesItsOwnDelayAfterTheFirst) {
+  std::atomic<int> releases{0};
+  std::chrono::steady_clock::time_point at[2];
+  IdleRelease idle{[&] { at[releases++] = std::chrono::steady_clock::now(); }, milliseconds(100), milliseconds(900)};
+  idle.Hold().reset();
+  for (int i = 0; i < 500 && releases < 2; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(releases, 2);
+  EXPECT_GE(at[1] - at[0], milliseconds(900));
+}
+
+TEST(IdleReleaseDelayTest, ANewDelayAppliesToAWaitUnderWay) {
+  // A worker sets its delay (--keep-memory-for) once it has read its flags.
+  std::atomic<int> releases{0};
+  IdleRelease idle{[&] { ++releases; }, std::chrono::hours(1), milliseconds(100)};
+  idle.Hold().reset();
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(releases, 0);
+  const auto shortened = std::chrono::steady_clock::now();
+  idle.set_delay(milliseconds(300));
+  for (int i = 0; i < 500 && releases < 2; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(releases, 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - shortened, milliseconds(3000));
+  idle.set_delay(std::chrono::hours(1));
+  idle.Hold().reset();
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(releases, 2) << "released within the hour now set";
 }
 
 TEST_F(IdleReleaseTest, TwoJobsAtOnceReleaseWhenBothHaveEnded) {
