@@ -15,6 +15,7 @@ struct ClusterUpOptions {
   std::string wraparound = "auto";
   double time_scale = 0;
   std::string heartbeat_timeout;  // empty: the coordinator's default
+  std::string keep_memory_for;    // empty: the workers' default
   int http_port = -1;             // the coordinator's /metrics; -1: none
   bool insecure = false;          // plaintext, no credentials
   double timeout_s = 60;

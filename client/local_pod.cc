@@ -124,6 +124,7 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
                                        std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0",
                                        "--checkpoint-dir", o.dir + "/checkpoints"};
       argv.insert(argv.end(), matmuls_at_once.begin(), matmuls_at_once.end());
+      if (!o.keep_memory_for.empty()) argv.insert(argv.end(), {"--keep-memory-for", o.keep_memory_for});
       argv.insert(argv.end(), security.begin(), security.end());
       auto w = SpawnDetached(argv, absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));
       if (!w.ok()) return fail(w.status());

@@ -28,6 +28,7 @@ struct LocalPodOptions {
   // dir/tls (made on the first `cluster up`) and every process uses them.
   bool insecure = false;
   double dcn_oversubscription = 1;  // the coordinator's --dcn-oversubscription
+  std::string keep_memory_for;      // the workers' --keep-memory-for; empty: their default
 };
 
 struct LocalPod {

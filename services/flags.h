@@ -1,5 +1,6 @@
 // Parsing a server binary's flags, whose values may also come from their
-// environment-variable twins (compose files and manifests set those).
+// environment-variable twins (compose files and manifests set those), and
+// limits the CLI checks before it starts those binaries.
 #pragma once
 
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/time/time.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -30,6 +32,9 @@ inline int ParseFlagsAndEnv(CLI::App& app, int argc, char** argv, const std::vec
     return 2;
   }
 }
+
+// The longest a worker keeps a finished job's memory (`--keep-memory-for`).
+inline constexpr absl::Duration kMaxKeepMemoryFor = absl::Hours(24);
 
 // Whether `flag` is on the command line (else its value came from its
 // environment twin or the default), to name the right one in an error.

@@ -32,9 +32,6 @@
 
 namespace {
 
-// The longest --keep-memory-for takes: a day.
-constexpr absl::Duration kMaxKeepMemoryFor = absl::Hours(24);
-
 constexpr char kPlaceHelp[] = R"(
 Where this worker sits in the pod, from the first source that says:
   1. --slice and --host;

@@ -185,6 +185,8 @@ class BadInputTest(Pod):
             (["--topology", "v5e:4x4", "--heartbeat-timeout", "-2"], "--heartbeat-timeout '-2'"),
             (["--topology", "v5e:4x4", "--heartbeat-timeout", "soon"], "--heartbeat-timeout 'soon'"),
             (["--topology", "v5e:4x4", "--heartbeat-timeout", "2h"], "at most 1h"),
+            (["--topology", "v5e:4x4", "--keep-memory-for", "0"], "--keep-memory-for '0': expected a time above 0"),
+            (["--topology", "v5e:4x4", "--keep-memory-for", "2d"], "--keep-memory-for '2d'"),
         ]:
             self.assert_fails(self.cli("cluster", "up", "--local", *args), needle)
             self.assertFalse(os.path.exists(os.path.join(self.home, "pod.json")))
@@ -578,10 +580,10 @@ class WorkerMemoryTest(Pod):
             self.assertLessEqual(now, before * 1.1,
                                  f"10 s after {what}: worker {pid} holds {now >> 20} MiB, idle it held {before >> 20} MiB")
 
-    def up_and_measure_idle(self, keep_memory_for):
-        """A v5p:2x4 pod whose workers keep a job's memory for `keep_memory_for`; their idle VmRSS."""
-        self.env["TPUEMU_KEEP_MEMORY_FOR"] = keep_memory_for
-        self.up("--topology", "v5p:2x4", "--chips-per-host", "4")
+    def up_and_measure_idle(self, *keep_memory_for):
+        """A v5p:2x4 pod (with `cluster up` flags for how long workers keep a job's memory); the
+        workers' idle VmRSS."""
+        self.up("--topology", "v5p:2x4", "--chips-per-host", "4", *keep_memory_for)
         time.sleep(1)
         return {pid: self.rss(pid) for pid in self.pids()[1:]}
 
@@ -596,7 +598,8 @@ class WorkerMemoryTest(Pod):
         return job
 
     def test_memory_returns_near_idle_after_each_job_and_each_workers_peak_is_reported(self):
-        idle = self.up_and_measure_idle("2")
+        self.env["TPUEMU_KEEP_MEMORY_FOR"] = "2"  # what `cluster up` leaves alone reaches the workers
+        idle = self.up_and_measure_idle()
         job = self.dp_job()
         for round in range(2):  # the second job finds the first one's memory given back too
             r = self.cli("submit", job, "--wait", "--json")
@@ -620,8 +623,9 @@ class WorkerMemoryTest(Pod):
 
     def test_a_finished_jobs_memory_stays_for_keep_memory_for_then_goes_back(self):
         """A job that comes within --keep-memory-for of the last one finds its memory warm: the
-        workers still hold it 4 s after an 8 s keep began, and give it back after it."""
-        idle = self.up_and_measure_idle("8s")
+        workers of `cluster up --keep-memory-for 8s` still hold it 4 s after the job, and give it
+        back after the 8 s."""
+        idle = self.up_and_measure_idle("--keep-memory-for", "8s")
         r = self.cli("submit", self.dp_job(), "--wait", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
         time.sleep(4)
