@@ -19,7 +19,8 @@ if [[ "${1:-all}" == all || "${1:-all}" == collectives ]]; then
   OMPI_MCA_plm_rsh_agent= "${MPIRUN[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo ./build/bin/mpi_collectives tcp
   # OpenMPI picks its algorithm by size: at 1 MiB not the ring (recursive doubling, Bruck,
   # neighbour exchange: 3-4 rounds for 8 ranks, where a ring takes 7 hops). tpuemu runs the ring,
-  # as ICI does; the same transport with OpenMPI's ring forced shows what the algorithm is worth.
+  # as ICI does; the same transport with OpenMPI's ring forced shows what the algorithm is worth
+  # (only all-gather's and all-reduce's are forced: the other lines are its defaults again).
   OMPI_MCA_plm_rsh_agent= "${MPIRUN[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo \
     --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allgather_algorithm 4 \
     --mca coll_tuned_allreduce_algorithm 4 ./build/bin/mpi_collectives tcp-ring

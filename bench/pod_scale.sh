@@ -49,7 +49,7 @@ workers_rss() {  # the worker processes' VmRSS, bytes, summed
   done
   echo $total
 }
-settled_rss() {  # after a job: workers give memory back once idle for 2 s
+settled_rss() {  # after a job: the workers (--keep-memory-for 2s below) have given memory back
   sleep 3
   workers_rss
 }
@@ -62,7 +62,7 @@ for chips in "${sizes[@]}"; do
   topo=v5p:$shape_
   echo "$topo: starting $((chips / 4)) workers" >&2
   t0=$(now)
-  "$bin/tpuemu" cluster up --local --topology "$topo" --chips-per-host 4 >/dev/null
+  "$bin/tpuemu" cluster up --local --topology "$topo" --chips-per-host 4 --keep-memory-for 2s >/dev/null
   t1=$(now)
   sleep 2
   idle=$(workers_rss)

@@ -48,7 +48,7 @@ void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
             << s.expected_workers() << " workers registered\n"
             << "heartbeats:  " << s.heartbeat_timeout_s() << " s timeout\n\n";
   // MEMORY: the worker's resident memory at its last heartbeat (a job's
-  // memory is given back once the worker has been idle for 2 s).
+  // memory is given back once the worker has been idle for --keep-memory-for).
   std::printf("%-5s %-6s %-22s %-7s %-9s %s\n", "HOST", "SLICE", "ADDRESS", "ALIVE", "MEMORY", "CHIPS");
   for (const auto& w : s.workers()) {
     std::string chips;

@@ -25,7 +25,7 @@ std::string WorkerMemoryLine(const v1::Job& job) {
   mean /= job.worker_memory_size();
   return absl::StrCat("worker memory: peak ", MiB(peak->peak_bytes()), " (host ", peak->host(), "; mean ",
                       MiB(static_cast<uint64_t>(mean)), " over ", job.worker_memory_size(),
-                      " workers; before it ", MiB(before), " at most; given back once idle for 2 s)");
+                      " workers; before it ", MiB(before), " at most; given back once idle for --keep-memory-for)");
 }
 
 std::string WorkerMemoryCell(const v1::Job& job) {

@@ -67,25 +67,29 @@ void IdleRelease::Drop() {
 
 void IdleRelease::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  bool put_off = false;  // the last release was put off for a job still alive
   for (;;) {
     changed_.wait(lock, [&] { return stop_ || (releases_due_ > 0 && holds_ == 0); });
     if (stop_) return;
     // Again from the start when a job comes (and perhaps goes), or the
     // delay changes, meanwhile.
     const auto idle_since = idle_since_;
-    const auto delay = releases_due_ == kReleasesAfterJob ? delay_ : again_;
+    const bool first = releases_due_ == kReleasesAfterJob && !put_off;
+    const auto delay = first ? delay_ : again_;
     if (changed_.wait_until(lock, idle_since + delay, [&] {
-          return stop_ || holds_ > 0 || idle_since_ != idle_since ||
-                 (releases_due_ == kReleasesAfterJob && delay_ != delay);
+          return stop_ || holds_ > 0 || idle_since_ != idle_since || (first && delay_ != delay);
         })) {
+      if (holds_ > 0 || idle_since_ != idle_since) put_off = false;  // a job came: the full delay after it
       continue;
     }
     // A job dropped without a hold (an abort racing its prepare) may still
-    // be alive; its BLIS calls must finish first.
+    // be alive; its BLIS calls must finish first. Tried again shortly.
     if (LiveHostJobs() > 0) {
       idle_since_ = std::chrono::steady_clock::now();
+      put_off = true;
       continue;
     }
+    put_off = false;
     // The extras first: what they free (connections' buffers) goes back
     // with the rest of the heap.
     for (const auto& [_, also] : also_) also();

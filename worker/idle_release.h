@@ -41,7 +41,9 @@ class IdleRelease {
   IdleRelease(std::function<void()> release, std::chrono::milliseconds delay, std::chrono::milliseconds again);
   ~IdleRelease();
 
-  // The first release's delay from now on (a wait under way starts over).
+  // The first release's delay from now on, counted from when the last job
+  // ended: a wait under way takes it at once (and releases at once if it has
+  // already passed).
   void set_delay(std::chrono::milliseconds delay);
 
   // Held from a job's prepare until its buffers are gone: while any hold

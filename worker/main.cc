@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   spdlog::info("{}", HugePagesReport());
   ProcessMatmulGate().set_limit(matmuls_at_once);
   spdlog::info("chips multiply {} at a time", matmuls_at_once == 0 ? "any number" : std::to_string(matmuls_at_once));
-  IdleRelease::Process().set_delay(absl::ToChronoMilliseconds(*keep_memory));
+  IdleRelease::Process().set_delay(absl::ToChronoMilliseconds(absl::Ceil(*keep_memory, absl::Milliseconds(1))));
   spdlog::info("a finished job's memory goes back to the system after {} without a job",
                absl::FormatDuration(*keep_memory));
   WorkerNode node(-1, GrpcFabricFactory());

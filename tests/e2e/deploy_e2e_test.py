@@ -266,6 +266,24 @@ class CheckConfigTest(Processes):
             self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
             self.assertIn(f"--heartbeat-timeout '{value}'", r.stdout + r.stderr)
 
+    def test_how_long_a_worker_keeps_a_jobs_memory_from_flag_or_variable_and_what_is_refused(self):
+        base = {"TPUEMU_COORDINATOR": "c:1", "TPU_WORKER_ID": "0"}
+        ok = self.run_check("tpuemu-worker", env=base)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertIn("keep memory for: 30s", ok.stdout)
+        ok = self.run_check("tpuemu-worker", env=dict(base, TPUEMU_KEEP_MEMORY_FOR="2m"))
+        self.assertIn("keep memory for: 2m", ok.stdout)
+        ok = self.run_check("tpuemu-worker", ["--keep-memory-for", "0.5"], env=base)
+        self.assertIn("keep memory for: 500ms", ok.stdout)
+        for value in ("0", "-1", "never", "25h"):
+            r = self.run_check("tpuemu-worker", env=dict(base, TPUEMU_KEEP_MEMORY_FOR=value))
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn(f"TPUEMU_KEEP_MEMORY_FOR '{value}': expected a time above 0 and at most 24h",
+                          r.stdout + r.stderr)
+            r = self.run_check("tpuemu-worker", [f"--keep-memory-for={value}"], env=base)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn(f"--keep-memory-for '{value}'", r.stdout + r.stderr)
+
     def check_container(self, where, command, env, hostname=None):
         """A container's command as its image would run it, asked of the binary itself
         (the credentials' paths inside the container read as this machine's copy)."""

@@ -85,7 +85,11 @@ TEST_F(IdleReleaseTest, AJobWithinTheDelayKeepsTheMemory) {
 TEST(IdleReleaseDelayTest, TheSecondReleaseComesItsOwnDelayAfterTheFirst) {
   std::atomic<int> releases{0};
   std::chrono::steady_clock::time_point at[2];
-  IdleRelease idle{[&] { at[releases++] = std::chrono::steady_clock::now(); }, milliseconds(100), milliseconds(900)};
+  IdleRelease idle{[&] {
+                     at[releases.load()] = std::chrono::steady_clock::now();
+                     ++releases;
+                   },
+                   milliseconds(100), milliseconds(900)};
   idle.Hold().reset();
   for (int i = 0; i < 500 && releases < 2; ++i) std::this_thread::sleep_for(milliseconds(10));
   ASSERT_EQ(releases, 2);
