@@ -18,7 +18,6 @@
 #include "absl/strings/str_cat.h"
 #include "client/coordinator_client.h"
 #include "client/processes.h"
-#include "core/tensor/matmul_gate.h"
 #include "services/credentials.h"
 
 namespace tpuemu {
@@ -110,20 +109,11 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
     progress.Update("starting the coordinator");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  // The workers share this machine's cores: each gets its share for
-  // multiplying (core/tensor/matmul_gate.h), unless TPUEMU_MATMULS_AT_ONCE
-  // says otherwise and reaches the workers as it is.
-  std::vector<std::string> matmuls_at_once;
-  if (const char* said = std::getenv("TPUEMU_MATMULS_AT_ONCE"); said == nullptr || *said == '\0') {
-    matmuls_at_once = {"--matmuls-at-once",
-                       std::to_string(std::max(1, UsableCpus() / (t.slices * topo->hosts_per_slice())))};
-  }
   for (int slice = 0; slice < t.slices; ++slice) {
     for (int host = 0; host < topo->hosts_per_slice(); ++host) {
       std::vector<std::string> argv = {FindBinary("tpuemu-worker"), "--coordinator", state.coordinator, "--slice",
                                        std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0",
                                        "--checkpoint-dir", o.dir + "/checkpoints"};
-      argv.insert(argv.end(), matmuls_at_once.begin(), matmuls_at_once.end());
       if (!o.keep_memory_for.empty()) argv.insert(argv.end(), {"--keep-memory-for", o.keep_memory_for});
       argv.insert(argv.end(), security.begin(), security.end());
       auto w = SpawnDetached(argv, absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));

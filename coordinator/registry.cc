@@ -122,6 +122,7 @@ GrantedPlace Registry::TakePlaceLocked(int global, const PlaceRequest& req) {
   w.incarnation = next_incarnation_++;
   w.client = factory_(req.address);
   w.place_source = PlaceSource(req);
+  w.machine = req.machine;
   ++generation_;
   cv_.notify_all();
   const int host = global % topo_.hosts_per_slice();
@@ -270,6 +271,7 @@ void Registry::ConfigureLoop() {
     std::vector<std::tuple<int, uint64_t, std::shared_ptr<WorkerInterface>>> holders;
     for (const auto& [host, w] : workers_) {
       config.host_addresses[host] = w.address;
+      if (!w.machine.empty()) config.host_machines[host] = w.machine;
       holders.emplace_back(host, w.incarnation, w.client);
     }
     const int64_t generation = generation_;

@@ -83,6 +83,7 @@ class Registry : public Registrar {
     std::shared_ptr<WorkerInterface> client;
     uint64_t incarnation = 0;  // of the registration that holds the place
     std::string place_source;  // where that worker found its place, for conflicts
+    std::string machine;       // the machine it said it runs on
     Liveness live;
     uint64_t resident_bytes = 0;  // as its last heartbeat said
   };

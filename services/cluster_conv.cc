@@ -8,7 +8,10 @@ PodConfig FromProto(const v1::ConfigureRequest& proto) {
   PodConfig config;
   config.topology = FromProto(proto.spec());
   config.time_scale = proto.spec().time_scale();
-  for (const v1::WorkerInfo& w : proto.workers()) config.host_addresses[w.host()] = w.address();
+  for (const v1::WorkerInfo& w : proto.workers()) {
+    config.host_addresses[w.host()] = w.address();
+    if (!w.machine().empty()) config.host_machines[w.host()] = w.machine();
+  }
   return config;
 }
 
@@ -19,6 +22,7 @@ v1::ConfigureRequest ToProto(const PodConfig& config) {
     v1::WorkerInfo* w = proto.add_workers();
     w->set_host(host);
     w->set_address(address);
+    if (auto m = config.host_machines.find(host); m != config.host_machines.end()) w->set_machine(m->second);
   }
   return proto;
 }
@@ -46,7 +50,7 @@ v1::WorkerStatus ToProto(const WorkerStatusView& status) {
 }
 
 PlaceRequest FromProto(const v1::RegisterWorkerRequest& proto) {
-  return {proto.slice(), proto.host(), proto.address(), proto.num_slices(), proto.place_source()};
+  return {proto.slice(), proto.host(), proto.address(), proto.num_slices(), proto.place_source(), proto.machine()};
 }
 
 v1::RegisterWorkerRequest ToProto(const PlaceRequest& request) {
@@ -56,6 +60,7 @@ v1::RegisterWorkerRequest ToProto(const PlaceRequest& request) {
   proto.set_address(request.address);
   proto.set_num_slices(request.num_slices);
   proto.set_place_source(request.place_source);
+  proto.set_machine(request.machine);
   return proto;
 }
 

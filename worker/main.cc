@@ -26,6 +26,7 @@
 #include "worker/coordinator_session.h"
 #include "worker/huge_pages.h"
 #include "worker/idle_release.h"
+#include "worker/machine_share.h"
 #include "worker/self_faults.h"
 #include "worker/worker_node.h"
 #include "worker/worker_place.h"
@@ -96,14 +97,16 @@ int main(int argc, char** argv) {
              "TPUEMU_HTTP_PORT")
       ->capture_default_str();
   int matmuls_at_once = UsableCpus();
-  env_option(app.add_option("--matmuls-at-once", matmuls_at_once,
-                            "how many of this host's chips multiply at the same time (0: all that want to);\n"
-                            "the rest wait until one is done. The default, the CPUs this process may use,\n"
-                            "keeps the cores from switching between multiplies; `tpuemu cluster up --local`\n"
-                            "gives each worker its share of the machine's. Emulated times do not change"),
-             "TPUEMU_MATMULS_AT_ONCE")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 4096));
+  auto* matmuls_opt =
+      env_option(app.add_option("--matmuls-at-once", matmuls_at_once,
+                                "how many of this host's chips multiply at the same time (0: all that want to);\n"
+                                "the rest wait until one is done, so that the cores do not switch between\n"
+                                "multiplies. Default: the CPUs this process may use, shared equally with the pod's\n"
+                                "other workers on this machine (local pods, compose) once the coordinator says who\n"
+                                "they are. Emulated times do not change"),
+                 "TPUEMU_MATMULS_AT_ONCE")
+          ->capture_default_str()
+          ->check(CLI::Range(0, 4096));
   std::string keep_memory_for = absl::StrCat(absl::ToInt64Seconds(absl::FromChrono(IdleRelease::kDefaultDelay)));
   env_option(app.add_option("--keep-memory-for", keep_memory_for,
                             "how long a finished job's memory stays with this worker before it goes back to\n"
@@ -155,13 +158,20 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(keep_memory.status().message()));
     return 2;
   }
+  // Unless told, the chips share the machine with the pod's other workers on
+  // it; a CPU quota (a container's limit) is already this worker's share.
+  const bool share_machine = matmuls_opt->count() == 0 && EnvVar("TPUEMU_MATMULS_AT_ONCE").value_or("").empty() &&
+                             CgroupCpuLimit("/proc/self/cgroup", "/sys/fs/cgroup") == 0;
   const std::string advertised_host = AdvertiseHost(advertise, listen, CanonicalHostname);
   if (check_config) {
     std::printf(
         "place: %s\ncoordinator: %s\nlisten: %s\nadvertise: %s\ncheckpoints: %s\nmatmuls at once: %s\n"
         "keep memory for: %s\n",
         place->source.c_str(), coordinator_address->c_str(), listen.c_str(), advertised_host.c_str(),
-        checkpoint_dir.c_str(), matmuls_at_once == 0 ? "no limit" : std::to_string(matmuls_at_once).c_str(),
+        checkpoint_dir.c_str(),
+        matmuls_at_once == 0 ? "no limit"
+        : share_machine      ? absl::StrCat(matmuls_at_once, ", shared with the pod's other workers on this machine").c_str()
+                             : std::to_string(matmuls_at_once).c_str(),
         absl::FormatDuration(*keep_memory).c_str());
     return 0;
   }
@@ -170,13 +180,15 @@ int main(int argc, char** argv) {
   PrepareProcessForDataPath();
   spdlog::info("{}", HugePagesReport());
   ProcessMatmulGate().set_limit(matmuls_at_once);
-  spdlog::info("chips multiply {} at a time", matmuls_at_once == 0 ? "any number" : std::to_string(matmuls_at_once));
+  spdlog::info("chips multiply {} at a time{}", matmuls_at_once == 0 ? "any number" : std::to_string(matmuls_at_once),
+               share_machine ? " until the pod says how many of its workers share this machine" : "");
   IdleRelease::Process().set_delay(absl::ToChronoMilliseconds(absl::Ceil(*keep_memory, absl::Milliseconds(1))));
   spdlog::info("a finished job's memory goes back to the system after {} without a job",
                absl::FormatDuration(*keep_memory));
   WorkerNode node(-1, GrpcFabricFactory());
   node.set_checkpoint_dir(checkpoint_dir);
   node.set_worker_fault_action(CarryOutOnThisProcess);
+  if (share_machine) node.share_machine(ThisMachine(), matmuls_at_once);
   WorkerServiceImpl worker_service(&node);
   PeerServiceImpl peer_service([&node](Frame&& f) { node.DeliverPeerFrame(std::move(f)); });
   auto server = StartServer(listen, {&worker_service, &peer_service});

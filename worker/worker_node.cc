@@ -3,7 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/process_memory.h"
 #include "core/job/kinds.h"
+#include "core/tensor/matmul_gate.h"
 #include "worker/idle_release.h"
+#include "worker/machine_share.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -59,6 +61,21 @@ int WorkerNode::global_host() {
   return host_;
 }
 
+void WorkerNode::ShareMachine(const PodConfig& config) {
+  const MachineShare share = ShareOfMachine(config, machine_, machine_cpus_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (share.workers == 0 || share.matmuls_at_once == matmul_share_) return;
+  matmul_share_ = share.matmuls_at_once;
+  ProcessMatmulGate().set_limit(share.matmuls_at_once);
+  spdlog::info("chips multiply {} at a time: {} worker(s) of the pod share this machine's {} CPU(s)",
+               share.matmuls_at_once, share.workers, machine_cpus_);
+}
+
+int WorkerNode::matmul_share() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return matmul_share_;
+}
+
 std::shared_ptr<WorkerNode::Pod> WorkerNode::pod() {
   std::lock_guard<std::mutex> lock(mu_);
   return pod_;
@@ -67,6 +84,7 @@ std::shared_ptr<WorkerNode::Pod> WorkerNode::pod() {
 absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
   auto topo = Topology::Create(config.topology);
   if (!topo.ok()) return topo.status();
+  ShareMachine(config);
   // The same pod with a worker back at a new address (the coordinator tells
   // every worker when one registers again): only the links to it change, so
   // that jobs on other slices run on untouched.

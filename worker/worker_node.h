@@ -33,6 +33,15 @@ class WorkerNode : public WorkerInterface {
   // How the process carries out a training job's kill_worker and
   // pause_worker (worker/self_faults.h); none: such a job fails, saying so.
   void set_worker_fault_action(WorkerFaultAction action) { worker_fault_action_ = std::move(action); }
+  // Lets this host's chips multiply on an equal share of `cpus` with the
+  // pod's other workers on `machine`, counted at every configuration
+  // (worker/machine_share.h). Unset, the process's gate stays as it is.
+  void share_machine(std::string machine, int cpus) {
+    machine_ = std::move(machine);
+    machine_cpus_ = cpus;
+  }
+  // The share the last configuration gave (0: none yet, or not sharing).
+  int matmul_share();
 
   // The calls do the work themselves: a job's calls end when the job is
   // aborted, not when `cancel` is; timeouts do not apply.
@@ -72,6 +81,8 @@ class WorkerNode : public WorkerInterface {
   // call for the refusal.
   absl::Status CheckIncarnation(uint64_t incarnation, const std::string& call);
   absl::Status ConfigurePod(const PodConfig& config);
+  // The chips' share of the machine's cores, from the pod's configuration.
+  void ShareMachine(const PodConfig& config);
   absl::Status Prepare(uint64_t job, const JobSpec& spec, const Placement& placement);
   absl::StatusOr<std::vector<ChipRunResult>> Run(uint64_t job, int step, const Faults& added);
   absl::StatusOr<HostCheck> Check(uint64_t job);
@@ -87,6 +98,9 @@ class WorkerNode : public WorkerInterface {
   int host_;
   const FabricFactory make_fabric_;
   std::string checkpoint_dir_;
+  std::string machine_;  // share_machine's
+  int machine_cpus_ = 0;
+  int matmul_share_ = 0;  // the share last set, under mu_
   WorkerFaultAction worker_fault_action_;
   uint64_t incarnation_ = 0;  // 0 until the first registration is answered
   bool awaiting_registration_ = false;

@@ -2,11 +2,14 @@
 // environment, StatefulSet ordinals) or assigned by the coordinator, and the
 // refusals that name both sides. Real WorkerService servers on free ports, so
 // that "is the holder of a place alive" is asked over gRPC as in a pod.
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/coordinator.h"
+#include "core/tensor/matmul_gate.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/grpc_fabric.h"
@@ -56,13 +59,15 @@ class RegistrationTest : public ::testing::Test {
   }
 
   absl::StatusOr<v1::RegisterWorkerResponse> Register(const FakeHost& h, int slice, int host,
-                                                      const std::string& source = "test", int num_slices = 0) {
+                                                      const std::string& source = "test", int num_slices = 0,
+                                                      const std::string& machine = "") {
     v1::RegisterWorkerRequest req;
     req.set_slice(slice);
     req.set_host(host);
     req.set_address(h.address);
     req.set_place_source(source);
     req.set_num_slices(num_slices);
+    req.set_machine(machine);
     return coordinator_->RegisterWorker(req);
   }
 
@@ -170,6 +175,28 @@ TEST_F(RegistrationTest, EachWorkersResidentMemoryFromItsLastHeartbeatIsInTheClu
   EXPECT_EQ(coordinator_->ClusterStatus().workers(0).resident_bytes(), 300u << 20);
   ASSERT_TRUE(coordinator_->Heartbeat(0, place->incarnation(), 27 << 20).ok());  // given back once idle
   EXPECT_EQ(coordinator_->ClusterStatus().workers(0).resident_bytes(), 27u << 20);
+}
+
+TEST_F(RegistrationTest, WorkersOnOneMachineShareItsCoresForMultiplying) {
+  // Three of the pod's four workers say they run on machine "a", one on "b";
+  // each may use 4 CPUs. The coordinator's configuration names every
+  // worker's machine, and each worker counts its own.
+  const std::vector<std::string> machines = {"a", "a", "a", "b"};
+  for (int i = 0; i < 4; ++i) {
+    hosts_[i]->node.share_machine(machines[i], 4);
+    auto r = Register(*hosts_[i], -1, -1, "test", 0, machines[i]);
+    ASSERT_TRUE(r.ok()) << r.status();
+    hosts_[i]->node.set_registration(r->global_host(), r->incarnation());
+  }
+  for (int waited = 0; waited < 200 && !coordinator_->ClusterStatus().ready(); ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(coordinator_->ClusterStatus().ready());
+  EXPECT_EQ(hosts_[0]->node.matmul_share(), 1);  // 4 CPUs / 3 workers, rounded down
+  EXPECT_EQ(hosts_[1]->node.matmul_share(), 1);
+  EXPECT_EQ(hosts_[2]->node.matmul_share(), 1);
+  EXPECT_EQ(hosts_[3]->node.matmul_share(), 4);  // alone on its machine
+  ProcessMatmulGate().set_limit(0);              // as the test found it
 }
 
 // What the worker logs while the test runs.

@@ -280,6 +280,12 @@ class ComposeTest(Compose):
         network = engine("inspect", "--format", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}}{{end}}",
                          worker).stdout.strip()
         assert_strangers_refused(self, network, "coordinator:50051", f"{ip}:8471")
+        # The four worker containers share this machine's cores for multiplying: each named its
+        # machine (the kernel's boot id) when it registered, and counted the others from the
+        # names in the coordinator's configuration (worker/machine_share.h).
+        for worker in self.containers("worker"):
+            logs = engine("logs", worker, check=False)
+            self.assertIn("4 worker(s) of the pod share this machine", logs.stdout + logs.stderr, worker)
 
         # The coordinator killed and started again: its job store is on a volume.
         kill9_and_start(self.containers("coordinator")[0])

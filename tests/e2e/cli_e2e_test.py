@@ -106,13 +106,16 @@ class ClusterLifecycleTest(Pod):
         self.assertTrue(status["ready"])
         self.assertEqual(status["registered_workers"], 4)
         self.assertEqual(status["chips"], 16)
-        # The 4 workers share this machine's cores for multiplying (--matmuls-at-once):
-        # a quarter each (fewer under a CPU quota), at least 1.
+        # The 4 workers share this machine's cores for multiplying (--matmuls-at-once): each
+        # names its machine when it registers, and once configured takes a quarter of the
+        # CPUs it may use (fewer under a CPU quota), at least 1.
         share = max(1, len(os.sched_getaffinity(0)) // 4)
         for w in self.pod_file()["workers"]:
             with open(os.path.join(self.pod_file()["log_dir"], f"worker-s{w['slice']}-h{w['host']}.log")) as f:
-                said = re.search(r"chips multiply (\d+) at a time", f.read())
+                said = re.search(r"chips multiply (\d+) at a time: (\d+) worker\(s\) of the pod share this machine",
+                                 f.read())
             self.assertIsNotNone(said, "a worker did not log its share")
+            self.assertEqual(said.group(2), "4", said.group(0))
             self.assertTrue(1 <= int(said.group(1)) <= share, said.group(0))
 
         r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB,8MiB", "--json")
