@@ -250,39 +250,36 @@ class CheckConfigTest(Processes):
         self.assertEqual(ok.returncode, 0, ok.stderr)
         self.assertIn("coordinator: c:50051", ok.stdout)
 
+    def assert_a_time_setting(self, binary, base, flag, variable, label, read, refused, most):
+        """A time read from `flag` or `variable`: `read` maps (flag or variable, text) to what
+        --check-config prints after `label`; each of `refused` is refused, naming whichever said it."""
+        for (how, text), shown in read.items():
+            args, env = ([f"{flag}={text}"], base) if how == "flag" else ([], dict(base, **{variable: text}))
+            ok = self.run_check(binary, args, env=env)
+            self.assertEqual(ok.returncode, 0, ok.stderr)
+            self.assertIn(f"{label}: {shown}", ok.stdout)
+        for value in refused:
+            r = self.run_check(binary, env=dict(base, **{variable: value}))
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn(f"{variable} '{value}': expected a time above 0 and at most {most}", r.stdout + r.stderr)
+            r = self.run_check(binary, [f"{flag}={value}"], env=base)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn(f"{flag} '{value}'", r.stdout + r.stderr)
+
     def test_the_heartbeat_timeout_from_flag_or_variable_and_what_is_refused(self):
-        base = {"TPUEMU_TOPOLOGY": "v5p:2x2"}
-        ok = self.run_check("tpuemu-coordinator", env=dict(base, TPUEMU_HEARTBEAT_TIMEOUT="45s"))
-        self.assertEqual(ok.returncode, 0, ok.stderr)
-        self.assertIn("heartbeat timeout: 45s", ok.stdout)
-        ok = self.run_check("tpuemu-coordinator", ["--heartbeat-timeout", "0.5"], env=base)
-        self.assertIn("heartbeat timeout: 500ms", ok.stdout)
-        for value in ("0", "-1", "fast", "2h"):
-            r = self.run_check("tpuemu-coordinator", env=dict(base, TPUEMU_HEARTBEAT_TIMEOUT=value))
-            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-            self.assertIn(f"TPUEMU_HEARTBEAT_TIMEOUT '{value}': expected a time above 0 and at most 1h",
-                          r.stdout + r.stderr)
-            r = self.run_check("tpuemu-coordinator", [f"--heartbeat-timeout={value}"], env=base)
-            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-            self.assertIn(f"--heartbeat-timeout '{value}'", r.stdout + r.stderr)
+        self.assert_a_time_setting("tpuemu-coordinator", {"TPUEMU_TOPOLOGY": "v5p:2x2"}, "--heartbeat-timeout",
+                                   "TPUEMU_HEARTBEAT_TIMEOUT", "heartbeat timeout",
+                                   {("variable", "45s"): "45s", ("flag", "0.5"): "500ms"}, ("0", "-1", "fast", "2h"),
+                                   "1h")
 
     def test_how_long_a_worker_keeps_a_jobs_memory_from_flag_or_variable_and_what_is_refused(self):
         base = {"TPUEMU_COORDINATOR": "c:1", "TPU_WORKER_ID": "0"}
         ok = self.run_check("tpuemu-worker", env=base)
         self.assertEqual(ok.returncode, 0, ok.stderr)
         self.assertIn("keep memory for: 30s", ok.stdout)
-        ok = self.run_check("tpuemu-worker", env=dict(base, TPUEMU_KEEP_MEMORY_FOR="2m"))
-        self.assertIn("keep memory for: 2m", ok.stdout)
-        ok = self.run_check("tpuemu-worker", ["--keep-memory-for", "0.5"], env=base)
-        self.assertIn("keep memory for: 500ms", ok.stdout)
-        for value in ("0", "-1", "never", "25h"):
-            r = self.run_check("tpuemu-worker", env=dict(base, TPUEMU_KEEP_MEMORY_FOR=value))
-            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-            self.assertIn(f"TPUEMU_KEEP_MEMORY_FOR '{value}': expected a time above 0 and at most 24h",
-                          r.stdout + r.stderr)
-            r = self.run_check("tpuemu-worker", [f"--keep-memory-for={value}"], env=base)
-            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-            self.assertIn(f"--keep-memory-for '{value}'", r.stdout + r.stderr)
+        self.assert_a_time_setting("tpuemu-worker", base, "--keep-memory-for", "TPUEMU_KEEP_MEMORY_FOR",
+                                   "keep memory for", {("variable", "2m"): "2m", ("flag", "0.5"): "500ms"},
+                                   ("0", "-1", "never", "25h"), "24h")
 
     def check_container(self, where, command, env, hostname=None):
         """A container's command as its image would run it, asked of the binary itself
