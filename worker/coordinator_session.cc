@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/process_memory.h"
 #include "spdlog/spdlog.h"
-#include "worker/machine_share.h"
 
 namespace tpuemu {
 namespace {
@@ -51,7 +50,7 @@ bool CoordinatorSession::SleepUnlessStopped(std::chrono::milliseconds d) {
 
 absl::Status CoordinatorSession::RegisterOnce(const WorkerPlace& place, bool& retry) {
   auto granted =
-      registrar_->RegisterWorker({place.slice, place.host, address_, place.num_slices, place.source, ThisMachine()});
+      registrar_->RegisterWorker({place.slice, place.host, address_, place.num_slices, place.source, place.machine});
   if (!granted.ok()) {
     retry = !Refused(granted.status());
     return granted.status();

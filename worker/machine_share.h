@@ -3,7 +3,10 @@
 // see the others from inside its container, so it names its machine when it
 // registers (the kernel's boot id, the same in every container and process on
 // one kernel), the coordinator passes every worker's name in the pod's
-// configuration, and each counts the workers on its own machine.
+// configuration, and each counts the workers on its own machine. Under a
+// cgroup v2 CPU quota the "machine" is the quota: the name adds the worker's
+// cgroup, so that workers in one limited container (a local pod inside it)
+// split its quota, and a container with a quota of its own keeps it.
 #pragma once
 
 #include <string>
@@ -12,7 +15,9 @@
 
 namespace tpuemu {
 
-// This machine's name for the count: its kernel's boot id; "" if unreadable.
+// This machine's name for the count: its kernel's boot id, and under a CPU
+// quota its cgroup (the directory's inode: the same path may name different
+// cgroups in different containers); "" if the boot id is unreadable.
 std::string ThisMachine();
 
 // A worker's share of its machine: how many of the pod's workers run on

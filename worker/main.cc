@@ -101,9 +101,10 @@ int main(int argc, char** argv) {
       env_option(app.add_option("--matmuls-at-once", matmuls_at_once,
                                 "how many of this host's chips multiply at the same time (0: all that want to);\n"
                                 "the rest wait until one is done, so that the cores do not switch between\n"
-                                "multiplies. Default: the CPUs this process may use, shared equally with the pod's\n"
-                                "other workers on this machine (local pods, compose) once the coordinator says who\n"
-                                "they are. Emulated times do not change"),
+                                "multiplies. Default: the CPUs this process may use (fewer under a cgroup v2 CPU\n"
+                                "quota), shared equally with the pod's other workers on this machine or quota\n"
+                                "(a local pod, compose's replicas, pods on one Kubernetes node) once the\n"
+                                "coordinator says who they are. Emulated times do not change"),
                  "TPUEMU_MATMULS_AT_ONCE")
           ->capture_default_str()
           ->check(CLI::Range(0, 4096));
@@ -158,10 +159,10 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(keep_memory.status().message()));
     return 2;
   }
-  // Unless told, the chips share the machine with the pod's other workers on
-  // it; a CPU quota (a container's limit) is already this worker's share.
-  const bool share_machine = matmuls_opt->count() == 0 && EnvVar("TPUEMU_MATMULS_AT_ONCE").value_or("").empty() &&
-                             CgroupCpuLimit("/proc/self/cgroup", "/sys/fs/cgroup") == 0;
+  // Unless told, the chips share the machine (or CPU quota) with the pod's
+  // other workers on it.
+  const bool share_machine = matmuls_opt->count() == 0 && EnvVar("TPUEMU_MATMULS_AT_ONCE").value_or("").empty();
+  place->machine = ThisMachine();
   const std::string advertised_host = AdvertiseHost(advertise, listen, CanonicalHostname);
   if (check_config) {
     std::printf(
@@ -188,7 +189,14 @@ int main(int argc, char** argv) {
   WorkerNode node(-1, GrpcFabricFactory());
   node.set_checkpoint_dir(checkpoint_dir);
   node.set_worker_fault_action(CarryOutOnThisProcess);
-  if (share_machine) node.share_machine(ThisMachine(), matmuls_at_once);
+  if (share_machine) {
+    if (place->machine.empty()) {
+      spdlog::warn("cannot name this machine (/proc/sys/kernel/random/boot_id): chips multiply {} at a time, "
+                   "whatever other workers run here; set --matmuls-at-once for a share",
+                   matmuls_at_once);
+    }
+    node.share_machine(place->machine, matmuls_at_once);
+  }
   WorkerServiceImpl worker_service(&node);
   PeerServiceImpl peer_service([&node](Frame&& f) { node.DeliverPeerFrame(std::move(f)); });
   auto server = StartServer(listen, {&worker_service, &peer_service});

@@ -36,6 +36,7 @@ class WorkerNode : public WorkerInterface {
   // Lets this host's chips multiply on an equal share of `cpus` with the
   // pod's other workers on `machine`, counted at every configuration
   // (worker/machine_share.h). Unset, the process's gate stays as it is.
+  // Before serving.
   void share_machine(std::string machine, int cpus) {
     machine_ = std::move(machine);
     machine_cpus_ = cpus;

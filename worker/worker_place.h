@@ -33,6 +33,7 @@ struct WorkerPlace {
   int host = -1;       // -1: the coordinator picks
   int num_slices = 0;  // MEGASCALE_NUM_SLICES; 0 when not set
   std::string source;  // what said so, e.g. "TPU_WORKER_ID=3", for logs and errors
+  std::string machine;  // the machine it runs on (machine_share.h: ThisMachine); "": not said
 };
 
 absl::StatusOr<WorkerPlace> ResolveWorkerPlace(const PlaceInputs& in);

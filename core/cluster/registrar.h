@@ -23,7 +23,7 @@ struct PlaceRequest {
   std::string address;
   int num_slices = 0;        // what the worker's environment says; 0: not said
   std::string place_source;  // where the worker found its place, for logs and errors
-  std::string machine;       // the machine it runs on (worker/machine_share.h); "": not said
+  std::string machine;       // the machine it runs on, so that workers there share its cores; "": not said
 };
 
 // The place a worker was given, and the registration that holds it.

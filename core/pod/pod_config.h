@@ -13,7 +13,8 @@ struct PodConfig {
   double time_scale = 0;
   std::map<int, std::string> host_addresses;  // global host index -> host:port
   // Global host index -> the machine it runs on, as the worker named it
-  // (worker/machine_share.h); hosts that did not name one are left out.
+  // when it registered (workers on one machine share its cores); hosts that
+  // did not name one are left out.
   std::map<int, std::string> host_machines;
 };
 

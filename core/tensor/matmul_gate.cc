@@ -60,12 +60,17 @@ MatmulGate& ProcessMatmulGate() {
   return gate;
 }
 
-int CgroupCpuLimit(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
+std::string CgroupPath(const std::string& proc_self_cgroup) {
   std::ifstream self(proc_self_cgroup);
   std::string line, path;
   while (std::getline(self, line)) {
     if (line.rfind("0::", 0) == 0) path = line.substr(3);
   }
+  return path;
+}
+
+int CgroupCpuLimit(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
+  std::string path = CgroupPath(proc_self_cgroup);
   if (path.empty() || path[0] != '/') return 0;
   int limit = 0;
   for (;;) {

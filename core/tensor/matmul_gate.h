@@ -63,6 +63,10 @@ MatmulGate& ProcessMatmulGate();
 // v2 CPU quota (a container's CPU limit) allows fewer; at least 1.
 int UsableCpus();
 
+// The process's cgroup v2 path, from `proc_self_cgroup`'s "0::PATH" line; ""
+// without one.
+std::string CgroupPath(const std::string& proc_self_cgroup);
+
 // The CPUs cgroup v2 quotas allow (`cpu.max` of the process's cgroup, named
 // in `proc_self_cgroup`'s "0::PATH" line, under `cgroup_root`, and of every
 // cgroup above it: the least, rounded up); 0 where none limits them.

@@ -181,6 +181,9 @@ TEST_F(RegistrationTest, WorkersOnOneMachineShareItsCoresForMultiplying) {
   // Three of the pod's four workers say they run on machine "a", one on "b";
   // each may use 4 CPUs. The coordinator's configuration names every
   // worker's machine, and each worker counts its own.
+  struct ResetGate {
+    ~ResetGate() { ProcessMatmulGate().set_limit(0); }  // as the test found it
+  } reset;
   const std::vector<std::string> machines = {"a", "a", "a", "b"};
   for (int i = 0; i < 4; ++i) {
     hosts_[i]->node.share_machine(machines[i], 4);
@@ -196,7 +199,17 @@ TEST_F(RegistrationTest, WorkersOnOneMachineShareItsCoresForMultiplying) {
   EXPECT_EQ(hosts_[1]->node.matmul_share(), 1);
   EXPECT_EQ(hosts_[2]->node.matmul_share(), 1);
   EXPECT_EQ(hosts_[3]->node.matmul_share(), 4);  // alone on its machine
-  ProcessMatmulGate().set_limit(0);              // as the test found it
+
+  // The third worker registers again, now saying machine "b": every worker
+  // is configured again and counts anew, 2 on each machine.
+  auto again = Register(*hosts_[2], -1, -1, "test", 0, "b");
+  ASSERT_TRUE(again.ok()) << again.status();
+  hosts_[2]->node.set_registration(again->global_host(), again->incarnation());
+  for (int waited = 0; waited < 200 && hosts_[3]->node.matmul_share() != 2; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(hosts_[3]->node.matmul_share(), 2);
+  EXPECT_EQ(hosts_[0]->node.matmul_share(), 2);
 }
 
 // What the worker logs while the test runs.

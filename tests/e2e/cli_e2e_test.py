@@ -148,7 +148,9 @@ class ClusterLifecycleTest(Pod):
         self.up("--topology", "v5e:2x2")
         for w in self.pod_file()["workers"]:
             with open(os.path.join(self.pod_file()["log_dir"], f"worker-s{w['slice']}-h{w['host']}.log")) as f:
-                self.assertIn("chips multiply 3 at a time", f.read())
+                log = f.read()
+            self.assertIn("chips multiply 3 at a time", log)
+            self.assertNotIn("worker(s) of the pod share", log, "the machine's share overrode the variable")
 
     def test_second_up_over_a_running_pod_is_refused(self):
         self.up("--topology", "v5e:2x2")
