@@ -2,6 +2,9 @@
 // configuration (worker/machine_share.h).
 #include "worker/machine_share.h"
 
+#include <fstream>
+
+#include "core/tensor/matmul_gate.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {
@@ -30,9 +33,15 @@ TEST(MachineShareTest, NoNameNoShare) {
 }
 
 TEST(MachineShareTest, ThisMachineIsTheKernelsBootId) {
-  // The same name in every process (and container) on this kernel.
+  // The same name in every process (and container) on this kernel; under a
+  // CPU quota, the worker's cgroup follows it.
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  f >> boot_id;
+  ASSERT_EQ(boot_id.size(), 36u) << boot_id;
   const std::string id = ThisMachine();
-  EXPECT_EQ(id.size(), 36u) << id;
+  EXPECT_EQ(id.substr(0, 36), boot_id);
+  EXPECT_EQ(id.size() == 36, CgroupCpuLimit("/proc/self/cgroup", "/sys/fs/cgroup") == 0) << id;
   EXPECT_EQ(ThisMachine(), id);
 }
 
