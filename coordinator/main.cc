@@ -4,7 +4,6 @@
 
 #include "CLI/CLI.hpp"
 #include "coordinator/coordinator.h"
-#include "core/base/units.h"
 #include "core/pod/profile.h"
 #include "services/flag_names.h"
 #include "services/flags.h"
@@ -28,11 +27,6 @@ store and the running job is stopped, to be interrupted or resumed (max_restarts
 coordinator on the directory, as after a crash; without it the queued and running jobs are
 cancelled.
 See docs/deploy.md.)";
-
-absl::StatusOr<absl::Duration> ParseHeartbeatTimeout(const std::string& text, bool from_flag) {
-  return tpuemu::ParseDuration(text, from_flag ? "--heartbeat-timeout" : "TPUEMU_HEARTBEAT_TIMEOUT",
-                               tpuemu::kMaxHeartbeatTimeout);
-}
 
 }  // namespace
 
@@ -116,7 +110,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   SetProcessSecurity(*security);
-  auto timeout = ParseHeartbeatTimeout(heartbeat_timeout, FlagGiven(argc, argv, "--heartbeat-timeout"));
+  auto timeout = ParseTimeFlag(heartbeat_timeout, argc, argv, "--heartbeat-timeout", "TPUEMU_HEARTBEAT_TIMEOUT",
+                               kMaxHeartbeatTimeout);
   if (!timeout.ok()) {
     spdlog::error("{}", std::string(timeout.status().message()));
     return 2;

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/base/units.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -36,14 +38,18 @@ inline int ParseFlagsAndEnv(CLI::App& app, int argc, char** argv, const std::vec
 // The longest a worker keeps a finished job's memory (`--keep-memory-for`).
 inline constexpr absl::Duration kMaxKeepMemoryFor = absl::Hours(24);
 
-// Whether `flag` is on the command line (else its value came from its
-// environment twin or the default), to name the right one in an error.
-inline bool FlagGiven(int argc, char** argv, const std::string& flag) {
+// A time (above 0, at most `max`) that `flag` or its environment twin
+// `variable` gave as `text`; a refusal names the flag when it is on the
+// command line, else the variable (or the default) said it.
+inline absl::StatusOr<absl::Duration> ParseTimeFlag(const std::string& text, int argc, char** argv,
+                                                    const std::string& flag, const std::string& variable,
+                                                    absl::Duration max) {
+  bool given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == flag || arg.rfind(flag + "=", 0) == 0) return true;
+    given = given || arg == flag || arg.rfind(flag + "=", 0) == 0;
   }
-  return false;
+  return ParseDuration(text, given ? flag : variable, max);
 }
 
 }  // namespace tpuemu

@@ -10,7 +10,6 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "core/base/units.h"
 #include "core/tensor/matmul_gate.h"
 #include "services/flag_names.h"
 #include "services/flags.h"
@@ -151,10 +150,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto keep_memory = ParseDuration(keep_memory_for,
-                                   FlagGiven(argc, argv, "--keep-memory-for") ? "--keep-memory-for"
-                                                                               : "TPUEMU_KEEP_MEMORY_FOR",
-                                   kMaxKeepMemoryFor);
+  auto keep_memory =
+      ParseTimeFlag(keep_memory_for, argc, argv, "--keep-memory-for", "TPUEMU_KEEP_MEMORY_FOR", kMaxKeepMemoryFor);
   if (!keep_memory.ok()) {
     spdlog::error("{}", std::string(keep_memory.status().message()));
     return 2;
