@@ -12,6 +12,8 @@ build/ instead of compiled a second time)."""
 import atexit
 import json
 import os
+import random
+import re
 import shutil
 import socket
 import subprocess
@@ -28,10 +30,30 @@ IMAGE = os.environ.get("TPUEMU_IMAGE", "localhost/tpuemu:dev")
 DP_JOB = os.path.join(ROOT, "examples/jobs/dp.yaml")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def publishable_port():
+    """A port for compose to publish on this machine's loopback: free, outside
+    the kernel's ephemeral range, and named by no NAT rule. The engine
+    publishes a port with a DNAT rule that takes every connection to it,
+    whoever listens there, and a run killed before its teardown leaves the rule
+    behind: a CI run met one from a killed run, and a later test's server, given
+    the same port by bind(0), was unreachable ("Connection refused"). Outside
+    the ephemeral range no port-0 server is ever given it."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_low = int(f.read().split()[0])
+    nat = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout \
+        if shutil.which("iptables-save") else ""
+    ruled = {int(p) for p in re.findall(r"--dport (\d+)", nat)}
+    for _ in range(100):
+        port = random.randrange(10000, max(10001, ephemeral_low))
+        if port in ruled:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise AssertionError(f"no free port below the ephemeral range ({ephemeral_low}) to publish")
 
 
 def container_env():
@@ -190,9 +212,29 @@ class Compose(Case):
 
     def setUp(self):
         self.project = f"tpuemutest{os.getpid()}"
-        self.port = str(free_port())
-        self.metrics_port = str(free_port())
+        self.remove_leftovers()
+        self.port = str(publishable_port())
+        self.metrics_port = str(publishable_port())
         self.addCleanup(self.down)
+
+    def remove_leftovers(self):
+        """Containers and networks of compose projects that runs killed before
+        their teardown left (each run's project is named after its process,
+        which is gone): removed first, and said."""
+        if ENGINE != "podman":
+            return
+        ours = re.compile(r"tpuemutest(\d+)(_.*)?$")
+        def stale(name):
+            m = ours.match(name)
+            return m is not None and not os.path.exists(f"/proc/{m.group(1)}")
+        containers = [c for c in engine("ps", "-a", "--format", "{{.Names}}").stdout.split() if stale(c)]
+        networks = [n for n in engine("network", "ls", "--format", "{{.Name}}").stdout.split() if stale(n)]
+        if containers or networks:
+            print(f"\nremoving what an earlier run left: {', '.join(containers + networks)}", file=sys.stderr)
+        for c in containers:
+            engine("rm", "-f", "-t", "0", c, check=False)
+        for n in networks:
+            engine("network", "rm", "-f", n, check=False)
 
     def compose(self, *args, check=True, **env):
         e = dict(ENV, COMPOSE_PROJECT_NAME=self.project, TPUEMU_PORT=self.port, TPUEMU_METRICS_PORT=self.metrics_port,
