@@ -13,7 +13,11 @@ namespace tpuemu {
 
 const std::vector<std::pair<const char*, int>>& PeerStreamArgs() {
   static const std::vector<std::pair<const char*, int>> args = {
-      // Bulk tensor data: big HTTP/2 frames and windows.
+      // Bulk tensor data: big HTTP/2 frames and windows. gRPC's bandwidth
+      // probe stays on: without it gRPC 1.51 keeps the connection's window
+      // at 64 KiB (the lookahead sets the streams' only), and every 64 KiB
+      // frame waits a round trip for it; with it, 1 MiB frames are slower
+      // instead (docs/benchmarks.md, "gRPC's flow control").
       {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1},
       {GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20},
       {GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 << 20},
