@@ -125,9 +125,9 @@ struct LoopbackLink {
     received += f.elements() * sizeof(float);
     ++frames;
   }};
-  RunningServer server = *StartServer("127.0.0.1:0", {&peer});
+  RunningServer server = *StartServer("127.0.0.1:0", {}, ServerPeers::kMembersOnly, &peer);
   Topology topo = *Topology::Create({"v5p:2", 1, 1, "none"});
-  GrpcFabric fabric{topo, 0, {{1, absl::StrCat("127.0.0.1:", server.port)}}};
+  GrpcFabric fabric{topo, 0, {{1, absl::StrCat("127.0.0.1:", server.port)}}, peer.queue()};
   ~LoopbackLink() { server.server->Shutdown(std::chrono::system_clock::now()); }
 
   // Frames lend one filled buffer, as chips lend theirs, so that filling

@@ -320,7 +320,7 @@ void RunRank(Shared& shared, int rank, int n, size_t chunk, Transport transport,
     fabric = cq_fabric.get();
   } else if (transport == Transport::kGrpc) {
     peer.emplace(sink);
-    auto started = StartServer("127.0.0.1:0", {&*peer});
+    auto started = StartServer("127.0.0.1:0", {}, ServerPeers::kMembersOnly, &*peer);
     if (!started.ok()) {
       std::fprintf(stderr, "rank %d: %s\n", rank, started.status().ToString().c_str());
       Abandon(shared);
@@ -331,7 +331,7 @@ void RunRank(Shared& shared, int rank, int n, size_t chunk, Transport transport,
     auto topo = *Topology::Create({absl::StrCat("v5p:", n), 1, 1, "none"});
     std::map<int, std::string> addresses;
     for (int r = 0; r < n; ++r) addresses[r] = absl::StrCat("127.0.0.1:", shared.port[r].load());
-    grpc_fabric = std::make_unique<GrpcFabric>(topo, rank, addresses);
+    grpc_fabric = std::make_unique<GrpcFabric>(topo, rank, addresses, peer->queue());
     fabric = grpc_fabric.get();
   } else {
     socket_fabric = std::make_unique<SocketRingFabric>();

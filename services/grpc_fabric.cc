@@ -4,7 +4,7 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
-#include "grpcpp/support/client_callback.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "services/frame_codec.h"
 #include "services/server.h"
 #include "services/transport_security.h"
@@ -12,52 +12,49 @@
 
 namespace tpuemu {
 
-// One directed link's stream. Frames queue here and are written one at a
-// time, each as the previous write completes (gRPC allows one in flight); the
-// completions, in gRPC's threads, start the next write and tell the senders.
-// Chips start writes from their own threads, so the stream holds gRPC's
-// reactor open (a hold) until it is cancelled: gRPC ends a reactor once
-// nothing is in flight and the call is over, and a write started after that
-// would touch freed memory. Writes start under the lock, after a look at
-// `closed_`: none can start once Cancel has released the hold. (gRPC never
-// runs OnWriteDone inside StartWrite, so the lock cannot be taken twice.)
-// The fabric frees a stream only once gRPC is done with it (WaitDone), in
-// the fabric's own thread: freed in one of gRPC's threads as the process
-// exits, a stream crashed it.
-class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer> {
+// One directed link's stream, on the worker's PeerQueue. Frames queue here
+// and are written one at a time (gRPC allows one in flight); each write's
+// completion, in the queue's thread, starts the next and tells the sender.
+// Chips start writes from their own threads when nothing is in flight. A
+// stream holds the queue, which is not shut down while any stream has an
+// operation on it; the fabric frees a stream only once nothing of it is in
+// flight any more (WaitDone).
+class GrpcFabric::PeerStream final : public PeerQueue::Tag {
  public:
-  explicit PeerStream(std::string peer) : peer_(std::move(peer)) {}
-
   // The channel outlives the stream's use of it, and is not the stream's to
-  // close: destroying a channel in one of gRPC's own threads, where the
-  // stream ends, can deadlock.
-  static std::shared_ptr<PeerStream> Open(grpc::Channel& channel, std::string peer) {
-    auto s = std::make_shared<PeerStream>(std::move(peer));
+  // close.
+  PeerStream(const std::shared_ptr<grpc::Channel>& channel, std::shared_ptr<PeerQueue> queue, std::string peer)
+      : peer_(std::move(peer)), peer_queue_(std::move(queue)), stub_(channel) {
     // Initial metadata goes with the first chunk: opening the stream then
     // never waits for the peer. (Uncorked, the sync writer's constructor
     // waited for the metadata to be sent, without a deadline; between
     // containers that wait hung for 10-50 s on a fresh pod's first Configure.
-    // Connect bounds the wait for the connection.)
-    s->context_.set_initial_metadata_corked(true);
-    grpc::internal::RpcMethod method("/tpuemu.v1.PeerService/Stream", grpc::internal::RpcMethod::CLIENT_STREAMING);
-    grpc::internal::ClientCallbackWriterFactory<grpc::ByteBuffer>::Create(&channel, method, &s->context_,
-                                                                           &s->response_, s.get());
-    s->AddHold();
-    s->StartCall();
-    return s;
+    // Connect bounds the wait for the connection.) Corked, the start is no
+    // operation of its own: the first write may follow at once.
+    context_.set_initial_metadata_corked(true);
+    call_ = stub_.PrepareCall(&context_, "/tpuemu.v1.PeerService/Stream", peer_queue_->cq());
+    call_->StartCall(nullptr);
   }
 
   const std::string& peer() const { return peer_; }
 
   // Ends the stream; frames not yet written fail.
   void Cancel() {
+    std::deque<Pending> failed;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (closed_) return;
       closed_ = true;
+      // The one in flight fails when its write completes.
+      if (writing_) {
+        failed.assign(std::make_move_iterator(queue_.begin() + 1), std::make_move_iterator(queue_.end()));
+        queue_.erase(queue_.begin() + 1, queue_.end());
+      } else {
+        failed.swap(queue_);
+      }
     }
     context_.TryCancel();
-    RemoveHold();
+    for (Pending& p : failed) p.sent(Broken());
   }
 
   void Send(grpc::ByteBuffer message, SentFn sent) {
@@ -68,11 +65,13 @@ class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer>
       return;
     }
     queue_.push_back({std::move(message), std::move(sent)});
-    if (queue_.size() == 1) StartWrite(&queue_.front().message);  // a deque keeps it in place
+    if (!writing_) WriteFront();
   }
 
-  void OnWriteDone(bool ok) override {
+  // A write completed.
+  void Done(bool ok) override {
     std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
     std::deque<Pending> done;
     done.push_back(std::move(queue_.front()));
     queue_.pop_front();
@@ -82,22 +81,17 @@ class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer>
       done.insert(done.end(), std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
       queue_.clear();
     }
-    if (!queue_.empty()) StartWrite(&queue_.front().message);
+    if (!queue_.empty() && !closed_) WriteFront();
+    if (!writing_) idle_.notify_all();
     lock.unlock();
     for (size_t i = 0; i < done.size(); ++i) done[i].sent(ok && i == 0 ? absl::OkStatus() : Broken());
   }
 
-  void OnDone(const grpc::Status&) override {
-    // Nothing of this stream is touched after the unlock: the fabric may free it then.
-    std::lock_guard<std::mutex> lock(mu_);
-    done_ = true;
-    done_cv_.notify_all();
-  }
-
-  // Waits, after Cancel, until gRPC is done with the stream; false if it is not within `within`.
+  // Waits, after Cancel, until nothing of the stream is in flight; false if
+  // something still is after `within`.
   bool WaitDone(absl::Duration within) {
     std::unique_lock<std::mutex> lock(mu_);
-    return done_cv_.wait_for(lock, absl::ToChronoNanoseconds(within), [&] { return done_; });
+    return idle_.wait_for(lock, absl::ToChronoNanoseconds(within), [&] { return !writing_; });
   }
 
  private:
@@ -105,23 +99,30 @@ class GrpcFabric::PeerStream : public grpc::ClientWriteReactor<grpc::ByteBuffer>
     grpc::ByteBuffer message;
     SentFn sent;
   };
+  void WriteFront() {  // under mu_
+    writing_ = true;
+    call_->Write(queue_.front().message, this);  // a deque keeps it in place
+  }
   absl::Status Broken() const {
     return absl::UnavailableError(absl::StrCat(peer_, " is broken: the peer worker is gone"));
   }
 
   const std::string peer_;  // for errors: "link chip 3 -> chip 4 (worker host 1 at 127.0.0.1:4567)"
+  const std::shared_ptr<PeerQueue> peer_queue_;  // destroyed last
+  grpc::GenericStub stub_;
   grpc::ClientContext context_;
-  grpc::ByteBuffer response_;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call_;
   std::mutex mu_;
-  std::condition_variable done_cv_;
-  bool done_ = false;          // gRPC is done with the stream
-  std::deque<Pending> queue_;  // the first is being written
-  bool broken_ = false;        // a write failed: the peer is gone
-  bool closed_ = false;        // cancelled, its hold released
+  std::condition_variable idle_;
+  std::deque<Pending> queue_;  // the first is being written while `writing_`
+  bool writing_ = false;
+  bool broken_ = false;  // a write failed: the peer is gone
+  bool closed_ = false;  // cancelled
 };
 
-GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses)
-    : topo_(topo), my_host_(my_host), addresses_(std::move(host_addresses)) {}
+GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses,
+                       std::shared_ptr<PeerQueue> queue)
+    : topo_(topo), my_host_(my_host), addresses_(std::move(host_addresses)), queue_(std::move(queue)) {}
 
 GrpcFabric::~GrpcFabric() { Disconnect(); }
 
@@ -182,6 +183,7 @@ absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
   if (it == addresses_.end()) {
     return absl::FailedPreconditionError(absl::StrCat("no address for host ", host, " (chip ", dst, ")"));
   }
+  if (!queue_) return absl::FailedPreconditionError("this worker's PeerService is not serving");
   grpc::ChannelArguments args;
   // Every directed link gets its own TCP connection, like its own ICI cable.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -199,7 +201,7 @@ absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
   for (const auto& [name, value] : PeerStreamArgs()) args.SetInt(name, value);
   slot.channel = MakeChannel(it->second, args);
-  slot.stream = PeerStream::Open(*slot.channel, absl::StrCat("link chip ", src, " -> chip ", dst, " (worker host ",
+  slot.stream = std::make_shared<PeerStream>(slot.channel, queue_, absl::StrCat("link chip ", src, " -> chip ", dst, " (worker host ",
                                                              host, " at ", it->second, ")"));
   return slot;
 }
@@ -248,9 +250,9 @@ void GrpcFabric::Send(Frame&& frame, SentFn sent) {
 
 absl::Status GrpcFabric::Deliver(Frame&& frame) { return SendAndWait(std::move(frame)); }
 
-FabricFactory GrpcFabricFactory() {
-  return [](const PodConfig& config, const Topology& topo, int host) {
-    return std::make_unique<GrpcFabric>(topo, host, config.host_addresses);
+FabricFactory GrpcFabricFactory(const PeerServiceImpl& peer) {
+  return [&peer](const PodConfig& config, const Topology& topo, int host) {
+    return std::make_unique<GrpcFabric>(topo, host, config.host_addresses, peer.queue());
   };
 }
 

@@ -1,7 +1,8 @@
 // The fabric between workers: frames for chips on this host go straight to
 // the local mailbox; frames for chips on another host go over one long-lived
 // PeerService stream per directed link, each on its own connection, written
-// asynchronously: the sending chip hands a frame over and goes on.
+// asynchronously on the worker's PeerQueue: the sending chip hands a frame
+// over and goes on.
 #pragma once
 
 #include <map>
@@ -12,12 +13,15 @@
 
 #include "core/cluster/host_fabric.h"
 #include "grpcpp/grpcpp.h"
+#include "services/peer_queue.h"
+#include "services/peer_service.h"
 
 namespace tpuemu {
 
 class GrpcFabric : public HostFabric {
  public:
-  GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses);
+  GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses,
+             std::shared_ptr<PeerQueue> queue);
   ~GrpcFabric() override;
   absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips, absl::Duration within) override;
   absl::Status Deliver(Frame&& frame) override;
@@ -36,6 +40,7 @@ class GrpcFabric : public HostFabric {
   Topology topo_;
   int my_host_;
   std::map<int, std::string> addresses_;
+  std::shared_ptr<PeerQueue> queue_;
   Mailbox* local_ = nullptr;
   std::mutex mu_;
   std::map<std::pair<int, int>, Link> links_;
@@ -44,7 +49,8 @@ class GrpcFabric : public HostFabric {
   std::vector<Link> retired_;
 };
 
-// A worker's fabric for each pod configuration: to the addresses it lists.
-FabricFactory GrpcFabricFactory();
+// A worker's fabric for each pod configuration: to the addresses it lists, on
+// the queue of the worker's PeerService (which outlives the factory).
+FabricFactory GrpcFabricFactory(const PeerServiceImpl& peer);
 
 }  // namespace tpuemu

@@ -8,60 +8,101 @@
 #include "tpuemu/v1/peer.pb.h"
 
 namespace tpuemu {
-namespace {
 
-class StreamReader : public grpc::ServerReadReactor<grpc::ByteBuffer> {
+// One stream from a peer: accepted, read frame after frame (one read in
+// flight), then finished; its object goes once the finish completes.
+class PeerServiceImpl::Stream final : public PeerQueue::Tag {
  public:
-  StreamReader(const PeerServiceImpl::Sink& sink, grpc::ByteBuffer* response) : sink_(sink), response_(response) {
-    StartRead(&buffer_);
+  explicit Stream(PeerServiceImpl& service) : service_(service), reader_(&context_) {
+    service_.RequestStream(&context_, &reader_, service_.queue_->cq(), service_.queue_->cq(), this);
   }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      v1::PeerStreamSummary summary;
-      summary.set_chunks(chunks_);
-      const std::string bytes = summary.SerializeAsString();
-      grpc::Slice slice(bytes.data(), bytes.size());
-      *response_ = grpc::ByteBuffer(&slice, 1);
-      Finish(grpc::Status::OK);
-      return;
+  void Done(bool ok) override {
+    switch (state_) {
+      case State::kAccepting:
+        if (!ok) return End();  // the server is shutting down
+        service_.Accept();      // the next one
+        state_ = State::kReading;
+        return reader_.Read(&buffer_, this);
+      case State::kReading:
+        if (!ok) return Finish(grpc::Status::OK);  // the peer closed its end, or the call was cancelled
+        return Take();
+      case State::kFinishing:
+        return End();
     }
+  }
+
+ private:
+  enum class State { kAccepting, kReading, kFinishing };
+
+  void Take() {
     // A stream that breaks the protocol ends with a status that says why;
-    // nothing a peer sends may end the process (an allocation that fails
-    // here would unwind into gRPC, which drops the stream without a status).
+    // nothing a peer sends may end the process.
     try {
       auto frame = DecodeFrame(buffer_);
       if (!frame.ok()) {
         spdlog::error("peer stream: {}", frame.status().ToString());
-        Finish(grpc::Status(grpc::StatusCode::DATA_LOSS, std::string(frame.status().message())));
-        return;
+        return Finish(grpc::Status(grpc::StatusCode::DATA_LOSS, std::string(frame.status().message())));
       }
       ++chunks_;
-      sink_(*std::move(frame));
+      service_.sink_(*std::move(frame));
     } catch (const std::bad_alloc&) {
       spdlog::error("peer stream: out of host memory after {} chunks", chunks_);
-      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          absl::StrCat("the receiving worker ran out of host memory after ", chunks_, " chunks")));
-      return;
+      return Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 absl::StrCat("the receiving worker ran out of host memory after ", chunks_,
+                                              " chunks")));
     }
     buffer_.Clear();
-    StartRead(&buffer_);
+    reader_.Read(&buffer_, this);
   }
 
-  void OnDone() override { delete this; }
+  void Finish(const grpc::Status& status) {
+    state_ = State::kFinishing;
+    if (!status.ok()) return reader_.FinishWithError(status, this);
+    v1::PeerStreamSummary summary;
+    summary.set_chunks(chunks_);
+    const std::string bytes = summary.SerializeAsString();
+    grpc::Slice slice(bytes.data(), bytes.size());
+    reader_.Finish(grpc::ByteBuffer(&slice, 1), grpc::Status::OK, this);
+  }
 
- private:
-  const PeerServiceImpl::Sink& sink_;
-  grpc::ByteBuffer* response_;
+  void End() {
+    PeerServiceImpl& service = service_;
+    delete this;
+    service.Ended();
+  }
+
+  PeerServiceImpl& service_;
+  grpc::ServerContext context_;
+  grpc::ServerAsyncReader<grpc::ByteBuffer, grpc::ByteBuffer> reader_;
   grpc::ByteBuffer buffer_;
+  State state_ = State::kAccepting;
   uint64_t chunks_ = 0;
 };
 
-}  // namespace
+void PeerServiceImpl::AwaitCallsEnded() {
+  std::unique_lock<std::mutex> lock(mu_);
+  ended_.wait(lock, [&] { return streams_ == 0; });
+}
 
-grpc::ServerReadReactor<grpc::ByteBuffer>* PeerServiceImpl::Stream(grpc::CallbackServerContext* context,
-                                                                   grpc::ByteBuffer* response) {
-  return new StreamReader(sink_, response);
+void PeerServiceImpl::AddTo(grpc::ServerBuilder& builder) {
+  builder.RegisterService(this);
+  queue_ = std::make_shared<PeerQueue>(builder.AddCompletionQueue());
+}
+
+void PeerServiceImpl::Start() { Accept(); }
+
+void PeerServiceImpl::Accept() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++streams_;
+  }
+  new Stream(*this);
+}
+
+void PeerServiceImpl::Ended() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--streams_ == 0) ended_.notify_all();
 }
 
 }  // namespace tpuemu

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
+#include "services/health_service.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -33,11 +33,13 @@ const std::vector<std::pair<const char*, int>>& PeerStreamArgs() {
 }
 
 absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::vector<grpc::Service*>& services,
-                                          ServerPeers peers) {
-  grpc::EnableDefaultHealthCheckService(true);
+                                          ServerPeers peers, QueuedService* queued) {
+  // Health is served by a service of ours (services/health_service.h says why).
+  grpc::EnableDefaultHealthCheckService(false);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   RunningServer running;
+  running.health = std::make_shared<HealthService>();
   builder.AddListeningPort(listen, MakeServerCredentials(peers), &running.port);
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   // No SO_REUSEPORT. With it, gRPC 1.51 clones each listener once per extra
@@ -47,24 +49,32 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
   // explicit port and take half of its connections.)
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (const auto& [name, value] : PeerStreamArgs()) builder.AddChannelArgument(name, value);
+  builder.RegisterService(running.health.get());
   for (grpc::Service* s : services) builder.RegisterService(s);
-  running.server = builder.BuildAndStart();
-  if (running.server && running.server->GetHealthCheckService() != nullptr) {
-    running.server->GetHealthCheckService()->SetServingStatus(kLivenessService, true);
-  }
+  if (queued != nullptr) queued->AddTo(builder);
+  running.server = std::unique_ptr<grpc::Server, ServerStop>(builder.BuildAndStart().release(), ServerStop{queued});
   if (!running.server || running.port == 0) {
     return absl::UnavailableError(absl::StrCat("--listen '", listen,
                                                "': could not listen there (in use, or not a local address?)"));
   }
+  // As gRPC's own health service starts: the overall service serving.
+  running.health->Set("", true);
+  running.health->Set(kLivenessService, true);
+  if (queued != nullptr) queued->Start();
   return running;
 }
 
-void SetReady(RunningServer& server, bool ready) {
-  // The overall service only: SetServingStatus(bool) would flip "liveness"
-  // too, and a liveness probe could land between that and setting it back.
-  if (server.server && server.server->GetHealthCheckService() != nullptr) {
-    server.server->GetHealthCheckService()->SetServingStatus("", ready);
+void ServerStop::operator()(grpc::Server* server) const {
+  if (queued != nullptr) {
+    server->Shutdown(std::chrono::system_clock::now());  // returns at once if already shut down
+    queued->AwaitCallsEnded();
   }
+  delete server;
+}
+
+void SetReady(RunningServer& server, bool ready) {
+  // The overall service only: "liveness" stays serving while the process serves.
+  if (server.health) server.health->Set("", ready);
 }
 
 void BlockShutdownSignals() {

@@ -15,9 +15,32 @@
 
 namespace tpuemu {
 
+class HealthService;
+
+// A service served from a completion queue of its own (gRPC's async API),
+// such as the PeerService: it registers itself and its queue before the
+// server is built, starts taking calls once the server has started, and
+// once the server has shut down waits until its calls have ended (their
+// last events still refer to the server).
+class QueuedService {
+ public:
+  virtual ~QueuedService() = default;
+  virtual void AddTo(grpc::ServerBuilder& builder) = 0;
+  virtual void Start() = 0;
+  virtual void AwaitCallsEnded() = 0;
+};
+
+// Deletes a server after shutting it down (at once, if it was not already)
+// and letting its queued service's calls end.
+struct ServerStop {
+  QueuedService* queued = nullptr;
+  void operator()(grpc::Server* server) const;
+};
+
 struct RunningServer {
-  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<grpc::Server, ServerStop> server;
   int port = 0;
+  std::shared_ptr<HealthService> health;
 };
 
 // The largest request any server takes (a submitted job file, a peer chunk).
@@ -29,9 +52,10 @@ const std::vector<std::pair<const char*, int>>& PeerStreamArgs();
 
 // Serves `services` on `listen` with the process's security
 // (services/transport_security.h): to members only (a worker's), or to members
-// and clients with a token (the coordinator's).
+// and clients with a token (the coordinator's), and a `queued` service.
 absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::vector<grpc::Service*>& services,
-                                          ServerPeers peers = ServerPeers::kMembersOnly);
+                                          ServerPeers peers = ServerPeers::kMembersOnly,
+                                          QueuedService* queued = nullptr);
 
 // grpc.health.v1 on every server: the service "liveness" answers SERVING while
 // the process serves at all; the overall service ("") answers SERVING only

@@ -183,7 +183,13 @@ int main(int argc, char** argv) {
   IdleRelease::Process().set_delay(absl::ToChronoMilliseconds(absl::Ceil(*keep_memory, absl::Milliseconds(1))));
   spdlog::info("a finished job's memory goes back to the system after {} without a job",
                absl::FormatDuration(*keep_memory));
-  WorkerNode node(-1, GrpcFabricFactory());
+  // The peer service first: the node's fabric uses its queue, so the node
+  // goes first when main returns. Frames come only once the server below
+  // has started, when the node exists.
+  WorkerNode* receiving_node = nullptr;
+  PeerServiceImpl peer_service([&receiving_node](Frame&& f) { receiving_node->DeliverPeerFrame(std::move(f)); });
+  WorkerNode node(-1, GrpcFabricFactory(peer_service));
+  receiving_node = &node;
   node.set_checkpoint_dir(checkpoint_dir);
   node.set_worker_fault_action(CarryOutOnThisProcess);
   if (share_machine) {
@@ -195,8 +201,7 @@ int main(int argc, char** argv) {
     node.share_machine(place->machine, matmuls_at_once);
   }
   WorkerServiceImpl worker_service(&node);
-  PeerServiceImpl peer_service([&node](Frame&& f) { node.DeliverPeerFrame(std::move(f)); });
-  auto server = StartServer(listen, {&worker_service, &peer_service});
+  auto server = StartServer(listen, {&worker_service}, ServerPeers::kMembersOnly, &peer_service);
   if (!server.ok()) {
     spdlog::error("{}", std::string(server.status().message()));
     return 1;

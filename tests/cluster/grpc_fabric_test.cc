@@ -21,10 +21,10 @@ namespace {
 class GrpcFabricTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = StartServer("127.0.0.1:0", {&peer_});
+    auto s = StartServer("127.0.0.1:0", {}, ServerPeers::kMembersOnly, &peer_);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = *std::move(s);
-    fabric_ = std::make_unique<GrpcFabric>(topo_, 0, std::map<int, std::string>{{1, absl::StrCat("127.0.0.1:", server_.port)}});
+    fabric_ = std::make_unique<GrpcFabric>(topo_, 0, std::map<int, std::string>{{1, absl::StrCat("127.0.0.1:", server_.port)}}, peer_.queue());
     ASSERT_TRUE(fabric_->Connect(mailbox_, {0}, absl::Seconds(5)).ok());
   }
   void TearDown() override {
@@ -113,7 +113,7 @@ TEST_F(GrpcFabricTest, AfterThePeerIsGoneEveryFrameIsToldItCouldNotLeaveNamingTh
 
 TEST_F(GrpcFabricTest, FramesForChipsOnThisHostGoToItsMailboxAndLeaveAtOnce) {
   Topology one_host = *Topology::Create({"v5p:2", 1, 2, "none"});
-  GrpcFabric local(one_host, 0, {});
+  GrpcFabric local(one_host, 0, {}, peer_.queue());
   Mailbox mailbox;
   ASSERT_TRUE(local.Connect(mailbox, {0, 1}, absl::Seconds(1)).ok());
   mailbox.OpenJob(7, 1 << 20);

@@ -28,8 +28,8 @@ using ::testing::HasSubstr;
 
 // A worker process's server, without the process.
 struct FakeHost {
-  FakeHost() : node(-1, GrpcFabricFactory()), service(&node) {
-    auto s = StartServer("127.0.0.1:0", {&service});
+  FakeHost() : node(-1, GrpcFabricFactory(peer)), service(&node) {
+    auto s = StartServer("127.0.0.1:0", {&service}, ServerPeers::kMembersOnly, &peer);
     EXPECT_TRUE(s.ok()) << s.status();
     server = *std::move(s);
     address = absl::StrCat("127.0.0.1:", server.port);
@@ -39,6 +39,7 @@ struct FakeHost {
     if (server.server) server.server->Shutdown(std::chrono::system_clock::now());
     server.server.reset();
   }
+  PeerServiceImpl peer{[this](Frame&& f) { node.DeliverPeerFrame(std::move(f)); }};  // before the node, which uses its queue
   WorkerNode node;
   WorkerServiceImpl service;
   RunningServer server;

@@ -31,13 +31,13 @@ TestPod::TestPod(const TopologyRequest& topology, double time_scale, const TestP
   workers_.resize(topo.num_hosts());
   for (int host = 0; host < topo.num_hosts(); ++host) {
     Worker& w = workers_[host];
-    w.node = std::make_unique<WorkerNode>(host, GrpcFabricFactory());
+    // The peer service first: the node's fabric uses its queue.
+    w.peer = std::make_unique<PeerServiceImpl>([node = &w.node](Frame&& f) { (*node)->DeliverPeerFrame(std::move(f)); });
+    w.node = std::make_unique<WorkerNode>(host, GrpcFabricFactory(*w.peer));
     w.node->AwaitRegistration();
     w.stoppable = std::make_unique<StoppableWorker>(w.node.get());
     w.service = std::make_unique<WorkerServiceImpl>(w.stoppable.get());
-    WorkerNode* node = w.node.get();
-    w.peer = std::make_unique<PeerServiceImpl>([node](Frame&& f) { node->DeliverPeerFrame(std::move(f)); });
-    auto server = StartServer("127.0.0.1:0", {w.service.get(), w.peer.get()});
+    auto server = StartServer("127.0.0.1:0", {w.service.get()}, ServerPeers::kMembersOnly, w.peer.get());
     EXPECT_TRUE(server.ok()) << server.status();
     w.server = *std::move(server);
     const int slice = topo.SliceOfHost(host);

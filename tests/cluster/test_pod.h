@@ -94,10 +94,10 @@ class TestPod {
     bool stopped_ = false;
   };
   struct Worker {
+    std::unique_ptr<PeerServiceImpl> peer;  // outlives the node, whose fabric uses its queue
     std::unique_ptr<WorkerNode> node;
     std::unique_ptr<StoppableWorker> stoppable;
     std::unique_ptr<WorkerServiceImpl> service;
-    std::unique_ptr<PeerServiceImpl> peer;
     RunningServer server;
     uint64_t incarnation = 0;
     bool muted = false;  // no heartbeats (MuteHeartbeats, Kill); under heartbeat_mu_

@@ -103,7 +103,7 @@ TEST(WorkerHardeningTest, AnAllocationThatFailsFailsTheCallWithResourceExhausted
   OutOfMemoryWorker worker;
   WorkerServiceImpl service(&worker);
   PeerServiceImpl peer([](Frame&&) { throw std::bad_alloc(); });
-  auto server = StartServer("127.0.0.1:0", {&service, &peer});
+  auto server = StartServer("127.0.0.1:0", {&service}, ServerPeers::kMembersOnly, &peer);
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string address = absl::StrCat("127.0.0.1:", server->port);
   auto client = MakeGrpcWorkerClient(address);
