@@ -11,7 +11,6 @@ echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -
 if [[ "${1:-all}" == all || "${1:-all}" == collectives ]]; then
   echo
   ./build/bin/ring_floor grpc 8
-  ./build/bin/ring_floor grpc-cq 8
   ./build/bin/ring_floor tcp-copy 8
   ./build/bin/ring_floor tcp 8
   echo

@@ -9,19 +9,16 @@
 // that receives a rank's last byte stops its clock. It is the simplest way to
 // use each transport, not a proven best.
 //   grpc: tpuemu's own transport, a PeerService and a GrpcFabric per rank
-//     (the worker's channel arguments): HTTP/2 framing, gRPC's threads, the
-//     kernel's two copies and one copy out of gRPC's receive slices (gRPC
-//     cannot read into a buffer of ours).
-//   grpc-cq: the same streams and frames over gRPC's completion-queue API,
-//     one thread of the rank's own doing all of it (bench/cq_ring_fabric.h):
-//     gRPC with the fewest thread hand-offs it allows.
+//     (the worker's channel arguments) on one PeerQueue, whose thread handles
+//     the frames: HTTP/2 framing, the kernel's two copies and one copy out of
+//     gRPC's receive slices (gRPC cannot read into a buffer of ours).
 //   tcp: the same frames over plain sockets (bench/socket_ring_fabric.h),
 //     a gathered frame read straight into the rank's buffer, as MPI reads:
 //     the kernel's two copies and the threads.
 //   tcp-copy: the same, read into a buffer and copied, as over gRPC: against
 //     grpc, what gRPC's framing and threads cost.
 //
-// Usage: ring_floor [grpc|grpc-cq|tcp|tcp-copy] [ranks=8: 4, 8 or 16] [chunk KiB=1024,
+// Usage: ring_floor [grpc|tcp|tcp-copy] [ranks=8: 4, 8 or 16] [chunk KiB=1024,
 // at most 4096] [chip: frames handled in a thread of the rank's own, as a
 // worker's chip takes them from its mailbox, instead of the transport's].
 // Prints busbw (nccl-tests definitions, as datapath_bench and mpi_collectives)
@@ -49,7 +46,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bench/cq_ring_fabric.h"
 #include "bench/socket_ring_fabric.h"
 #include "core/pod/topology.h"
 #include "core/wire/frame.h"
@@ -250,7 +246,7 @@ class RingRun {
 constexpr uint64_t kSizes[] = {1 << 20, 8 << 20, 64 << 20};
 constexpr Op kOps[] = {Op::kAllGather, Op::kAllReduce};
 
-enum class Transport { kGrpc, kGrpcCq, kTcp, kTcpCopy };
+enum class Transport { kGrpc, kTcp, kTcpCopy };
 
 // With `chip`, received frames are handled by one thread of the rank's own,
 // as a worker's chip thread takes them from its mailbox, instead of in the
@@ -310,15 +306,7 @@ void RunRank(Shared& shared, int rank, int n, size_t chunk, Transport transport,
   std::optional<RunningServer> server;
   std::unique_ptr<GrpcFabric> grpc_fabric;
   std::unique_ptr<SocketRingFabric> socket_fabric;
-  std::unique_ptr<CqRingFabric> cq_fabric;
-  if (transport == Transport::kGrpcCq) {
-    cq_fabric = std::make_unique<CqRingFabric>();
-    shared.port[rank] = cq_fabric->port();
-    Barrier(shared, n, kStartPoll);
-    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
-    cq_fabric->Connect({{next, shared.port[next]}, {prev, shared.port[prev]}}, 2, sink);
-    fabric = cq_fabric.get();
-  } else if (transport == Transport::kGrpc) {
+  if (transport == Transport::kGrpc) {
     peer.emplace(sink);
     auto started = StartServer("127.0.0.1:0", {}, ServerPeers::kMembersOnly, &*peer);
     if (!started.ok()) {
@@ -393,19 +381,18 @@ int main(int argc, char** argv) {
   const size_t chunk = (argc > 3 ? std::atoll(argv[3]) : 1024) << 10;
   const bool chip_thread = argc > 4 && std::string(argv[4]) == "chip";
   const std::map<std::string, Transport> transports = {
-      {"grpc", Transport::kGrpc}, {"grpc-cq", Transport::kGrpcCq}, {"tcp", Transport::kTcp}, {"tcp-copy", Transport::kTcpCopy}};
+      {"grpc", Transport::kGrpc}, {"tcp", Transport::kTcp}, {"tcp-copy", Transport::kTcpCopy}};
   // A frame must fit in one PeerService message (services/server.h).
   if (!transports.count(name) || n < 4 || n > kMaxRanks || (n & (n - 1)) != 0 || chunk == 0 || chunk > (4u << 20) ||
       (argc > 4 && !chip_thread) || argc > 5) {
-    std::fprintf(stderr, "usage: ring_floor [grpc|grpc-cq|tcp|tcp-copy] [ranks: 4, 8 or 16] [chunk KiB: 1 to 4096] [chip]\n");
+    std::fprintf(stderr, "usage: ring_floor [grpc|tcp|tcp-copy] [ranks: 4, 8 or 16] [chunk KiB: 1 to 4096] [chip]\n");
     return 2;
   }
   const Transport transport = transports.at(name);
   setenv("TPUEMU_INSECURE", "1", 1);  // plaintext, as OpenMPI over TCP
   std::printf("== The same ring collectives, nothing else, over %s: %d processes, frames of at most %zu KiB, f32%s; "
               "busbw GB/s, median / best of %d ==\n",
-              transport == Transport::kGrpc    ? "tpuemu's gRPC transport"
-              : transport == Transport::kGrpcCq ? "gRPC's completion-queue API, one thread"
+              transport == Transport::kGrpc  ? "tpuemu's gRPC transport"
               : transport == Transport::kTcp ? "plain TCP sockets, read in place"
                                              : "plain TCP sockets, read into a buffer and copied",
               n, chunk >> 10, chip_thread ? ", handled in a chip thread" : "", kTimed);

@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   ExitAfter(std::chrono::seconds(8), 0);
   SetReady(*server, false);
   (*coordinator)->Drain("the coordinator is shutting down (SIGTERM)");
-  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  StopServer(*server, std::chrono::seconds(5));
   http.reset();
   coordinator->reset();
   return 0;

@@ -2,6 +2,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -82,9 +83,11 @@ class GrpcFabric::PeerStream final : public PeerQueue::Tag {
       queue_.clear();
     }
     if (!queue_.empty() && !closed_) WriteFront();
+    const absl::Status broken = ok && done.size() == 1 ? absl::OkStatus() : Broken();
     if (!writing_) idle_.notify_all();
+    // Nothing of the stream is touched after the unlock: the fabric may free it then.
     lock.unlock();
-    for (size_t i = 0; i < done.size(); ++i) done[i].sent(ok && i == 0 ? absl::OkStatus() : Broken());
+    for (size_t i = 0; i < done.size(); ++i) done[i].sent(ok && i == 0 ? absl::OkStatus() : broken);
   }
 
   // Waits, after Cancel, until nothing of the stream is in flight; false if
@@ -101,7 +104,7 @@ class GrpcFabric::PeerStream final : public PeerQueue::Tag {
   };
   void WriteFront() {  // under mu_
     writing_ = true;
-    call_->Write(queue_.front().message, this);  // a deque keeps it in place
+    call_->Write(queue_.front().message, static_cast<PeerQueue::Tag*>(this));  // a deque keeps it in place
   }
   absl::Status Broken() const {
     return absl::UnavailableError(absl::StrCat(peer_, " is broken: the peer worker is gone"));
@@ -127,7 +130,8 @@ GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::str
 GrpcFabric::~GrpcFabric() { Disconnect(); }
 
 void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<PeerStream>> cancelled;
+  std::unique_lock<std::mutex> lock(mu_);
   // A stream goes if its host moved, or if its connection is down: a worker
   // back under the same name (a restarted Kubernetes pod) may be at a new
   // address, which only a new channel looks up at once. Streams in use by a
@@ -139,11 +143,14 @@ void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
       ++it;
       continue;
     }
-    it->second.stream->Cancel();
+    cancelled.push_back(it->second.stream);
     retired_.push_back(std::move(it->second));
     it = links_.erase(it);
   }
   for (const auto& [host, address] : host_addresses) addresses_[host] = address;
+  lock.unlock();
+  // Outside mu_: cancelling tells the frames still queued, whose callbacks may send again.
+  for (auto& stream : cancelled) stream->Cancel();
 }
 
 void GrpcFabric::Disconnect() {
@@ -164,14 +171,27 @@ void GrpcFabric::Disconnect() {
     link.stream->Cancel();
     retired.push_back(std::move(link));
   }
+  // A stream's last completion comes in the peer queue's thread. Where that
+  // thread itself lets go of the fabric (the last holder of a replaced pod,
+  // delivering a frame), waiting here would wait for itself: another thread
+  // waits and frees the links.
+  if (queue_ && queue_->InThread()) {
+    std::thread([retired = std::move(retired)]() mutable { FreeWhenDone(retired); }).detach();
+  } else {
+    FreeWhenDone(retired);
+  }
+}
+
+void GrpcFabric::FreeWhenDone(std::vector<Link>& links) {
   // Cancelled streams end at once; one that does not is left to gRPC (and
   // its channel with it) rather than freed under it.
-  for (Link& link : retired) {
+  for (Link& link : links) {
     if (!link.stream->WaitDone(absl::Seconds(5))) {
       spdlog::warn("{} did not end within 5 s of being cancelled; left to gRPC", link.stream->peer());
       new Link(std::move(link));
     }
   }
+  links.clear();
 }
 
 absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {

@@ -36,6 +36,8 @@ class GrpcFabric : public HostFabric {
     std::shared_ptr<PeerStream> stream;
   };
   absl::StatusOr<Link> LinkFor(int src, int dst);
+  // Waits until each cancelled link's stream has ended, and frees it.
+  static void FreeWhenDone(std::vector<Link>& links);
 
   Topology topo_;
   int my_host_;

@@ -19,7 +19,8 @@ class HealthService : public grpc::health::v1::Health::Service {
   // A service's status; the overall one is "". Unknown services answer
   // NOT_FOUND to Check and SERVICE_UNKNOWN to Watch, as gRPC's own does.
   void Set(const std::string& service, bool serving);
-  // Every status NOT_SERVING, and watches end (the server is going away).
+  // Every status NOT_SERVING from now on, and watches end (the server is
+  // going away); StopServer and the server's deleter call it.
   void Shutdown();
 
   grpc::Status Check(grpc::ServerContext* context, const grpc::health::v1::HealthCheckRequest* request,

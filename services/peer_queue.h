@@ -36,6 +36,9 @@ class PeerQueue {
   PeerQueue& operator=(const PeerQueue&) = delete;
 
   grpc::ServerCompletionQueue* cq() const { return cq_.get(); }
+  // Whether the caller is the queue's thread, which must never wait for a
+  // completion: only it would deliver one.
+  bool InThread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
  private:
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;

@@ -14,7 +14,7 @@ namespace tpuemu {
 class PeerServiceImpl::Stream final : public PeerQueue::Tag {
  public:
   explicit Stream(PeerServiceImpl& service) : service_(service), reader_(&context_) {
-    service_.RequestStream(&context_, &reader_, service_.queue_->cq(), service_.queue_->cq(), this);
+    service_.RequestStream(&context_, &reader_, service_.queue_->cq(), service_.queue_->cq(), AsTag());
   }
 
   void Done(bool ok) override {
@@ -23,7 +23,7 @@ class PeerServiceImpl::Stream final : public PeerQueue::Tag {
         if (!ok) return End();  // the server is shutting down
         service_.Accept();      // the next one
         state_ = State::kReading;
-        return reader_.Read(&buffer_, this);
+        return reader_.Read(&buffer_, AsTag());
       case State::kReading:
         if (!ok) return Finish(grpc::Status::OK);  // the peer closed its end, or the call was cancelled
         return Take();
@@ -34,6 +34,8 @@ class PeerServiceImpl::Stream final : public PeerQueue::Tag {
 
  private:
   enum class State { kAccepting, kReading, kFinishing };
+  // The queue's thread reads every tag as a PeerQueue::Tag.
+  void* AsTag() { return static_cast<PeerQueue::Tag*>(this); }
 
   void Take() {
     // A stream that breaks the protocol ends with a status that says why;
@@ -53,17 +55,17 @@ class PeerServiceImpl::Stream final : public PeerQueue::Tag {
                                               " chunks")));
     }
     buffer_.Clear();
-    reader_.Read(&buffer_, this);
+    reader_.Read(&buffer_, AsTag());
   }
 
   void Finish(const grpc::Status& status) {
     state_ = State::kFinishing;
-    if (!status.ok()) return reader_.FinishWithError(status, this);
+    if (!status.ok()) return reader_.FinishWithError(status, AsTag());
     v1::PeerStreamSummary summary;
     summary.set_chunks(chunks_);
     const std::string bytes = summary.SerializeAsString();
     grpc::Slice slice(bytes.data(), bytes.size());
-    reader_.Finish(grpc::ByteBuffer(&slice, 1), grpc::Status::OK, this);
+    reader_.Finish(grpc::ByteBuffer(&slice, 1), grpc::Status::OK, AsTag());
   }
 
   void End() {

@@ -49,27 +49,32 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
   // explicit port and take half of its connections.)
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (const auto& [name, value] : PeerStreamArgs()) builder.AddChannelArgument(name, value);
+  // As gRPC's own health service starts: the overall service serving.
+  running.health->Set("", true);
+  running.health->Set(kLivenessService, true);
   builder.RegisterService(running.health.get());
   for (grpc::Service* s : services) builder.RegisterService(s);
   if (queued != nullptr) queued->AddTo(builder);
-  running.server = std::unique_ptr<grpc::Server, ServerStop>(builder.BuildAndStart().release(), ServerStop{queued});
+  running.server =
+      std::unique_ptr<grpc::Server, ServerStop>(builder.BuildAndStart().release(), ServerStop{queued, running.health});
   if (!running.server || running.port == 0) {
     return absl::UnavailableError(absl::StrCat("--listen '", listen,
                                                "': could not listen there (in use, or not a local address?)"));
   }
-  // As gRPC's own health service starts: the overall service serving.
-  running.health->Set("", true);
-  running.health->Set(kLivenessService, true);
   if (queued != nullptr) queued->Start();
   return running;
 }
 
 void ServerStop::operator()(grpc::Server* server) const {
-  if (queued != nullptr) {
-    server->Shutdown(std::chrono::system_clock::now());  // returns at once if already shut down
-    queued->AwaitCallsEnded();
-  }
+  if (health) health->Shutdown();
+  server->Shutdown(std::chrono::system_clock::now());  // returns at once if already shut down
+  if (queued != nullptr) queued->AwaitCallsEnded();
   delete server;
+}
+
+void StopServer(RunningServer& server, std::chrono::milliseconds grace) {
+  if (server.health) server.health->Shutdown();
+  if (server.server) server.server->Shutdown(std::chrono::system_clock::now() + grace);
 }
 
 void SetReady(RunningServer& server, bool ready) {

@@ -30,17 +30,18 @@ class QueuedService {
   virtual void AwaitCallsEnded() = 0;
 };
 
-// Deletes a server after shutting it down (at once, if it was not already)
-// and letting its queued service's calls end.
+// Deletes a server after shutting it down (at once, if it was not already):
+// its health watches end first, and its queued service's calls after.
 struct ServerStop {
   QueuedService* queued = nullptr;
+  std::shared_ptr<HealthService> health;
   void operator()(grpc::Server* server) const;
 };
 
 struct RunningServer {
+  std::shared_ptr<HealthService> health;  // before the server, which serves it
   std::unique_ptr<grpc::Server, ServerStop> server;
   int port = 0;
-  std::shared_ptr<HealthService> health;
 };
 
 // The largest request any server takes (a submitted job file, a peer chunk).
@@ -63,6 +64,9 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
 // coordinator with every worker of its pod). `tpuemu health` probes either.
 inline constexpr char kLivenessService[] = "liveness";
 void SetReady(RunningServer& server, bool ready);
+// Shuts the server down within `grace`: health says NOT_SERVING and its
+// watches end at once, calls in flight get the grace.
+void StopServer(RunningServer& server, std::chrono::milliseconds grace);
 
 // Blocks SIGINT and SIGTERM for every thread started afterwards, so that
 // WaitForShutdownSignal receives them. Call before starting any thread.

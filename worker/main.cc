@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
   SetReady(*server, false);
   session.Stop();
   registration.join();
-  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  StopServer(*server, std::chrono::seconds(2));
   http.reset();
   return exit_code;
 }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -66,9 +67,13 @@ class GrpcFabricTest : public ::testing::Test {
   Topology topo_ = *Topology::Create({"v5p:2", 1, 1, "none"});  // two hosts of one chip
   std::mutex mu_;
   std::vector<uint64_t> received_;  // tags, in arrival order
+  std::function<void()> on_frame_;  // run in the peer queue's thread as each frame arrives
   PeerServiceImpl peer_{[this](Frame&& f) {
-    std::lock_guard<std::mutex> lock(mu_);
-    received_.push_back(f.header.tag);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      received_.push_back(f.header.tag);
+    }
+    if (on_frame_) on_frame_();
   }};
   RunningServer server_;
   Mailbox mailbox_;
@@ -109,6 +114,28 @@ TEST_F(GrpcFabricTest, AfterThePeerIsGoneEveryFrameIsToldItCouldNotLeaveNamingTh
   for (const absl::Status& s : SendAll(10000, 4)) EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   // Closing the links ends the broken stream, which frees itself.
   fabric_->Disconnect();
+}
+
+TEST_F(GrpcFabricTest, AFabricLetGoOfInThePeerQueuesOwnThreadClosesWithoutWaitingForIt) {
+  // A worker's last hold on a replaced pod can go where a frame is
+  // delivered: the fabric then closes in the queue's thread, with a write
+  // still in flight that only that thread would complete. It must not wait.
+  std::unique_ptr<GrpcFabric> fabric = std::move(fabric_);
+  std::atomic<bool> all_sent{false}, closed{false};
+  std::atomic<int64_t> close_ms{-1};
+  on_frame_ = [&] {
+    if (closed) return;
+    while (!all_sent) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto t0 = std::chrono::steady_clock::now();
+    fabric.reset();
+    close_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    closed = true;
+  };
+  for (int i = 0; i < 64; ++i) fabric->Send(Numbered(i, 1 << 18), [](absl::Status) {});  // 1 MiB each
+  all_sent = true;
+  for (int i = 0; i < 2000 && !closed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(closed);
+  EXPECT_LT(close_ms, 1000) << "the queue's thread waited for itself";
 }
 
 TEST_F(GrpcFabricTest, FramesForChipsOnThisHostGoToItsMailboxAndLeaveAtOnce) {
