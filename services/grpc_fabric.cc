@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "services/frame_codec.h"
+#include "services/peer_service.h"
 #include "services/server.h"
 #include "services/transport_security.h"
 #include "spdlog/spdlog.h"

@@ -14,9 +14,10 @@
 #include "core/cluster/host_fabric.h"
 #include "grpcpp/grpcpp.h"
 #include "services/peer_queue.h"
-#include "services/peer_service.h"
 
 namespace tpuemu {
+
+class PeerServiceImpl;
 
 class GrpcFabric : public HostFabric {
  public:

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/grpc_fabric.h"
+#include "services/peer_service.h"
 #include "services/server.h"
 #include "services/worker_client.h"
 #include "services/worker_service.h"
