@@ -120,22 +120,29 @@ TEST_F(GrpcFabricTest, AFabricLetGoOfInThePeerQueuesOwnThreadClosesWithoutWaitin
   // A worker's last hold on a replaced pod can go where a frame is
   // delivered: the fabric then closes in the queue's thread, with a write
   // still in flight that only that thread would complete. It must not wait.
-  std::unique_ptr<GrpcFabric> fabric = std::move(fabric_);
-  std::atomic<bool> all_sent{false}, closed{false};
-  std::atomic<int64_t> close_ms{-1};
-  on_frame_ = [&] {
-    if (closed) return;
-    while (!all_sent) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const auto t0 = std::chrono::steady_clock::now();
-    fabric.reset();
-    close_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-    closed = true;
+  // Shared with the hook, which frames left in flight may still call after
+  // this body has returned.
+  struct Closing {
+    std::unique_ptr<GrpcFabric> fabric;
+    std::atomic<bool> all_sent{false}, closed{false};
+    std::atomic<int64_t> close_ms{-1};
   };
-  for (int i = 0; i < 64; ++i) fabric->Send(Numbered(i, 1 << 18), [](absl::Status) {});  // 1 MiB each
-  all_sent = true;
-  for (int i = 0; i < 2000 && !closed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(closed);
-  EXPECT_LT(close_ms, 1000) << "the queue's thread waited for itself";
+  auto closing = std::make_shared<Closing>();
+  closing->fabric = std::move(fabric_);
+  on_frame_ = [closing] {
+    if (closing->closed) return;
+    while (!closing->all_sent) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto t0 = std::chrono::steady_clock::now();
+    closing->fabric.reset();
+    closing->close_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    closing->closed = true;
+  };
+  for (int i = 0; i < 64; ++i) closing->fabric->Send(Numbered(i, 1 << 18), [](absl::Status) {});  // 1 MiB each
+  closing->all_sent = true;
+  for (int i = 0; i < 2000 && !closing->closed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(closing->closed);
+  EXPECT_LT(closing->close_ms, 1000) << "the queue's thread waited for itself";
 }
 
 TEST_F(GrpcFabricTest, FramesForChipsOnThisHostGoToItsMailboxAndLeaveAtOnce) {
