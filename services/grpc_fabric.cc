@@ -112,7 +112,7 @@ class GrpcFabric::PeerStream final : public PeerQueue::Tag {
   }
 
   const std::string peer_;  // for errors: "link chip 3 -> chip 4 (worker host 1 at 127.0.0.1:4567)"
-  const std::shared_ptr<PeerQueue> peer_queue_;  // destroyed last
+  const std::shared_ptr<PeerQueue> peer_queue_;  // declared before the call on it: outlives it
   grpc::GenericStub stub_;
   grpc::ClientContext context_;
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call_;
@@ -222,8 +222,8 @@ absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
   for (const auto& [name, value] : PeerStreamArgs()) args.SetInt(name, value);
   slot.channel = MakeChannel(it->second, args);
-  slot.stream = std::make_shared<PeerStream>(slot.channel, queue_, absl::StrCat("link chip ", src, " -> chip ", dst, " (worker host ",
-                                                             host, " at ", it->second, ")"));
+  slot.stream = std::make_shared<PeerStream>(
+      slot.channel, queue_, absl::StrCat("link chip ", src, " -> chip ", dst, " (worker host ", host, " at ", it->second, ")"));
   return slot;
 }
 
