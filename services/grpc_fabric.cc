@@ -105,7 +105,7 @@ class GrpcFabric::PeerStream final : public PeerQueue::Tag {
   };
   void WriteFront() {  // under mu_
     writing_ = true;
-    call_->Write(queue_.front().message, static_cast<PeerQueue::Tag*>(this));  // a deque keeps it in place
+    call_->Write(queue_.front().message, AsTag());  // a deque keeps it in place
   }
   absl::Status Broken() const {
     return absl::UnavailableError(absl::StrCat(peer_, " is broken: the peer worker is gone"));

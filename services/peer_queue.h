@@ -20,6 +20,9 @@ class PeerQueue {
   class Tag {
    public:
     virtual void Done(bool ok) = 0;
+    // What to hand gRPC as an operation's tag: the queue's thread reads it
+    // back as a Tag.
+    void* AsTag() { return this; }
 
    protected:
     ~Tag() = default;

@@ -34,8 +34,6 @@ class PeerServiceImpl::Stream final : public PeerQueue::Tag {
 
  private:
   enum class State { kAccepting, kReading, kFinishing };
-  // The queue's thread reads every tag as a PeerQueue::Tag.
-  void* AsTag() { return static_cast<PeerQueue::Tag*>(this); }
 
   void Take() {
     // A stream that breaks the protocol ends with a status that says why;
