@@ -299,7 +299,10 @@ absl::Status WorkerNode::Abort(uint64_t incarnation, uint64_t job, const std::st
 void WorkerNode::DeliverPeerFrame(Frame&& frame) {
   metrics_.FrameReceived(frame.elements() * sizeof(float));
   std::shared_ptr<Pod> p = pod();
-  if (p) p->net->mailbox().Put(std::move(frame));
+  // In the peer queue's thread, which holds nothing a chip's work waits for:
+  // a chip waiting for this frame is run on here, its next hops written from
+  // here, rather than woken (core/collective/executor.cc).
+  if (p) p->net->mailbox().Put(std::move(frame), /*may_run=*/true);
 }
 
 std::string WorkerNode::MetricsText() {

@@ -4,6 +4,9 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <condition_variable>
 
 #include "absl/strings/str_cat.h"
 #include "core/collective/chip_program.h"
@@ -33,11 +36,11 @@ absl::StatusOr<LinkSender*> OutgoingLink(HostNetwork& net, int chip, Axis axis, 
   return link;
 }
 
-absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
-                                           int peer, Axis axis, int dir, uint64_t tag,
-                                           const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
-                                           int dtype_bytes, double ready, const std::string& what,
-                                           const TransitBytes* transit) {
+absl::StatusOr<BookedChunk> BookChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
+                                      int peer, Axis axis, int dir, uint64_t tag,
+                                      const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
+                                      int dtype_bytes, double ready, const std::string& what,
+                                      const TransitBytes* transit) {
   auto sender = OutgoingLink(net, chip, axis, dir, peer);
   if (!sender.ok()) return sender.status();
   uint64_t elements = 0;
@@ -71,8 +74,19 @@ absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, 
     static const TransitBytes kNothingHeld;
     for (const Range& r : ranges) (transit != nullptr ? *transit : kNothingHeld).Lend(buffer, r, &frame.lent);
   }
-  if (!(*sender)->Enqueue(std::move(frame), options.abort.get())) return options.abort->status();
-  return booking;
+  return BookedChunk{*sender, std::move(frame), booking};
+}
+
+absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
+                                           int peer, Axis axis, int dir, uint64_t tag,
+                                           const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
+                                           int dtype_bytes, double ready, const std::string& what,
+                                           const TransitBytes* transit) {
+  auto chunk =
+      BookChunk(net, links, options, chip, peer, axis, dir, tag, buffer, ranges, dtype_bytes, ready, what, transit);
+  if (!chunk.ok()) return chunk.status();
+  if (!chunk->link->Enqueue(std::move(chunk->frame), options.abort.get())) return options.abort->status();
+  return chunk->booking;
 }
 
 absl::Status CheckFrameSize(const Frame& frame, int chip, int peer, uint64_t elements, int dtype_bytes,
@@ -85,7 +99,14 @@ absl::Status CheckFrameSize(const Frame& frame, int chip, int peer, uint64_t ele
                                           " elements and ", frame.header.emu_bytes, " emulated bytes"));
 }
 
-class ChipCollective::Impl {
+// Runs the chip's program in whichever thread can carry it on: the chip's
+// own, or the one that brings a frame the chip waits for (Mailbox::Put's
+// `may_run`: a frame from another worker, in the thread that also writes the
+// next hops). Handed over through the mailbox (MailboxHook), so exactly one
+// thread runs the program at a time; the chip's thread waits while it runs
+// elsewhere and takes it back for whatever may block (a full link, a frame
+// not yet usable, an abort).
+class ChipCollective::Impl : public MailboxHook {
  public:
   Impl(const CollectivePlan& plan, int chip, HostNetwork& net, const RunOptions& options)
       : plan_(plan), chip_(chip), net_(net), options_(options), ready_(0.0),
@@ -159,20 +180,119 @@ class ChipCollective::Impl {
   }
 
  private:
+  // Where the program goes on after Advance returns.
+  enum class Next {
+    kDone,
+    kHooked,    // waits for a frame, hooked in the mailbox: another thread may run it now
+    kNeedChip,  // must wait for something (a full link): the chip's thread's to run
+  };
+  // Who runs the program (under run_mu_).
+  enum class Runner { kChip, kHooked, kElsewhere, kDone };
+
   absl::Status MoveAll() {
-    for (const ChunkOp* op : sends_after_[-1]) {
-      if (auto s = Send(*op); !s.ok()) return s;
-    }
-    for (int i = 0; i < static_cast<int>(prog_.recvs.size()); ++i) {
-      if (auto s = Receive(prog_.recvs[i]); !s.ok()) return s;
-      if (auto it = sends_after_.find(i); it != sends_after_.end()) {
-        for (const ChunkOp* op : it->second) {
-          if (auto s = Send(*op); !s.ok()) return s;
+    while (true) {
+      auto next = Advance(/*in_chip=*/true);
+      if (!next.ok()) return next.status();
+      if (*next == Next::kDone) return absl::OkStatus();
+      // Hooked: wait while another thread carries the program on, and for as
+      // long as a receive may wait when nothing moves.
+      std::unique_lock<std::mutex> lock(run_mu_);
+      uint64_t seen = progress_;
+      auto deadline = WallClock::now() + absl::ToChronoNanoseconds(options_.recv_timeout);
+      while (runner_ == Runner::kHooked || runner_ == Runner::kElsewhere) {
+        if (run_cv_.wait_until(lock, deadline) == std::cv_status::no_timeout) continue;
+        if (progress_ == seen && runner_ == Runner::kHooked) {
+          const ChunkOp& op = prog_.recvs[recv_ + 1];
+          if (net_.mailbox().Unhook(options_.job, chip_, op.peer, op.tag | options_.tag_base)) {
+            return absl::DeadlineExceededError(absl::StrCat("chip ", chip_, " waited ",
+                                                            absl::FormatDuration(options_.recv_timeout),
+                                                            " for data from chip ", op.peer, " (job ", options_.job,
+                                                            ")"));
+          }
         }
+        seen = progress_;
+        deadline = WallClock::now() + absl::ToChronoNanoseconds(options_.recv_timeout);
+      }
+      if (runner_ == Runner::kDone) return run_status_;
+    }
+  }
+
+  // Runs the program on from where it is: the sends that wait for receive
+  // recv_ (all of them from send_ on), then receive recv_ + 1, and so on. In
+  // the chip's thread a full link is waited for; elsewhere it hands the
+  // program back (kNeedChip). Once it returns kHooked another thread may run
+  // the program: the caller touches none of it.
+  absl::StatusOr<Next> Advance(bool in_chip) {
+    while (true) {
+      auto sends = sends_after_.find(recv_);
+      const size_t count = sends == sends_after_.end() ? 0 : sends->second.size();
+      for (; send_ < count; ++send_) {
+        if (!pending_) {
+          auto booked = Book(*sends->second[send_]);
+          if (!booked.ok()) return booked.status();
+          pending_ = *std::move(booked);
+        }
+        if (in_chip) {
+          if (!pending_->link->Enqueue(std::move(pending_->frame), options_.abort.get())) {
+            return options_.abort->status();
+          }
+        } else if (!pending_->link->TryEnqueue(pending_->frame)) {
+          return Next::kNeedChip;
+        }
+        pending_.reset();
       }
       CopyKeptParts();
+      if (recv_ + 1 == static_cast<int>(prog_.recvs.size())) return Next::kDone;
+      const ChunkOp& op = prog_.recvs[recv_ + 1];
+      const uint64_t tag = op.tag | options_.tag_base;
+      absl::StatusOr<Frame> frame;
+      if (take_now_) {  // woken: the frame, or why not, is the chip's to wait for
+        take_now_ = false;
+        frame = net_.mailbox().Take(options_.job, chip_, op.peer, tag, options_.recv_timeout);
+      } else {
+        SetRunner(Runner::kHooked);
+        auto got = net_.mailbox().TakeOrHook(options_.job, chip_, op.peer, tag, this);
+        if (got.ok() && !got->has_value()) return Next::kHooked;
+        SetRunner(in_chip ? Runner::kChip : Runner::kElsewhere);
+        frame = got.ok() ? absl::StatusOr<Frame>(**std::move(got)) : got.status();
+      }
+      if (!frame.ok()) return frame.status();
+      if (auto s = Use(op, *std::move(frame)); !s.ok()) return s;
     }
-    return absl::OkStatus();
+  }
+
+  // The frame the chip waits for came in a thread that may run the program.
+  void Arrived(Frame frame) override {
+    SetRunner(Runner::kElsewhere);
+    absl::StatusOr<Next> next = absl::InternalError("not run");
+    try {
+      const absl::Status used = Use(prog_.recvs[recv_ + 1], std::move(frame));
+      next = used.ok() ? Advance(/*in_chip=*/false) : absl::StatusOr<Next>(used);
+    } catch (const std::bad_alloc&) {  // the thread is not the chip's: the chip must hear of it
+      next = absl::ResourceExhaustedError(absl::StrCat("chip ", chip_, " ran out of host memory"));
+    }
+    if (next.ok() && *next == Next::kHooked) return;
+    std::lock_guard<std::mutex> lock(run_mu_);
+    if (!next.ok() || *next == Next::kDone) {
+      runner_ = Runner::kDone;
+      run_status_ = next.status();
+    } else {
+      runner_ = Runner::kChip;
+    }
+    run_cv_.notify_all();  // under the lock: once it is released the chip's thread may end the run
+  }
+
+  void Wake() override {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    runner_ = Runner::kChip;
+    take_now_ = true;
+    run_cv_.notify_all();
+  }
+
+  void SetRunner(Runner runner) {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    runner_ = runner;
+    ++progress_;
   }
 
   // When all of op's data is ready (a reduction needs all of its own).
@@ -210,18 +330,17 @@ class ChipCollective::Impl {
     return t;
   }
 
-  absl::Status Send(const ChunkOp& op) {
-    return SendChunk(net_, *links_, options_, chip_, op.peer, op.axis, op.dir, op.tag | options_.tag_base, buffer_,
+  absl::StatusOr<BookedChunk> Book(const ChunkOp& op) {
+    return BookChunk(net_, *links_, options_, chip_, op.peer, op.axis, op.dir, op.tag | options_.tag_base, buffer_,
                      op.ranges, dtype_, StreamReadyTime(op),
-                     absl::StrCat("to chip ", op.peer, routed_[static_cast<int>(op.axis)] ? kRouted : ""), &transit_)
-        .status();
+                     absl::StrCat("to chip ", op.peer, routed_[static_cast<int>(op.axis)] ? kRouted : ""), &transit_);
   }
 
-  absl::Status Receive(const ChunkOp& op) {
-    auto frame = net_.mailbox().Take(options_.job, chip_, op.peer, op.tag | options_.tag_base, options_.recv_timeout);
-    if (!frame.ok()) return frame.status();
-    if (auto s = CheckFrameSize(*frame, chip_, op.peer, op.elements, dtype_, buffer_ != nullptr); !s.ok()) return s;
-    double done = frame->header.emu_arrival;
+  // Receives op's frame: its data into the buffer (or held for the next
+  // link), its arrival on the emulated clock. The program moves on past it.
+  absl::Status Use(const ChunkOp& op, Frame frame) {
+    if (auto s = CheckFrameSize(frame, chip_, op.peer, op.elements, dtype_, buffer_ != nullptr); !s.ok()) return s;
+    double done = frame.header.emu_arrival;
     if (op.reduce) {
       // The add runs on the chip's vector units, one op at a time: it starts
       // when the data and the chip's own partial sums are ready, at the
@@ -230,13 +349,15 @@ class ChipCollective::Impl {
       const double add = RooflineSeconds(profile_, n, 3 * n * dtype_) *
                          (options_.faults != nullptr ? options_.faults->ComputeFactor(chip_, options_.step) : 1);
       done = vector_unit_.Book(std::max(done, ReadyTime(op)), add) + add;
-      if (buffer_ != nullptr) Accumulate(*frame, op.ranges);
+      if (buffer_ != nullptr) Accumulate(frame, op.ranges);
       for (const Range& r : op.ranges) ready_.Assign(r.offset, r.end(), done);
     } else {
       ArrivedAsStreamed(op, done);
-      if (buffer_ != nullptr) Place(*std::move(frame), op.ranges);
+      if (buffer_ != nullptr) Place(std::move(frame), op.ranges);
     }
     done_upto_.push_back(std::max(done, done_upto_.empty() ? 0.0 : done_upto_.back()));
+    ++recv_;
+    send_ = 0;
     return absl::OkStatus();
   }
 
@@ -355,6 +476,17 @@ class ChipCollective::Impl {
   LinkClocks* links_ = &own_links_;
   ChipProgram prog_;
   std::map<int, std::vector<const ChunkOp*>> sends_after_;
+  // Where the program is: the sends after receive recv_ (-1: those that
+  // wait for none), from send_ on; pending_ was booked when its link was full.
+  int recv_ = -1;
+  size_t send_ = 0;
+  std::optional<BookedChunk> pending_;
+  bool take_now_ = false;  // woken: the next receive waits in the chip's thread
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  Runner runner_ = Runner::kChip;
+  uint64_t progress_ = 0;  // receives and hand-overs so far: a wait that sees it move is not stuck
+  absl::Status run_status_;
   double wall_s_ = 0;
 };
 

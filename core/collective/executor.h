@@ -36,13 +36,26 @@ float RoundToBf16(float x);
 // internal error naming all three when the chip has none.
 absl::StatusOr<LinkSender*> OutgoingLink(HostNetwork& net, int chip, Axis axis, int dir, int peer);
 
-// One chunk onto a chip's outgoing link: books `ranges` of `buffer`
+// A chunk's frame, booked on its link's emulated clock, not yet on the link.
+struct BookedChunk {
+  LinkSender* link = nullptr;
+  Frame frame;
+  EmuLink::Booking booking;
+};
+
+// One chunk for a chip's outgoing link: books `ranges` of `buffer`
 // (`dtype_bytes` emulated bytes per element) on the link's emulated clock
 // from `ready` on (`links` holds the chip's link clocks), records the
-// transfer in options.trace as `what`, and queues the frame, lent from the
+// transfer in options.trace as `what`, and makes the frame, lent from the
 // buffer (and from `transit` where it holds the ranges) or rounded to bf16
-// for a bf16 wire; with no buffer, a shape-only frame (no payload). Returns
-// the booking.
+// for a bf16 wire; with no buffer, a shape-only frame (no payload).
+absl::StatusOr<BookedChunk> BookChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
+                                      int peer, Axis axis, int dir, uint64_t tag,
+                                      const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,
+                                      int dtype_bytes, double ready, const std::string& what,
+                                      const TransitBytes* transit = nullptr);
+
+// BookChunk, then onto the link (waiting while it is full). Returns the booking.
 absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, const RunOptions& options, int chip,
                                            int peer, Axis axis, int dir, uint64_t tag,
                                            const std::shared_ptr<float[]>& buffer, const std::vector<Range>& ranges,

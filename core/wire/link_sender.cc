@@ -37,16 +37,28 @@ bool LinkSender::Enqueue(Frame frame, const JobAbort* abort) {
       if (abort->aborted()) return false;
     }
   }
+  Admit(std::move(lock), std::move(frame));
+  return true;
+}
+
+bool LinkSender::TryEnqueue(Frame& frame) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  if (state_->leaving >= max_queued_ && !stop_) return false;
+  Admit(std::move(lock), std::move(frame));
+  return true;
+}
+
+void LinkSender::Admit(std::unique_lock<std::mutex> lock, Frame&& frame) {
+  State& s = *state_;
   ++s.leaving;
   if (thread_.joinable()) {  // paced: the link's thread sends it when its turn comes
     queue_.push_back({std::move(frame), WallClock::now()});
     lock.unlock();
     s.cv.notify_all();
-    return true;
+    return;
   }
   lock.unlock();
   HandOver(std::move(frame));
-  return true;
 }
 
 void LinkSender::HandOver(Frame&& frame) {

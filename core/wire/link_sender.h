@@ -35,6 +35,10 @@ class LinkSender {
   // `abort` (its job's) is set while waiting: a peer that stopped reading (a
   // stopped process) would otherwise hold the sending chip.
   bool Enqueue(Frame frame, const JobAbort* abort = nullptr);
+  // Enqueue without waiting: false, the frame left with the caller, when the
+  // link is full (for a thread that must not block: the one whose completions
+  // make room).
+  bool TryEnqueue(Frame& frame);
   // The first delivery error of a job, if any.
   absl::Status JobStatus(uint64_t job);
   void ForgetJob(uint64_t job);
@@ -53,6 +57,8 @@ class LinkSender {
     Frame frame;
     WallClock::time_point ready;
   };
+  // Queues (paced) or sends a frame once there is room; takes `lock`.
+  void Admit(std::unique_lock<std::mutex> lock, Frame&& frame);
   // To the fabric, without waiting; the frame stops counting as leaving when
   // the fabric says it has left.
   void HandOver(Frame&& frame);

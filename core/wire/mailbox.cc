@@ -28,21 +28,31 @@ void Mailbox::OpenJob(uint64_t job, uint64_t max_buffered_bytes) {
 }
 
 void Mailbox::CloseJob(uint64_t job) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (open_.erase(job) == 0) return;
-  DropFramesLocked(job);
-  if (!aborted_.count(job)) return;
-  closed_aborts_.push_back(job);
-  if (closed_aborts_.size() > kRememberedAborts) {
-    aborted_.erase(closed_aborts_.front());
-    closed_aborts_.pop_front();
+  std::vector<MailboxHook*> to_wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (open_.erase(job) == 0) return;
+    DropFramesLocked(job);
+    TakeHooksLocked(job, to_wake);
+    if (aborted_.count(job)) {
+      closed_aborts_.push_back(job);
+      if (closed_aborts_.size() > kRememberedAborts) {
+        aborted_.erase(closed_aborts_.front());
+        closed_aborts_.pop_front();
+      }
+    }
   }
+  for (MailboxHook* h : to_wake) h->Wake();
 }
 
-void Mailbox::Put(Frame frame) {
-  const auto usable_at = UsableAt(frame.header, WallClock::now());
+void Mailbox::Put(Frame frame, bool may_run) {
+  const auto now = WallClock::now();
+  const auto usable_at = UsableAt(frame.header, now);
   const uint64_t bytes = frame.elements() * sizeof(float);
   std::condition_variable* wake = nullptr;
+  MailboxHook* hook = nullptr;
+  bool run = false;
+  std::vector<MailboxHook*> aborted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const FrameHeader& h = frame.header;
@@ -58,24 +68,41 @@ void Mailbox::Put(Frame frame) {
       return;
     }
     if (aborted_.count(h.job)) return;
-    if (job->second.buffered_bytes + bytes > job->second.max_buffered_bytes) {
-      AbortLocked(h.job, absl::ResourceExhaustedError(absl::StrCat(
-                             "job ", h.job, ": a frame of ", bytes, " bytes from chip ", h.src_chip, " to chip ",
-                             h.dst_chip, " would make this worker hold ", job->second.buffered_bytes + bytes,
-                             " bytes of the job's data, more than its plan allows here (",
-                             job->second.max_buffered_bytes, ")")));
-      return;
-    }
     const Key key{h.job, h.dst_chip, h.src_chip, h.tag};
-    auto [slot, fresh] = frames_.try_emplace(key);
-    if (!fresh) job->second.buffered_bytes -= slot->second.bytes;  // a resent frame replaces the first
-    slot->second = Entry{std::move(frame), usable_at, bytes};
-    job->second.buffered_bytes += bytes;
-    Waiters& w = waiters_[std::get<1>(key)];
-    if (w.keys.count(key)) wake = &w.cv;
+    if (auto it = hooks_.find(key); it != hooks_.end()) {
+      hook = it->second;
+      hooks_.erase(it);
+      run = may_run && usable_at <= now;
+    }
+    if (!run) {
+      if (job->second.buffered_bytes + bytes > job->second.max_buffered_bytes) {
+        AbortLocked(h.job,
+                    absl::ResourceExhaustedError(absl::StrCat(
+                        "job ", h.job, ": a frame of ", bytes, " bytes from chip ", h.src_chip, " to chip ", h.dst_chip,
+                        " would make this worker hold ", job->second.buffered_bytes + bytes,
+                        " bytes of the job's data, more than its plan allows here (", job->second.max_buffered_bytes,
+                        ")")),
+                    aborted);
+        hook = nullptr;  // woken with the job's other hooks
+      } else {
+        auto [slot, fresh] = frames_.try_emplace(key);
+        if (!fresh) job->second.buffered_bytes -= slot->second.bytes;  // a resent frame replaces the first
+        slot->second = Entry{std::move(frame), usable_at, bytes};
+        job->second.buffered_bytes += bytes;
+        Waiters& w = waiters_[std::get<1>(key)];
+        if (w.keys.count(key)) wake = &w.cv;
+      }
+    }
   }
   // Outside the lock, so the woken chip does not block on it at once.
   if (wake) wake->notify_all();
+  for (MailboxHook* h : aborted) h->Wake();
+  if (hook == nullptr) return;
+  if (run) {
+    hook->Arrived(std::move(frame));
+  } else {
+    hook->Wake();
+  }
 }
 
 absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag, absl::Duration timeout) {
@@ -105,17 +132,57 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
   }
 }
 
-bool Mailbox::AbortJob(uint64_t job, const absl::Status& why) {
+absl::StatusOr<std::optional<Frame>> Mailbox::TakeOrHook(uint64_t job, int dst, int src, uint64_t tag,
+                                                          MailboxHook* hook) {
+  const Key key{job, dst, src, tag};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto aborted = aborted_.find(job); aborted != aborted_.end()) return aborted->second;
+    auto it = frames_.find(key);
+    if (it == frames_.end()) {
+      hooks_[key] = hook;
+      return std::nullopt;
+    }
+    if (it->second.usable_at <= WallClock::now()) {
+      Entry entry = std::move(it->second);
+      frames_.erase(it);
+      if (auto open = open_.find(job); open != open_.end()) open->second.buffered_bytes -= entry.bytes;
+      return std::optional<Frame>(std::move(entry.frame));
+    }
+  }
+  hook->Wake();  // paced: Take sleeps until it may be used
+  return std::nullopt;
+}
+
+bool Mailbox::Unhook(uint64_t job, int dst, int src, uint64_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!open_.count(job)) return false;
-  AbortLocked(job, why);
+  return hooks_.erase(Key{job, dst, src, tag}) > 0;
+}
+
+bool Mailbox::AbortJob(uint64_t job, const absl::Status& why) {
+  std::vector<MailboxHook*> to_wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!open_.count(job)) return false;
+    AbortLocked(job, why, to_wake);
+  }
+  for (MailboxHook* h : to_wake) h->Wake();
   return true;
 }
 
-void Mailbox::AbortLocked(uint64_t job, const absl::Status& why) {
+void Mailbox::AbortLocked(uint64_t job, const absl::Status& why, std::vector<MailboxHook*>& to_wake) {
   aborted_.emplace(job, why);
   DropFramesLocked(job);
+  TakeHooksLocked(job, to_wake);
   for (auto& [_, w] : waiters_) w.cv.notify_all();
+}
+
+void Mailbox::TakeHooksLocked(uint64_t job, std::vector<MailboxHook*>& to_wake) {
+  for (auto it = hooks_.lower_bound(Key{job, INT32_MIN, INT32_MIN, 0});
+       it != hooks_.end() && std::get<0>(it->first) == job;) {
+    to_wake.push_back(it->second);
+    it = hooks_.erase(it);
+  }
 }
 
 void Mailbox::DropFramesLocked(uint64_t job) {

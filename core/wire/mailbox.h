@@ -12,8 +12,10 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -21,6 +23,22 @@
 #include "core/pod/link_clock.h"
 
 namespace tpuemu {
+
+// A chip's wait left in the mailbox (Mailbox::TakeOrHook), so that the thread
+// that brings its frame can carry the chip's work on instead of waking the
+// chip's thread: on a small host each wake-up is a context switch, and a frame
+// from another worker arrives in the thread that also writes the next hops.
+class MailboxHook {
+ public:
+  virtual ~MailboxHook() = default;
+  // Its frame came, in a thread that may run the chip (Put's `may_run`). The
+  // hook is gone from the mailbox; called outside the mailbox's lock.
+  virtual void Arrived(Frame frame) = 0;
+  // The chip's thread must take its frame itself (Take): it came from a
+  // thread that may not run the chip, it may not be used yet (paced), or the
+  // job was aborted or closed. The hook is gone; called outside the lock.
+  virtual void Wake() = 0;
+};
 
 class Mailbox {
  public:
@@ -34,10 +52,21 @@ class Mailbox {
   // Accepts a frame that has left its link; it becomes usable after the
   // frame's paced latency. A frame of a job that is not open is dropped and
   // counted; one that would take its job past its bytes aborts that job.
-  void Put(Frame frame);
+  // A hook left for it gets it in this thread when `may_run` (the thread
+  // holds nothing the chip's work could wait for) and it is usable now;
+  // otherwise the hook's chip is woken.
+  void Put(Frame frame, bool may_run = false);
   // Waits for one frame. Fails when the job is aborted or nothing comes
   // within `timeout`.
   absl::StatusOr<Frame> Take(uint64_t job, int dst, int src, uint64_t tag, absl::Duration timeout);
+  // Without waiting: the frame if it is here and usable; else leaves `hook`
+  // for it (one per key) and returns nullopt, the hook maybe already called
+  // (a frame here but not yet usable wakes it at once). Fails when the job
+  // is aborted.
+  absl::StatusOr<std::optional<Frame>> TakeOrHook(uint64_t job, int dst, int src, uint64_t tag, MailboxHook* hook);
+  // Takes back a hook left for that frame: false when it has been (or is
+  // being) called.
+  bool Unhook(uint64_t job, int dst, int src, uint64_t tag);
   // Aborts an open job (its waiters wake with `why`); returns false, and does
   // nothing, for a job that is not open: an abort may not poison a job
   // number before it is used.
@@ -70,12 +99,15 @@ class Mailbox {
     std::condition_variable cv;
     std::multiset<Key> keys;
   };
-  void AbortLocked(uint64_t job, const absl::Status& why);
+  void AbortLocked(uint64_t job, const absl::Status& why, std::vector<MailboxHook*>& to_wake);
   void DropFramesLocked(uint64_t job);
+  // Removes the job's hooks, to be woken once the lock is released.
+  void TakeHooksLocked(uint64_t job, std::vector<MailboxHook*>& to_wake);
 
   mutable std::mutex mu_;
   std::map<int, Waiters> waiters_;  // nodes are stable: a Waiters outlives the lock
   std::map<Key, Entry> frames_;
+  std::map<Key, MailboxHook*> hooks_;
   std::map<uint64_t, Job> open_;
   std::map<uint64_t, absl::Status> aborted_;  // open jobs', and the last closed ones'
   std::deque<uint64_t> closed_aborts_;        // oldest first

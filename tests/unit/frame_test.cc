@@ -190,6 +190,20 @@ TEST(LinkSenderTest, AnUnpacedLinkWaitsOnceMaxQueuedFramesAreLeavingAndAnAbortEn
   fabric.Release(2);
 }
 
+TEST(LinkSenderTest, TryEnqueueOnAFullLinkLeavesTheFrameWithTheCallerAndNeverWaits) {
+  HeldFabric fabric;
+  LinkSender link({9e10, 1e-6}, 0, fabric, /*max_queued=*/1);
+  Frame first = OfJob(1), second = OfJob(2);
+  second.payload.assign(3, 1.0f);
+  ASSERT_TRUE(link.TryEnqueue(first));
+  EXPECT_FALSE(link.TryEnqueue(second));
+  EXPECT_EQ(second.payload.size(), 3u) << "the frame that did not fit is still the caller's";
+  fabric.Release(1);
+  EXPECT_TRUE(link.TryEnqueue(second));
+  EXPECT_EQ(fabric.held.size(), 1u);
+  fabric.Release(1);
+}
+
 TEST(LinkSenderTest, ACompletionAfterTheLinkIsGoneIsHarmless) {
   HeldFabric fabric;
   {

@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace tpuemu {
 namespace {
@@ -165,6 +167,114 @@ TEST(MailboxTest, AnAbortedJobStaysAbortedAfterItClosesButOnlyTheLastFewAreRemem
   box.OpenJob(1, kRoomy);  // the oldest abort is forgotten: memory stays bounded
   box.Put(MakeFrame(1, 0, 1, 7, 3.0f));
   EXPECT_TRUE(box.Take(1, 1, 0, 7, kPatience).ok());
+}
+
+// What a hook saw, and in which thread.
+struct RecordingHook : MailboxHook {
+  void Arrived(Frame frame) override {
+    std::lock_guard<std::mutex> lock(mu);
+    arrived.push_back(frame.payload[0]);
+    arrived_on = std::this_thread::get_id();
+  }
+  void Wake() override {
+    std::lock_guard<std::mutex> lock(mu);
+    ++woken;
+  }
+  std::mutex mu;
+  std::vector<float> arrived;
+  std::thread::id arrived_on;
+  int woken = 0;
+};
+
+TEST(MailboxTest, AFrameHereAndUsableIsTakenWithoutLeavingTheHook) {
+  OpenBox open;
+  Mailbox& box = open.box;
+  box.Put(MakeFrame(1, 0, 1, 7, 3.0f));
+  RecordingHook hook;
+  auto f = box.TakeOrHook(1, 1, 0, 7, &hook);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(f->has_value());
+  EXPECT_EQ((*f)->payload[0], 3.0f);
+  EXPECT_FALSE(box.Unhook(1, 1, 0, 7)) << "nothing was left";
+  EXPECT_EQ(box.pending(), 0u);
+}
+
+TEST(MailboxTest, AHookedFrameRunsTheHookInThePuttingThreadWhenItMayRunTheChip) {
+  OpenBox open;
+  Mailbox& box = open.box;
+  RecordingHook hook;
+  auto f = box.TakeOrHook(1, 1, 0, 7, &hook);
+  ASSERT_TRUE(f.ok() && !f->has_value());
+  box.Put(MakeFrame(1, 2, 1, 7, 1.0f), /*may_run=*/true);  // another link's frame: held
+  EXPECT_TRUE(hook.arrived.empty());
+  std::thread putter([&] { box.Put(MakeFrame(1, 0, 1, 7, 5.0f), /*may_run=*/true); });
+  const std::thread::id putter_id = putter.get_id();
+  putter.join();
+  ASSERT_EQ(hook.arrived, std::vector<float>{5.0f});
+  EXPECT_EQ(hook.arrived_on, putter_id);
+  EXPECT_EQ(hook.woken, 0);
+  EXPECT_EQ(box.pending(), 1u) << "the hooked frame went to the hook, not into the mailbox";
+  EXPECT_FALSE(box.Unhook(1, 1, 0, 7)) << "a hook is called once";
+}
+
+TEST(MailboxTest, AHookedFrameFromAThreadThatMayNotRunTheChipWakesItAndWaitsForItsTake) {
+  OpenBox open;
+  Mailbox& box = open.box;
+  RecordingHook hook;
+  ASSERT_TRUE(box.TakeOrHook(1, 1, 0, 7, &hook).ok());
+  box.Put(MakeFrame(1, 0, 1, 7, 2.0f));  // a chip's own thread on this host
+  EXPECT_EQ(hook.woken, 1);
+  EXPECT_TRUE(hook.arrived.empty());
+  auto f = box.Take(1, 1, 0, 7, kPatience);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->payload[0], 2.0f);
+}
+
+TEST(MailboxTest, APacedFrameNotYetUsableWakesTheHookAtOnceAndTakeWaitsForIt) {
+  OpenBox open;
+  Mailbox& box = open.box;
+  Frame paced = MakeFrame(1, 0, 1, 7, 4.0f);
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  paced.header.sent_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+  paced.header.due_at_ns = paced.header.sent_at_ns + 50'000'000;  // usable in 50 ms
+  box.Put(std::move(paced), /*may_run=*/true);
+  RecordingHook hook;
+  auto f = box.TakeOrHook(1, 1, 0, 7, &hook);
+  ASSERT_TRUE(f.ok() && !f->has_value()) << "a frame not yet usable is not handed out";
+  EXPECT_EQ(hook.woken, 1);
+  EXPECT_FALSE(box.Unhook(1, 1, 0, 7)) << "woken, not left";
+  auto taken = box.Take(1, 1, 0, 7, kPatience);
+  ASSERT_TRUE(taken.ok());
+  EXPECT_GE(std::chrono::steady_clock::now().time_since_epoch(), now + std::chrono::milliseconds(50));
+}
+
+TEST(MailboxTest, AbortAndCloseWakeTheJobsHooksAndAnAbortedJobHooksNothing) {
+  OpenBox open;
+  Mailbox& box = open.box;
+  RecordingHook a, b, other;
+  ASSERT_TRUE(box.TakeOrHook(1, 1, 0, 7, &a).ok());
+  ASSERT_TRUE(box.TakeOrHook(1, 3, 2, 9, &b).ok());
+  ASSERT_TRUE(box.TakeOrHook(2, 1, 0, 7, &other).ok());
+  box.AbortJob(1, absl::UnavailableError("worker host 3 failed"));
+  EXPECT_EQ(a.woken, 1);
+  EXPECT_EQ(b.woken, 1);
+  EXPECT_EQ(other.woken, 0) << "another job's hook stays";
+  auto f = box.TakeOrHook(1, 1, 0, 8, &a);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kUnavailable);
+  box.CloseJob(2);
+  EXPECT_EQ(other.woken, 1);
+}
+
+TEST(MailboxTest, AHookTakenBackIsNotCalled) {
+  OpenBox open;
+  Mailbox& box = open.box;
+  RecordingHook hook;
+  ASSERT_TRUE(box.TakeOrHook(1, 1, 0, 7, &hook).ok());
+  EXPECT_TRUE(box.Unhook(1, 1, 0, 7));
+  box.Put(MakeFrame(1, 0, 1, 7, 1.0f), /*may_run=*/true);
+  EXPECT_TRUE(hook.arrived.empty());
+  EXPECT_EQ(hook.woken, 0);
+  EXPECT_EQ(box.pending(), 1u);
 }
 
 }  // namespace

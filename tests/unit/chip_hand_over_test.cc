@@ -1,0 +1,165 @@
+// A chip's program runs on in the thread that brings the frame it waits for
+// (a worker's peer queue), and goes back to the chip's thread for whatever may
+// block. Over a fabric that delivers every frame from one such thread, and
+// says a frame has left only after delivering it (so links fill up while that
+// thread runs chips), every collective and a training job must give exactly
+// what the in-memory pod gives: results, emulated times, link bytes, losses.
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "core/collective/report.h"
+#include "core/job/inprocess_pod.h"
+#include "core/job/kinds.h"
+#include "core/train/host.h"
+#include "core/train/job.h"
+#include "core/train/report.h"
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+class QueueThreadFabric : public Fabric {
+ public:
+  QueueThreadFabric() : thread_([this] { Run(); }) {}
+  ~QueueThreadFabric() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void set_mailbox(Mailbox* mailbox) { mailbox_ = mailbox; }
+
+  void Send(Frame&& frame, SentFn sent) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::this_thread::get_id() == thread_.get_id()) ++sent_from_queue_thread_;
+    queue_.push_back({std::move(frame), std::move(sent)});
+    cv_.notify_all();
+  }
+  absl::Status Deliver(Frame&& frame) override { return SendAndWait(std::move(frame)); }
+
+  // Frames a chip's program sent while it ran in the delivering thread.
+  int sent_from_queue_thread() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sent_from_queue_thread_;
+  }
+
+ private:
+  struct Queued {
+    Frame frame;
+    SentFn sent;
+  };
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      Queued q = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      mailbox_->Put(std::move(q.frame), /*may_run=*/true);
+      q.sent(absl::OkStatus());
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Queued> queue_;
+  bool stop_ = false;
+  int sent_from_queue_thread_ = 0;
+  Mailbox* mailbox_ = nullptr;
+  std::thread thread_;  // last: starts once the rest is made
+};
+
+// The pod's chips on one host whose frames all arrive through QueueThreadFabric.
+struct QueuedPod {
+  explicit QueuedPod(const Topology& topo) {
+    std::vector<int> chips(topo.num_chips());
+    for (int i = 0; i < topo.num_chips(); ++i) chips[i] = i;
+    net = std::make_unique<HostNetwork>(topo, chips, 0, &fabric);
+    fabric.set_mailbox(&net->mailbox());
+  }
+  QueueThreadFabric fabric;
+  std::unique_ptr<HostNetwork> net;
+};
+
+Topology Ring8() {
+  auto topo = Topology::Create({"v5p:8", 1, 1, "x"});
+  EXPECT_TRUE(topo.ok()) << topo.status();
+  return *topo;
+}
+
+CollectiveReport RunOn(const JobSpec& spec, HostNetwork& net) {
+  auto planned = PlanJob(spec, net.topology(), 0);
+  EXPECT_TRUE(planned.ok()) << planned.status();
+  if (!planned.ok()) return {};
+  auto run = RunPlannedJob(**planned, net, 1, nullptr);
+  EXPECT_TRUE(run.ok()) << run.status();
+  return run.ok() ? std::any_cast<CollectiveReport>(run->report) : CollectiveReport{};
+}
+
+TEST(ChipHandOverTest, EveryCollectiveRunFromTheDeliveringThreadEqualsTheInMemoryRun) {
+  const Topology topo = Ring8();
+  for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce,
+                          CollectiveOp::kAllToAll}) {
+    SCOPED_TRACE(OpName(op));
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.axes = {Axis::kX};
+    spec.algorithm = RingAlgorithm::kBiRing;
+    spec.dtype_bytes = 4;
+    spec.bytes = 1 << 20;
+    spec.chunk_bytes = 16 << 10;  // several frames per link: links fill while the delivering thread runs chips
+    spec.seed = 7;
+    InProcessPod memory(topo, 0);
+    const CollectiveReport want = RunOn(spec, memory.network());
+    QueuedPod queued(topo);
+    const CollectiveReport got = RunOn(spec, *queued.net);
+    EXPECT_TRUE(got.correct) << got.mismatches << " mismatches";
+    EXPECT_EQ(got.emulated_s, want.emulated_s);
+    ASSERT_EQ(got.links.size(), want.links.size());
+    for (size_t i = 0; i < got.links.size(); ++i) EXPECT_EQ(got.links[i].emu_bytes, want.links[i].emu_bytes);
+    EXPECT_GT(queued.fabric.sent_from_queue_thread(), 0) << "no chip's program ran in the delivering thread";
+  }
+}
+
+TEST(ChipHandOverTest, ATrainingJobRunFromTheDeliveringThreadHasTheInMemoryLossesAndTimes) {
+  auto topo_or = Topology::Create({"v5p:2x4", 1, 1, "auto"});
+  ASSERT_TRUE(topo_or.ok()) << topo_or.status();
+  const Topology topo = *topo_or;
+  auto spec = ParseTrainSpec(
+      "ici_data_parallelism: 2\nici_tensor_parallelism: 4\nnum_layers: 2\nseed: 3\nlearning_rate: 0.01\n"
+      "emb_dim: 64\nmlp_dim: 256\nglobal_batch_tokens: 64\n",
+      "t.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto job = PlanTrainJob(*spec, topo, 0);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto train = [&](HostNetwork& net) {
+    HostTrainer trainer(job->config, job->mesh, net, 1);
+    EXPECT_TRUE(trainer.Prepare().ok());
+    std::vector<StepReport> steps;
+    for (int s = 0; s < 2; ++s) {
+      auto chips = trainer.Run(s);
+      EXPECT_TRUE(chips.ok()) << chips.status();
+      if (chips.ok()) steps.push_back(SummarizeStep(job->config, job->mesh, topo, *chips));
+    }
+    return steps;
+  };
+  InProcessPod memory(topo, 0);
+  const std::vector<StepReport> want = train(memory.network());
+  QueuedPod queued(topo);
+  const std::vector<StepReport> got = train(*queued.net);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t s = 0; s < got.size(); ++s) {
+    EXPECT_EQ(got[s].loss, want[s].loss) << "step " << s;
+    EXPECT_EQ(got[s].emulated_s, want[s].emulated_s) << "step " << s;
+  }
+  EXPECT_GT(queued.fabric.sent_from_queue_thread(), 0);
+}
+
+}  // namespace
+}  // namespace tpuemu
