@@ -194,24 +194,27 @@ class ChipCollective::Impl : public MailboxHook {
       auto next = Advance(/*in_chip=*/true);
       if (!next.ok()) return next.status();
       if (*next == Next::kDone) return absl::OkStatus();
-      // Hooked: wait while another thread carries the program on, and for as
-      // long as a receive may wait when nothing moves.
+      // Hooked: wait while another thread carries the program on. A receive
+      // fails, as Take would, once its hook has waited recv_timeout.
+      const auto timeout = absl::ToChronoNanoseconds(options_.recv_timeout);
       std::unique_lock<std::mutex> lock(run_mu_);
-      uint64_t seen = progress_;
-      auto deadline = WallClock::now() + absl::ToChronoNanoseconds(options_.recv_timeout);
       while (runner_ == Runner::kHooked || runner_ == Runner::kElsewhere) {
-        if (run_cv_.wait_until(lock, deadline) == std::cv_status::no_timeout) continue;
-        if (progress_ == seen && runner_ == Runner::kHooked) {
-          const ChunkOp& op = prog_.recvs[recv_ + 1];
-          if (net_.mailbox().Unhook(options_.job, chip_, op.peer, op.tag | options_.tag_base)) {
-            return absl::DeadlineExceededError(absl::StrCat("chip ", chip_, " waited ",
-                                                            absl::FormatDuration(options_.recv_timeout),
-                                                            " for data from chip ", op.peer, " (job ", options_.job,
-                                                            ")"));
-          }
+        const bool hooked = runner_ == Runner::kHooked;
+        // Running elsewhere may hook again without a word (a wake-up per frame
+        // is what this saves): look again after a timeout at the latest.
+        const auto deadline = (hooked ? hooked_at_ : WallClock::now()) + timeout;
+        if (!hooked || WallClock::now() < deadline) {
+          run_cv_.wait_until(lock, deadline);
+          continue;
         }
-        seen = progress_;
-        deadline = WallClock::now() + absl::ToChronoNanoseconds(options_.recv_timeout);
+        const ChunkOp& op = prog_.recvs[recv_ + 1];
+        if (net_.mailbox().Unhook(options_.job, chip_, op.peer, op.tag | options_.tag_base)) {
+          return absl::DeadlineExceededError(absl::StrCat("chip ", chip_, " waited ",
+                                                          absl::FormatDuration(options_.recv_timeout),
+                                                          " for data from chip ", op.peer, " (job ", options_.job,
+                                                          ")"));
+        }
+        run_cv_.wait_for(lock, std::chrono::milliseconds(1));  // its frame came just now: the hook is being called
       }
       if (runner_ == Runner::kDone) return run_status_;
     }
@@ -264,12 +267,16 @@ class ChipCollective::Impl : public MailboxHook {
   // The frame the chip waits for came in a thread that may run the program.
   void Arrived(Frame frame) override {
     SetRunner(Runner::kElsewhere);
-    absl::StatusOr<Next> next = absl::InternalError("not run");
+    // The thread is not the chip's: whatever goes wrong, the chip must hear
+    // of it, with a status made beforehand (making one may throw too).
+    absl::StatusOr<Next> next = out_of_memory_;
     try {
       const absl::Status used = Use(prog_.recvs[recv_ + 1], std::move(frame));
       next = used.ok() ? Advance(/*in_chip=*/false) : absl::StatusOr<Next>(used);
-    } catch (const std::bad_alloc&) {  // the thread is not the chip's: the chip must hear of it
-      next = absl::ResourceExhaustedError(absl::StrCat("chip ", chip_, " ran out of host memory"));
+    } catch (const std::bad_alloc&) {
+      next = out_of_memory_;
+    } catch (...) {
+      next = failed_elsewhere_;
     }
     if (next.ok() && *next == Next::kHooked) return;
     std::lock_guard<std::mutex> lock(run_mu_);
@@ -292,7 +299,7 @@ class ChipCollective::Impl : public MailboxHook {
   void SetRunner(Runner runner) {
     std::lock_guard<std::mutex> lock(run_mu_);
     runner_ = runner;
-    ++progress_;
+    if (runner == Runner::kHooked) hooked_at_ = WallClock::now();
   }
 
   // When all of op's data is ready (a reduction needs all of its own).
@@ -485,8 +492,12 @@ class ChipCollective::Impl : public MailboxHook {
   std::mutex run_mu_;
   std::condition_variable run_cv_;
   Runner runner_ = Runner::kChip;
-  uint64_t progress_ = 0;  // receives and hand-overs so far: a wait that sees it move is not stuck
+  WallClock::time_point hooked_at_;  // when the program last waited for a frame
   absl::Status run_status_;
+  const absl::Status out_of_memory_ =
+      absl::ResourceExhaustedError(absl::StrCat("chip ", chip_, " ran out of host memory"));
+  const absl::Status failed_elsewhere_ =
+      absl::InternalError(absl::StrCat("chip ", chip_, "'s program failed in the thread that received its data"));
   double wall_s_ = 0;
 };
 

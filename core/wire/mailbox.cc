@@ -69,11 +69,10 @@ void Mailbox::Put(Frame frame, bool may_run) {
     }
     if (aborted_.count(h.job)) return;
     const Key key{h.job, h.dst_chip, h.src_chip, h.tag};
-    if (auto it = hooks_.find(key); it != hooks_.end()) {
-      hook = it->second;
-      hooks_.erase(it);
-      run = may_run && usable_at <= now;
-    }
+    // A hook is taken out of hooks_ only once nothing can throw before it is
+    // called: a hook lost on the way would leave its chip waiting for good.
+    auto hooked = hooks_.find(key);
+    run = hooked != hooks_.end() && may_run && usable_at <= now;
     if (!run) {
       if (job->second.buffered_bytes + bytes > job->second.max_buffered_bytes) {
         AbortLocked(h.job,
@@ -82,16 +81,20 @@ void Mailbox::Put(Frame frame, bool may_run) {
                         " would make this worker hold ", job->second.buffered_bytes + bytes,
                         " bytes of the job's data, more than its plan allows here (", job->second.max_buffered_bytes,
                         ")")),
-                    aborted);
-        hook = nullptr;  // woken with the job's other hooks
+                    aborted);  // wakes the hook with the job's others
+        hooked = hooks_.end();
       } else {
+        Waiters& w = waiters_[std::get<1>(key)];
         auto [slot, fresh] = frames_.try_emplace(key);
         if (!fresh) job->second.buffered_bytes -= slot->second.bytes;  // a resent frame replaces the first
         slot->second = Entry{std::move(frame), usable_at, bytes};
         job->second.buffered_bytes += bytes;
-        Waiters& w = waiters_[std::get<1>(key)];
         if (w.keys.count(key)) wake = &w.cv;
       }
+    }
+    if (hooked != hooks_.end()) {
+      hook = hooked->second;
+      hooks_.erase(hooked);
     }
   }
   // Outside the lock, so the woken chip does not block on it at once.
@@ -178,11 +181,12 @@ void Mailbox::AbortLocked(uint64_t job, const absl::Status& why, std::vector<Mai
 }
 
 void Mailbox::TakeHooksLocked(uint64_t job, std::vector<MailboxHook*>& to_wake) {
-  for (auto it = hooks_.lower_bound(Key{job, INT32_MIN, INT32_MIN, 0});
-       it != hooks_.end() && std::get<0>(it->first) == job;) {
-    to_wake.push_back(it->second);
-    it = hooks_.erase(it);
-  }
+  const auto first = hooks_.lower_bound(Key{job, INT32_MIN, INT32_MIN, 0});
+  auto last = first;
+  while (last != hooks_.end() && std::get<0>(last->first) == job) ++last;
+  to_wake.reserve(to_wake.size() + std::distance(first, last));  // before any is taken out
+  for (auto it = first; it != last; ++it) to_wake.push_back(it->second);
+  hooks_.erase(first, last);
 }
 
 void Mailbox::DropFramesLocked(uint64_t job) {

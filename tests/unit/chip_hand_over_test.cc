@@ -4,17 +4,20 @@
 // says a frame has left only after delivering it (so links fill up while that
 // thread runs chips), every collective and a training job must give exactly
 // what the in-memory pod gives: results, emulated times, link bytes, losses.
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 
+#include "core/collective/executor.h"
 #include "core/collective/report.h"
 #include "core/job/inprocess_pod.h"
 #include "core/job/kinds.h"
 #include "core/train/host.h"
 #include "core/train/job.h"
 #include "core/train/report.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace tpuemu {
@@ -159,6 +162,55 @@ TEST(ChipHandOverTest, ATrainingJobRunFromTheDeliveringThreadHasTheInMemoryLosse
     EXPECT_EQ(got[s].emulated_s, want[s].emulated_s) << "step " << s;
   }
   EXPECT_GT(queued.fabric.sent_from_queue_thread(), 0);
+}
+
+// Chip 0 of an 8-chip all-gather on its own: nobody sends to it.
+struct LoneChip {
+  explicit LoneChip(absl::Duration recv_timeout) : pod(Ring8()) {
+    CollectiveSpec spec;
+    spec.op = CollectiveOp::kAllGather;
+    spec.axes = {Axis::kX};
+    spec.bytes = 1 << 16;
+    auto made = CollectivePlan::Create(pod.net->topology(), spec);
+    EXPECT_TRUE(made.ok()) << made.status();
+    plan = std::make_unique<CollectivePlan>(*std::move(made));
+    options.job = 3;
+    options.recv_timeout = recv_timeout;
+    pod.net->mailbox().OpenJob(options.job, 1 << 20);
+    chip = std::make_unique<ChipCollective>(*plan, 0, *pod.net, options);
+    chip->Prepare();
+  }
+  QueuedPod pod;
+  std::unique_ptr<CollectivePlan> plan;
+  RunOptions options;
+  std::unique_ptr<ChipCollective> chip;
+};
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(ChipHandOverTest, AChipWaitingInTheMailboxTimesOutAfterItsReceiveTimeoutNamingTheLink) {
+  LoneChip lone(absl::Milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  const absl::Status moved = lone.chip->Move();
+  EXPECT_EQ(moved.code(), absl::StatusCode::kDeadlineExceeded) << moved;
+  EXPECT_THAT(std::string(moved.message()), testing::HasSubstr("chip 0 waited 300ms for data from chip"));
+  EXPECT_GE(SecondsSince(t0), 0.3);
+  EXPECT_LT(SecondsSince(t0), 5.0);
+}
+
+TEST(ChipHandOverTest, AnAbortEndsAChipsWaitInTheMailboxAtOnce) {
+  LoneChip lone(absl::Seconds(60));
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    lone.pod.net->mailbox().AbortJob(lone.options.job, absl::AbortedError("job aborted: worker host 2 failed"));
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const absl::Status moved = lone.chip->Move();
+  aborter.join();
+  EXPECT_EQ(moved.code(), absl::StatusCode::kAborted) << moved;
+  EXPECT_LT(SecondsSince(t0), 5.0);
 }
 
 }  // namespace
