@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <condition_variable>
 
 #include "absl/strings/str_cat.h"
@@ -147,13 +148,15 @@ class ChipCollective::Impl : public MailboxHook {
     return r;
   }
 
-  absl::Status StartTogether(int rounds) { return ::tpuemu::StartTogether(net_, options_, chip_, prog_, rounds); }
-
-  absl::Status Move() {
-    const auto wall_start = WallClock::now();
+  absl::Status Move(int start_rounds) {
+    if (auto s = DrawStartLine(start_rounds); !s.ok()) return s;
+    started_at_ = WallClock::now();
     absl::Status status = MoveAll();
     transit_.Clear();  // queued frames keep what they lent
-    wall_s_ = std::chrono::duration<double>(WallClock::now() - wall_start).count();
+    // Timed from the start line to the program's last step, in whichever
+    // thread each happened: not until the chip's thread, woken for it, next
+    // gets a core.
+    wall_s_ = std::chrono::duration<double>((status.ok() ? finished_at_ : WallClock::now()) - started_at_).count();
     return status;
   }
 
@@ -189,6 +192,52 @@ class ChipCollective::Impl : public MailboxHook {
   // Who runs the program (under run_mu_).
   enum class Runner { kChip, kHooked, kElsewhere, kDone };
 
+  // The start line's peers: one frame per peer and round, over the first
+  // link the program uses to it (two links to one peer, as on a ring of two,
+  // would give its mailbox two frames under one key).
+  absl::Status DrawStartLine(int rounds) {
+    rounds_ = rounds;
+    line_to_.clear();
+    line_from_.clear();
+    if (rounds == 0) return absl::OkStatus();
+    std::set<int> to, from;
+    for (const ChunkOp& op : prog_.sends) {
+      if (!to.insert(op.peer).second) continue;
+      auto link = OutgoingLink(net_, chip_, op.axis, op.dir, op.peer);
+      if (!link.ok()) return link.status();
+      line_to_.push_back({op.peer, *link});
+    }
+    for (const ChunkOp& op : prog_.recvs) from.insert(op.peer);
+    line_from_.assign(from.begin(), from.end());
+    return absl::OkStatus();
+  }
+
+  bool AtStartLine() const { return round_ < rounds_; }
+
+  // The frame the program waits for next: (source chip, tag).
+  std::pair<int, uint64_t> NextReceive() const {
+    if (AtStartLine()) return {line_from_[line_heard_], kStartBarrierTagBit | options_.tag_base | round_};
+    const ChunkOp& op = prog_.recvs[recv_ + 1];
+    return {op.peer, op.tag | options_.tag_base};
+  }
+
+  // The frame NextReceive names has come.
+  absl::Status Received(Frame frame) {
+    if (AtStartLine()) {
+      ++line_heard_;
+      return absl::OkStatus();
+    }
+    return Use(prog_.recvs[recv_ + 1], std::move(frame));
+  }
+
+  // Puts a frame on its link: in the chip's thread waiting while the link is
+  // full (an error once the job is aborted), elsewhere false when it is full.
+  absl::StatusOr<bool> Onto(LinkSender& link, Frame& frame, bool in_chip) {
+    if (!in_chip) return link.TryEnqueue(frame);
+    if (!link.Enqueue(std::move(frame), options_.abort.get())) return options_.abort->status();
+    return true;
+  }
+
   absl::Status MoveAll() {
     while (true) {
       auto next = Advance(/*in_chip=*/true);
@@ -207,12 +256,11 @@ class ChipCollective::Impl : public MailboxHook {
           run_cv_.wait_until(lock, deadline);
           continue;
         }
-        const ChunkOp& op = prog_.recvs[recv_ + 1];
-        if (net_.mailbox().Unhook(options_.job, chip_, op.peer, op.tag | options_.tag_base)) {
+        const auto [peer, tag] = NextReceive();
+        if (net_.mailbox().Unhook(options_.job, chip_, peer, tag)) {
           return absl::DeadlineExceededError(absl::StrCat("chip ", chip_, " waited ",
                                                           absl::FormatDuration(options_.recv_timeout),
-                                                          " for data from chip ", op.peer, " (job ", options_.job,
-                                                          ")"));
+                                                          " for data from chip ", peer, " (job ", options_.job, ")"));
         }
         run_cv_.wait_for(lock, std::chrono::milliseconds(1));  // its frame came just now: the hook is being called
       }
@@ -220,47 +268,64 @@ class ChipCollective::Impl : public MailboxHook {
     }
   }
 
-  // Runs the program on from where it is: the sends that wait for receive
-  // recv_ (all of them from send_ on), then receive recv_ + 1, and so on. In
-  // the chip's thread a full link is waited for; elsewhere it hands the
-  // program back (kNeedChip). Once it returns kHooked another thread may run
-  // the program: the caller touches none of it.
+  // Runs the program on from where it is: first the start line's rounds
+  // (each: a frame to every peer it sends to, then one from every peer it
+  // receives from), then the sends that wait for receive recv_ (all of them
+  // from send_ on), receive recv_ + 1, and so on. In the chip's thread a full
+  // link is waited for; elsewhere it hands the program back (kNeedChip).
+  // Once it returns kHooked another thread may run the program: the caller
+  // touches none of it.
   absl::StatusOr<Next> Advance(bool in_chip) {
     while (true) {
-      auto sends = sends_after_.find(recv_);
-      const size_t count = sends == sends_after_.end() ? 0 : sends->second.size();
-      for (; send_ < count; ++send_) {
-        if (!pending_) {
-          auto booked = Book(*sends->second[send_]);
-          if (!booked.ok()) return booked.status();
-          pending_ = *std::move(booked);
+      if (AtStartLine()) {
+        for (; line_sent_ < line_to_.size(); ++line_sent_) {
+          const auto [peer, link] = line_to_[line_sent_];
+          Frame frame;
+          frame.header = {options_.job, chip_, peer, kStartBarrierTagBit | options_.tag_base | round_, 0, 0, 0, 0};
+          auto on = Onto(*link, frame, in_chip);
+          if (!on.ok()) return on.status();
+          if (!*on) return Next::kNeedChip;
         }
-        if (in_chip) {
-          if (!pending_->link->Enqueue(std::move(pending_->frame), options_.abort.get())) {
-            return options_.abort->status();
+        if (line_heard_ == line_from_.size()) {
+          ++round_;
+          line_sent_ = line_heard_ = 0;
+          if (!AtStartLine()) started_at_ = WallClock::now();
+          continue;
+        }
+      } else {
+        auto sends = sends_after_.find(recv_);
+        const size_t count = sends == sends_after_.end() ? 0 : sends->second.size();
+        for (; send_ < count; ++send_) {
+          if (!pending_) {
+            auto booked = Book(*sends->second[send_]);
+            if (!booked.ok()) return booked.status();
+            pending_ = *std::move(booked);
           }
-        } else if (!pending_->link->TryEnqueue(pending_->frame)) {
-          return Next::kNeedChip;
+          auto on = Onto(*pending_->link, pending_->frame, in_chip);
+          if (!on.ok()) return on.status();
+          if (!*on) return Next::kNeedChip;
+          pending_.reset();
         }
-        pending_.reset();
+        CopyKeptParts();
+        if (recv_ + 1 == static_cast<int>(prog_.recvs.size())) {
+          finished_at_ = WallClock::now();
+          return Next::kDone;
+        }
       }
-      CopyKeptParts();
-      if (recv_ + 1 == static_cast<int>(prog_.recvs.size())) return Next::kDone;
-      const ChunkOp& op = prog_.recvs[recv_ + 1];
-      const uint64_t tag = op.tag | options_.tag_base;
+      const auto [peer, tag] = NextReceive();
       absl::StatusOr<Frame> frame;
       if (take_now_) {  // woken: the frame, or why not, is the chip's to wait for
         take_now_ = false;
-        frame = net_.mailbox().Take(options_.job, chip_, op.peer, tag, options_.recv_timeout);
+        frame = net_.mailbox().Take(options_.job, chip_, peer, tag, options_.recv_timeout);
       } else {
         SetRunner(Runner::kHooked);
-        auto got = net_.mailbox().TakeOrHook(options_.job, chip_, op.peer, tag, this);
+        auto got = net_.mailbox().TakeOrHook(options_.job, chip_, peer, tag, this);
         if (got.ok() && !got->has_value()) return Next::kHooked;
         SetRunner(in_chip ? Runner::kChip : Runner::kElsewhere);
         frame = got.ok() ? absl::StatusOr<Frame>(**std::move(got)) : got.status();
       }
       if (!frame.ok()) return frame.status();
-      if (auto s = Use(op, *std::move(frame)); !s.ok()) return s;
+      if (auto s = Received(*std::move(frame)); !s.ok()) return s;
     }
   }
 
@@ -271,7 +336,7 @@ class ChipCollective::Impl : public MailboxHook {
     // of it, with a status made beforehand (making one may throw too).
     absl::StatusOr<Next> next = out_of_memory_;
     try {
-      const absl::Status used = Use(prog_.recvs[recv_ + 1], std::move(frame));
+      const absl::Status used = Received(std::move(frame));
       next = used.ok() ? Advance(/*in_chip=*/false) : absl::StatusOr<Next>(used);
     } catch (const std::bad_alloc&) {
       next = out_of_memory_;
@@ -498,6 +563,16 @@ class ChipCollective::Impl : public MailboxHook {
       absl::ResourceExhaustedError(absl::StrCat("chip ", chip_, " ran out of host memory"));
   const absl::Status failed_elsewhere_ =
       absl::InternalError(absl::StrCat("chip ", chip_, "'s program failed in the thread that received its data"));
+  // The start line: its rounds, the one the chip is in, the peers it sends
+  // to (over the first link to each) and hears from, and how many of each
+  // this round.
+  int rounds_ = 0;
+  int round_ = 0;
+  std::vector<std::pair<int, LinkSender*>> line_to_;
+  std::vector<int> line_from_;
+  size_t line_sent_ = 0, line_heard_ = 0;
+  WallClock::time_point started_at_;   // when the chip left the start line
+  WallClock::time_point finished_at_;  // when the program's last step was done
   double wall_s_ = 0;
 };
 
@@ -508,8 +583,7 @@ void ChipCollective::Prepare() { impl_->Prepare(); }
 void ChipCollective::PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links) {
   impl_->PrepareOn(std::move(buffer), start_s, links);
 }
-absl::Status ChipCollective::StartTogether(int rounds) { return impl_->StartTogether(rounds); }
-absl::Status ChipCollective::Move() { return impl_->Move(); }
+absl::Status ChipCollective::Move(int start_rounds) { return impl_->Move(start_rounds); }
 absl::StatusOr<ChipRunResult> ChipCollective::Report() { return impl_->Report(); }
 uint64_t ChipCollective::CountMismatches() { return impl_->CountMismatches(); }
 

@@ -82,11 +82,11 @@ class ChipCollective {
   // `links` carries each outgoing link's emulated clock from one collective
   // of a job to the next (and counts the bytes they all sent).
   void PrepareOn(std::shared_ptr<float[]> buffer, double start_s, LinkClocks* links);
-  // After Prepare: returns once the chips that send to this one, directly or
-  // not, are here too (core/collective/start_barrier.h), not timed.
-  absl::Status StartTogether(int rounds);
-  // Moves the data over the links on both clocks (timed).
-  absl::Status Move();
+  // Moves the data over the links on both clocks, timed from a start line of
+  // `start_rounds` rounds (StartBarrierRounds; none for 0), which the chip
+  // leaves once the chips that send to it, directly or not, have reached it
+  // too (core/collective/start_barrier.h). Once per Prepare or PrepareOn.
+  absl::Status Move(int start_rounds = 0);
   // Times, link bytes and link errors of the move (mismatches left at 0).
   absl::StatusOr<ChipRunResult> Report();
   // Elements of the result that differ from the reference.

@@ -68,10 +68,7 @@ absl::StatusOr<std::vector<ChipRunResult>> HostCollective::Run(int) {
   }
   return RunChips(
       net_, options_, chips_.size(),
-      [&](size_t i) {
-        if (auto s = chips_[i]->StartTogether(start_barrier_rounds_); !s.ok()) return s;
-        return chips_[i]->Move();
-      },
+      [&](size_t i) { return chips_[i]->Move(start_barrier_rounds_); },
       [&](size_t i) { return chips_[i]->Report(); });
 }
 

@@ -4,13 +4,20 @@
 // include waiting for the last one to start (half the wall time of a 1 MiB
 // all-gather over eight workers on 2 cores). MPI benchmarks time after
 // MPI_Barrier for the same reason; a collective job times after this.
+//
+// In each of its rounds a chip sends an empty frame to every chip it sends to
+// in its program, and waits for one from every chip it receives from; after
+// as many rounds as the longest path, each chip has heard, hop by hop, from
+// every chip that sends to it directly or not. The frames book nothing on the
+// emulated clock and carry no bytes. ChipCollective::Move runs the rounds as
+// the start of the chip's program, in whichever thread carries it on
+// (core/collective/executor.cc), so a chip leaves the line as the last frame
+// comes, not when its thread next gets a core.
 #pragma once
 
-#include "absl/status/status.h"
-#include "core/collective/chip_program.h"
+#include <cstdint>
+
 #include "core/collective/plan.h"
-#include "core/host/run_options.h"
-#include "core/wire/host_network.h"
 
 namespace tpuemu {
 
@@ -20,14 +27,5 @@ inline constexpr uint64_t kStartBarrierTagBit = uint64_t{1} << 61;
 // Rounds the barrier needs: the most hops between two chips of a group along
 // the plan's links, each the shortest way (0 for a group of one chip).
 int StartBarrierRounds(const CollectivePlan& plan);
-
-// Returns once every chip that can reach `chip` along the plan's links has
-// called it too. In each of `rounds` rounds the chip sends an empty frame to
-// every chip it sends to in `program`, and waits for one from every chip it
-// receives from; after as many rounds as the longest path, each chip has
-// heard, hop by hop, from every chip that sends to it directly or not. The
-// frames book nothing on the emulated clock and carry no bytes.
-absl::Status StartTogether(HostNetwork& net, const RunOptions& options, int chip, const ChipProgram& program,
-                           int rounds);
 
 }  // namespace tpuemu

@@ -1,16 +1,17 @@
-// A collective job's chips start their timed part together: no chip leaves
-// the start barrier before the last one has reached it, and an abort frees
-// chips waiting there for a peer that never comes.
+// A collective job's chips start their timed part together: no chip's timed
+// part holds its wait for the last one to reach the start line, and an abort
+// frees chips waiting there for a peer that never comes.
 #include "core/collective/start_barrier.h"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
+#include <algorithm>
+#include <memory>
 #include <chrono>
 #include <thread>
 #include <vector>
 
-#include "core/collective/chip_program.h"
+#include "core/collective/executor.h"
 #include "core/host/job.h"
 #include "core/job/inprocess_pod.h"
 
@@ -42,43 +43,54 @@ TEST(StartBarrierTest, RoundsAreTheLongestShortestPathAlongThePlansLinks) {
   EXPECT_EQ(StartBarrierRounds(Plan("v5p:4x4x4", {Axis::kX, Axis::kY, Axis::kZ}, RingAlgorithm::kAuto)), 6);
 }
 
+// Each of the 8 chips of an all-gather, prepared on one in-memory pod.
 struct BarrierPod {
   explicit BarrierPod(RingAlgorithm algorithm)
       : topo(*Topology::Create({"v5p:8", 1, 8, "auto"})), pod(topo, 0),
         plan(Plan("v5p:8", {Axis::kX}, algorithm)) {
-    pod.network().mailbox().OpenJob(kJob, 1 << 20);
+    pod.network().mailbox().OpenJob(kJob, 1 << 30);
     options.job = kJob;
     options.recv_timeout = absl::Seconds(60);
-  }
-  absl::Status Start(int chip) {
-    return StartTogether(pod.network(), options, chip, BuildChipProgram(plan, chip, 1 << 18),
-                         StartBarrierRounds(plan));
+    for (int chip = 0; chip < 8; ++chip) {
+      chips.push_back(std::make_unique<ChipCollective>(plan, chip, pod.network(), options));
+      chips.back()->Prepare();
+    }
   }
   static constexpr uint64_t kJob = 5;
   Topology topo;
   InProcessPod pod;
   CollectivePlan plan;
   RunOptions options;
+  std::vector<std::unique_ptr<ChipCollective>> chips;
 };
 
-TEST(StartBarrierTest, NoChipLeavesBeforeTheLastHasArrived) {
+// Chip kLate reaches the start 300 ms after the others: returns each chip's
+// timed part, in seconds.
+std::vector<double> TimedWithALateChip(RingAlgorithm algorithm, bool start_line) {
+  constexpr int kLate = 5;
+  BarrierPod pod(algorithm);
+  const int rounds = start_line ? StartBarrierRounds(pod.plan) : 0;
+  std::vector<double> timed(8);
+  OnThreads(8, [&](size_t chip) {
+    if (chip == kLate) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(pod.chips[chip]->Move(rounds).ok());
+    auto report = pod.chips[chip]->Report();
+    ASSERT_TRUE(report.ok()) << report.status();
+    timed[chip] = report->wall_s;
+  });
+  EXPECT_EQ(pod.pod.network().mailbox().pending(), 0u) << "nothing is left behind";
+  for (int chip = 0; chip < 8; ++chip) EXPECT_EQ(pod.chips[chip]->CountMismatches(), 0u) << "chip " << chip;
+  return timed;
+}
+
+TEST(StartBarrierTest, NoChipTimesItsWaitForTheLastToReachTheStartLine) {
   for (RingAlgorithm algorithm : {RingAlgorithm::kBiRing, RingAlgorithm::kUniRing}) {
-    BarrierPod pod(algorithm);
-    constexpr int kLate = 5;
-    std::atomic<int64_t> late_arrived{0};
-    std::vector<int64_t> left(8);
-    OnThreads(8, [&](size_t chip) {
-      if (chip == kLate) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        late_arrived = Clock::now().time_since_epoch().count();
-      }
-      ASSERT_TRUE(pod.Start(static_cast<int>(chip)).ok());
-      left[chip] = Clock::now().time_since_epoch().count();
-    });
-    for (int chip = 0; chip < 8; ++chip) EXPECT_GE(left[chip], late_arrived.load()) << "chip " << chip;
-    // Nothing is left behind for the collective's receives to trip over.
-    EXPECT_EQ(pod.pod.network().mailbox().pending(), 0u);
+    const std::vector<double> timed = TimedWithALateChip(algorithm, true);
+    for (int chip = 0; chip < 8; ++chip) EXPECT_LT(timed[chip], 0.25) << "chip " << chip;
   }
+  // Without the line, the early chips' timed parts hold the wait.
+  const std::vector<double> unlined = TimedWithALateChip(RingAlgorithm::kBiRing, false);
+  EXPECT_GE(*std::max_element(unlined.begin(), unlined.end()), 0.25);
 }
 
 TEST(StartBarrierTest, AnAbortFreesChipsWaitingForAChipThatNeverComes) {
@@ -89,7 +101,7 @@ TEST(StartBarrierTest, AnAbortFreesChipsWaitingForAChipThatNeverComes) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     pod.pod.network().mailbox().AbortJob(BarrierPod::kJob, absl::AbortedError("chip 7 is gone"));
   });
-  OnThreads(7, [&](size_t chip) { status[chip] = pod.Start(static_cast<int>(chip)); });
+  OnThreads(7, [&](size_t chip) { status[chip] = pod.chips[chip]->Move(StartBarrierRounds(pod.plan)); });
   abort.join();
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
   for (const absl::Status& s : status) EXPECT_EQ(s, absl::AbortedError("chip 7 is gone"));
