@@ -1,13 +1,13 @@
 #include "core/collective/executor.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <condition_variable>
 
 #include "absl/strings/str_cat.h"
 #include "core/collective/chip_program.h"
