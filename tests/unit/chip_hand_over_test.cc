@@ -23,9 +23,11 @@
 namespace tpuemu {
 namespace {
 
+// Delivers frames in the order they were sent, or newest first (far out of
+// program order, which must change nothing).
 class QueueThreadFabric : public Fabric {
  public:
-  QueueThreadFabric() : thread_([this] { Run(); }) {}
+  explicit QueueThreadFabric(bool newest_first = false) : newest_first_(newest_first), thread_([this] { Run(); }) {}
   ~QueueThreadFabric() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -60,8 +62,8 @@ class QueueThreadFabric : public Fabric {
     while (true) {
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;
-      Queued q = std::move(queue_.front());
-      queue_.pop_front();
+      Queued q = std::move(newest_first_ ? queue_.back() : queue_.front());
+      newest_first_ ? queue_.pop_back() : queue_.pop_front();
       lock.unlock();
       mailbox_->Put(std::move(q.frame), /*may_run=*/true);
       q.sent(absl::OkStatus());
@@ -74,13 +76,14 @@ class QueueThreadFabric : public Fabric {
   std::deque<Queued> queue_;
   bool stop_ = false;
   int sent_from_queue_thread_ = 0;
+  const bool newest_first_;
   Mailbox* mailbox_ = nullptr;
   std::thread thread_;  // last: starts once the rest is made
 };
 
 // The pod's chips on one host whose frames all arrive through QueueThreadFabric.
 struct QueuedPod {
-  explicit QueuedPod(const Topology& topo) {
+  explicit QueuedPod(const Topology& topo, bool newest_first = false) : fabric(newest_first) {
     std::vector<int> chips(topo.num_chips());
     for (int i = 0; i < topo.num_chips(); ++i) chips[i] = i;
     net = std::make_unique<HostNetwork>(topo, chips, 0, &fabric);
@@ -105,11 +108,12 @@ CollectiveReport RunOn(const JobSpec& spec, HostNetwork& net) {
   return run.ok() ? std::any_cast<CollectiveReport>(run->report) : CollectiveReport{};
 }
 
-TEST(ChipHandOverTest, EveryCollectiveRunFromTheDeliveringThreadEqualsTheInMemoryRun) {
+TEST(ChipHandOverTest, EveryCollectiveRunFromTheDeliveringThreadInAnyOrderEqualsTheInMemoryRun) {
   const Topology topo = Ring8();
   for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce,
-                          CollectiveOp::kAllToAll}) {
-    SCOPED_TRACE(OpName(op));
+                          CollectiveOp::kAllToAll})
+  for (bool newest_first : {false, true}) {
+    SCOPED_TRACE(OpName(op) + (newest_first ? ", newest frames first" : ""));
     CollectiveSpec spec;
     spec.op = op;
     spec.axes = {Axis::kX};
@@ -120,7 +124,7 @@ TEST(ChipHandOverTest, EveryCollectiveRunFromTheDeliveringThreadEqualsTheInMemor
     spec.seed = 7;
     InProcessPod memory(topo, 0);
     const CollectiveReport want = RunOn(spec, memory.network());
-    QueuedPod queued(topo);
+    QueuedPod queued(topo, newest_first);
     const CollectiveReport got = RunOn(spec, *queued.net);
     EXPECT_TRUE(got.correct) << got.mismatches << " mismatches";
     EXPECT_EQ(got.emulated_s, want.emulated_s);
