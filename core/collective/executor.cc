@@ -197,9 +197,15 @@ class ChipCollective::Impl : public MailboxHook {
   // would give its mailbox two frames under one key).
   absl::Status DrawStartLine(int rounds) {
     rounds_ = rounds;
+    round_ = 0;
+    line_sent_ = line_heard_ = 0;
     line_to_.clear();
     line_from_.clear();
     if (rounds == 0) return absl::OkStatus();
+    if (options_.tag_base & kStartBarrierTagBit) {
+      return absl::InternalError(absl::StrCat("chip ", chip_, ": a start line under tag base ", options_.tag_base,
+                                              " would share tags with the data"));
+    }
     std::set<int> to, from;
     for (const ChunkOp& op : prog_.sends) {
       if (!to.insert(op.peer).second) continue;
@@ -213,10 +219,11 @@ class ChipCollective::Impl : public MailboxHook {
   }
 
   bool AtStartLine() const { return round_ < rounds_; }
+  uint64_t LineTag() const { return kStartBarrierTagBit | options_.tag_base | static_cast<uint64_t>(round_); }
 
   // The frame the program waits for next: (source chip, tag).
   std::pair<int, uint64_t> NextReceive() const {
-    if (AtStartLine()) return {line_from_[line_heard_], kStartBarrierTagBit | options_.tag_base | round_};
+    if (AtStartLine()) return {line_from_[line_heard_], LineTag()};
     const ChunkOp& op = prog_.recvs[recv_ + 1];
     return {op.peer, op.tag | options_.tag_base};
   }
@@ -281,7 +288,7 @@ class ChipCollective::Impl : public MailboxHook {
         for (; line_sent_ < line_to_.size(); ++line_sent_) {
           const auto [peer, link] = line_to_[line_sent_];
           Frame frame;
-          frame.header = {options_.job, chip_, peer, kStartBarrierTagBit | options_.tag_base | round_, 0, 0, 0, 0};
+          frame.header = {options_.job, chip_, peer, LineTag(), 0, 0, 0, 0};
           auto on = Onto(*link, frame, in_chip);
           if (!on.ok()) return on.status();
           if (!*on) return Next::kNeedChip;

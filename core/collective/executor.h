@@ -85,7 +85,7 @@ class ChipCollective {
   // Moves the data over the links on both clocks, timed from a start line of
   // `start_rounds` rounds (StartBarrierRounds; none for 0), which the chip
   // leaves once the chips that send to it, directly or not, have reached it
-  // too (core/collective/start_barrier.h). Once per Prepare or PrepareOn.
+  // too (core/collective/start_barrier.h). Once per ChipCollective.
   absl::Status Move(int start_rounds = 0);
   // Times, link bytes and link errors of the move (mismatches left at 0).
   absl::StatusOr<ChipRunResult> Report();

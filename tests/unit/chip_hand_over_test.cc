@@ -12,6 +12,7 @@
 
 #include "core/collective/executor.h"
 #include "core/collective/report.h"
+#include "core/collective/start_barrier.h"
 #include "core/job/inprocess_pod.h"
 #include "core/job/kinds.h"
 #include "core/train/host.h"
@@ -201,6 +202,15 @@ TEST(ChipHandOverTest, AChipWaitingInTheMailboxTimesOutAfterItsReceiveTimeoutNam
   EXPECT_EQ(moved.code(), absl::StatusCode::kDeadlineExceeded) << moved;
   EXPECT_THAT(std::string(moved.message()), testing::HasSubstr("chip 0 waited 300ms for data from chip"));
   EXPECT_GE(SecondsSince(t0), 0.3);
+  EXPECT_LT(SecondsSince(t0), 5.0);
+}
+
+TEST(ChipHandOverTest, AChipWaitingAtTheStartLineTimesOutAfterItsReceiveTimeout) {
+  LoneChip lone(absl::Milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  const absl::Status moved = lone.chip->Move(StartBarrierRounds(*lone.plan));
+  EXPECT_EQ(moved.code(), absl::StatusCode::kDeadlineExceeded) << moved;
+  EXPECT_THAT(std::string(moved.message()), testing::HasSubstr("chip 0 waited 300ms for data from chip"));
   EXPECT_LT(SecondsSince(t0), 5.0);
 }
 
