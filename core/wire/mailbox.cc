@@ -118,9 +118,7 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
     if (aborted != aborted_.end()) return aborted->second;
     auto it = frames_.find(key);
     if (it != frames_.end()) {
-      Entry entry = std::move(it->second);
-      frames_.erase(it);
-      if (auto open = open_.find(job); open != open_.end()) open->second.buffered_bytes -= entry.bytes;
+      Entry entry = TakeEntryLocked(it);
       lock.unlock();
       std::this_thread::sleep_until(entry.usable_at);
       return std::move(entry.frame);
@@ -146,12 +144,7 @@ absl::StatusOr<std::optional<Frame>> Mailbox::TakeOrHook(uint64_t job, int dst, 
       hooks_[key] = hook;
       return std::nullopt;
     }
-    if (it->second.usable_at <= WallClock::now()) {
-      Entry entry = std::move(it->second);
-      frames_.erase(it);
-      if (auto open = open_.find(job); open != open_.end()) open->second.buffered_bytes -= entry.bytes;
-      return std::optional<Frame>(std::move(entry.frame));
-    }
+    if (it->second.usable_at <= WallClock::now()) return std::optional<Frame>(TakeEntryLocked(it).frame);
   }
   hook->Wake();  // paced: Take sleeps until it may be used
   return std::nullopt;
@@ -187,6 +180,14 @@ void Mailbox::TakeHooksLocked(uint64_t job, std::vector<MailboxHook*>& to_wake) 
   to_wake.reserve(to_wake.size() + std::distance(first, last));  // before any is taken out
   for (auto it = first; it != last; ++it) to_wake.push_back(it->second);
   hooks_.erase(first, last);
+}
+
+Mailbox::Entry Mailbox::TakeEntryLocked(std::map<Key, Entry>::iterator it) {
+  const uint64_t job = std::get<0>(it->first);
+  Entry entry = std::move(it->second);
+  frames_.erase(it);
+  if (auto open = open_.find(job); open != open_.end()) open->second.buffered_bytes -= entry.bytes;
+  return entry;
 }
 
 void Mailbox::DropFramesLocked(uint64_t job) {

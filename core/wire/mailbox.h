@@ -101,6 +101,8 @@ class Mailbox {
   };
   void AbortLocked(uint64_t job, const absl::Status& why, std::vector<MailboxHook*>& to_wake);
   void DropFramesLocked(uint64_t job);
+  // Takes a frame out, no longer counted against its job's bytes.
+  Entry TakeEntryLocked(std::map<Key, Entry>::iterator it);
   // Removes the job's hooks, to be woken once the lock is released.
   void TakeHooksLocked(uint64_t job, std::vector<MailboxHook*>& to_wake);
 
