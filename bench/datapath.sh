@@ -25,4 +25,23 @@ if [[ "${1:-all}" == all || "${1:-all}" == collectives ]]; then
     --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allgather_algorithm 4 \
     --mca coll_tuned_allreduce_algorithm 4 ./build/bin/mpi_collectives tcp-ring
   OMPI_MCA_plm_rsh_agent= "${MPIRUN[@]}" --mca btl vader,self ./build/bin/mpi_collectives shm
+  # tpuemu's peer links choose their congestion control (cubic unless TPUEMU_PEER_TCP_CONGESTION
+  # says otherwise); OpenMPI's sockets take the machine's default, and OpenMPI has no setting for
+  # it. Where the two differ, OpenMPI runs again in a network namespace of its own whose default
+  # is tpuemu's choice ("tcp-<name>" lines): the like-for-like comparison (docs/benchmarks.md,
+  # "Congestion control"). Needs root, for the namespace.
+  cc=${TPUEMU_PEER_TCP_CONGESTION:-cubic}
+  if [[ "$cc" != system && "$cc" != "$(cat /proc/sys/net/ipv4/tcp_congestion_control)" ]]; then
+    if [[ $EUID -eq 0 ]] && command -v ip >/dev/null; then
+      ns="tpuemu-bench-$$"
+      ip netns add "$ns"
+      trap 'ip netns del "$ns" 2>/dev/null || true' EXIT
+      ip -n "$ns" link set lo up
+      ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$cc"
+      ip netns exec "$ns" env OMPI_MCA_plm_rsh_agent= "${MPIRUN[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo \
+        ./build/bin/mpi_collectives "tcp-$cc"
+    else
+      echo "(OpenMPI with $cc, like tpuemu's links: needs root and iproute2 for a network namespace; skipped)"
+    fi
+  fi
 fi

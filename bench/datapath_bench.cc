@@ -21,6 +21,7 @@
 #include "client/local_pod.h"
 #include "client/processes.h"
 #include "bench/cpu_clock.h"
+#include "bench/loopback_socket.h"
 #include "bench/tcp_floor.h"
 #include "core/collective/plan.h"
 #include "core/collective/report.h"
@@ -271,6 +272,7 @@ void CeilingsTable() {
 
 int main(int argc, char** argv) {
   tpuemu::PrepareProcessForDataPath();
+  std::printf("%s\n", tpuemu::UseWorkersTcpCongestion().c_str());
   const std::string only = argc > 1 ? argv[1] : "all";
   if (only == "all" || only == "collectives") tpuemu::CollectiveTable(3);
   if (only == "all" || only == "p2p") tpuemu::PointToPointTable();

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
+#include "services/tcp_congestion.h"
+
 namespace tpuemu {
 namespace {
 
@@ -22,10 +25,30 @@ sockaddr_in Loopback(int port) {
   std::exit(1);
 }
 
+int NewSocket() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && PeerTcpCongestion() != kSystemCongestion) SetTcpCongestionOn(fd, PeerTcpCongestion());
+  return fd;
+}
+
 }  // namespace
 
+std::string UseWorkersTcpCongestion() {
+  const char* env = std::getenv("TPUEMU_PEER_TCP_CONGESTION");
+  const bool given = env != nullptr && *env != '\0';
+  auto chosen = ChoosePeerTcpCongestion(given ? env : kDefaultPeerCongestion, given, "TPUEMU_PEER_TCP_CONGESTION");
+  if (!chosen.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(chosen.status().message()).c_str());
+    std::exit(2);
+  }
+  const std::string system = SystemTcpCongestion();
+  if (*chosen == kSystemCongestion) return absl::StrCat("TCP congestion control: the machine's default (", system, ")");
+  return absl::StrCat("TCP congestion control: ", *chosen, " on tpuemu's and these sockets (the machine's default: ",
+                      system, "; TPUEMU_PEER_TCP_CONGESTION=system keeps it)");
+}
+
 LoopbackListener ListenOnLoopback(int backlog) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = NewSocket();  // accepted sockets inherit its congestion control
   sockaddr_in addr = Loopback(0);
   socklen_t len = sizeof(addr);
   if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, backlog) != 0 ||
@@ -36,7 +59,7 @@ LoopbackListener ListenOnLoopback(int backlog) {
 }
 
 int ConnectToLoopback(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = NewSocket();
   const sockaddr_in addr = Loopback(port);
   if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) Fail("connect to 127.0.0.1");
   return fd;

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/loopback_socket.h"
 #include "bench/socket_ring_fabric.h"
 #include "core/pod/topology.h"
 #include "core/wire/frame.h"
@@ -390,13 +391,14 @@ int main(int argc, char** argv) {
   }
   const Transport transport = transports.at(name);
   setenv("TPUEMU_INSECURE", "1", 1);  // plaintext, as OpenMPI over TCP
+  const std::string congestion = UseWorkersTcpCongestion();
   std::printf("== The same ring collectives, nothing else, over %s: %d processes, frames of at most %zu KiB, f32%s; "
               "busbw GB/s, median / best of %d ==\n",
               transport == Transport::kGrpc  ? "tpuemu's gRPC transport"
               : transport == Transport::kTcp ? "plain TCP sockets, read in place"
                                              : "plain TCP sockets, read into a buffer and copied",
               n, chunk >> 10, chip_thread ? ", handled in a chip thread" : "", kTimed);
-  std::printf("%-11s %5s %8s %8s\n", "op", "size", "median", "best");
+  std::printf("%s\n%-11s %5s %8s %8s\n", congestion.c_str(), "op", "size", "median", "best");
   std::fflush(stdout);
   auto* shared = static_cast<Shared*>(
       mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));

@@ -38,18 +38,23 @@ inline int ParseFlagsAndEnv(CLI::App& app, int argc, char** argv, const std::vec
 // The longest a worker keeps a finished job's memory (`--keep-memory-for`).
 inline constexpr absl::Duration kMaxKeepMemoryFor = absl::Hours(24);
 
+// Whether `flag` is on the command line (as `--flag V` or `--flag=V`): what
+// names a refused value, the flag or its environment twin.
+inline bool FlagOnCommandLine(int argc, char** argv, const std::string& flag) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == flag || arg.rfind(flag + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
 // A time (above 0, at most `max`) that `flag` or its environment twin
 // `variable` gave as `text`; a refusal names the flag when it is on the
 // command line, else the variable (or the default) said it.
 inline absl::StatusOr<absl::Duration> ParseTimeFlag(const std::string& text, int argc, char** argv,
                                                     const std::string& flag, const std::string& variable,
                                                     absl::Duration max) {
-  bool given = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    given = given || arg == flag || arg.rfind(flag + "=", 0) == 0;
-  }
-  return ParseDuration(text, given ? flag : variable, max);
+  return ParseDuration(text, FlagOnCommandLine(argc, argv, flag) ? flag : variable, max);
 }
 
 }  // namespace tpuemu

@@ -9,6 +9,7 @@
 #include "services/frame_codec.h"
 #include "services/peer_service.h"
 #include "services/server.h"
+#include "services/tcp_congestion.h"
 #include "services/transport_security.h"
 #include "spdlog/spdlog.h"
 
@@ -221,6 +222,7 @@ absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
   for (const auto& [name, value] : PeerStreamArgs()) args.SetInt(name, value);
+  ApplyPeerTcpCongestion(args);
   slot.channel = MakeChannel(it->second, args);
   slot.stream = std::make_shared<PeerStream>(
       slot.channel, queue_, absl::StrCat("link chip ", src, " -> chip ", dst, " (worker host ", host, " at ", it->second, ")"));

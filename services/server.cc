@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "services/health_service.h"
+#include "services/tcp_congestion.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -49,6 +50,7 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
   // explicit port and take half of its connections.)
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (const auto& [name, value] : PeerStreamArgs()) builder.AddChannelArgument(name, value);
+  if (auto option = PeerTcpCongestionOption()) builder.SetOption(std::move(option));
   // As gRPC's own health service starts: the overall service serving.
   running.health->Set("", true);
   running.health->Set(kLivenessService, true);

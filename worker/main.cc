@@ -19,6 +19,7 @@
 #include "services/process_env.h"
 #include "services/registrar_client.h"
 #include "services/server.h"
+#include "services/tcp_congestion.h"
 #include "services/worker_service.h"
 #include "services/transport_security.h"
 #include "spdlog/spdlog.h"
@@ -115,6 +116,16 @@ int main(int argc, char** argv) {
                             "job: 6 s instead of 10-12 on a VM). Lower it on a machine short of memory"),
              "TPUEMU_KEEP_MEMORY_FOR")
       ->capture_default_str();
+  std::string peer_congestion = kDefaultPeerCongestion;
+  auto* congestion_opt =
+      env_option(app.add_option("--peer-tcp-congestion", peer_congestion,
+                                "TCP congestion control of the connections to other workers: a name this\n"
+                                "machine allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control), or \"system\"\n"
+                                "for its default. BBR, some machines' default, paces every segment with a timer:\n"
+                                "on loopback and between containers that cost the data path a fifth to a quarter\n"
+                                "of its bandwidth (docs/benchmarks.md). Emulated times do not change"),
+                 "TPUEMU_PEER_TCP_CONGESTION")
+          ->capture_default_str();
   app.add_flag("--check-config", check_config,
                "check flags and environment, print the place and addresses they give, and exit\n"
                "(0 if usable, 2 if not) without contacting anyone");
@@ -156,6 +167,17 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(keep_memory.status().message()));
     return 2;
   }
+  auto congestion = ChoosePeerTcpCongestion(peer_congestion, congestion_opt->count() > 0,
+                                            FlagOnCommandLine(argc, argv, "--peer-tcp-congestion")
+                                                ? "--peer-tcp-congestion"
+                                                : "TPUEMU_PEER_TCP_CONGESTION");
+  if (!congestion.ok()) {
+    spdlog::error("{}", std::string(congestion.status().message()));
+    return 2;
+  }
+  const std::string congestion_shown = *congestion == kSystemCongestion
+                                           ? absl::StrCat("the machine's default (", SystemTcpCongestion(), ")")
+                                           : *congestion;
   // Unless told, the chips share the machine (or CPU quota) with the pod's
   // other workers on it.
   const bool share_machine = matmuls_opt->count() == 0 && EnvVar("TPUEMU_MATMULS_AT_ONCE").value_or("").empty();
@@ -164,13 +186,13 @@ int main(int argc, char** argv) {
   if (check_config) {
     std::printf(
         "place: %s\ncoordinator: %s\nlisten: %s\nadvertise: %s\ncheckpoints: %s\nmatmuls at once: %s\n"
-        "keep memory for: %s\n",
+        "keep memory for: %s\npeer TCP congestion control: %s\n",
         place->source.c_str(), coordinator_address->c_str(), listen.c_str(), advertised_host.c_str(),
         checkpoint_dir.c_str(),
         matmuls_at_once == 0 ? "no limit"
         : share_machine      ? absl::StrCat(matmuls_at_once, ", shared with the pod's other workers on this machine").c_str()
                              : std::to_string(matmuls_at_once).c_str(),
-        absl::FormatDuration(*keep_memory).c_str());
+        absl::FormatDuration(*keep_memory).c_str(), congestion_shown.c_str());
     return 0;
   }
 
@@ -183,6 +205,7 @@ int main(int argc, char** argv) {
   IdleRelease::Process().set_delay(absl::ToChronoMilliseconds(absl::Ceil(*keep_memory, absl::Milliseconds(1))));
   spdlog::info("a finished job's memory goes back to the system after {} without a job",
                absl::FormatDuration(*keep_memory));
+  spdlog::info("connections to other workers use TCP congestion control {}", congestion_shown);
   // The peer service first: the node's fabric uses its queue, so the node
   // goes first when main returns. Frames come only once the server below
   // has started, when the node exists.

@@ -281,6 +281,26 @@ class CheckConfigTest(Processes):
                                    "keep memory for", {("variable", "2m"): "2m", ("flag", "0.5"): "500ms"},
                                    ("0", "-1", "never", "25h"), "24h")
 
+    def test_the_peer_links_congestion_control_from_flag_or_variable_and_what_is_refused(self):
+        base = {"TPUEMU_COORDINATOR": "c:1", "TPU_WORKER_ID": "0"}
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            default = f.read().strip()
+        shown = {(): "cubic", ("--peer-tcp-congestion", "system"): f"the machine's default ({default})",
+                 ("--peer-tcp-congestion=reno",): "reno"}
+        for args, control in shown.items():
+            ok = self.run_check("tpuemu-worker", list(args), env=base)
+            self.assertEqual(ok.returncode, 0, ok.stderr)
+            self.assertIn(f"peer TCP congestion control: {control}\n", ok.stdout)
+        ok = self.run_check("tpuemu-worker", env=dict(base, TPUEMU_PEER_TCP_CONGESTION="reno"))
+        self.assertIn("peer TCP congestion control: reno\n", ok.stdout)
+        for args, variable, named in ((["--peer-tcp-congestion", "warp"], None, "--peer-tcp-congestion 'warp'"),
+                                      ([], "warp", "TPUEMU_PEER_TCP_CONGESTION 'warp'")):
+            env = dict(base, TPUEMU_PEER_TCP_CONGESTION=variable) if variable else base
+            r = self.run_check("tpuemu-worker", args, env=env)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn(named, r.stdout + r.stderr)
+            self.assertIn("allowed here: ", r.stdout + r.stderr)
+
     def check_container(self, where, command, env, hostname=None):
         """A container's command as its image would run it, asked of the binary itself
         (the credentials' paths inside the container read as this machine's copy)."""
