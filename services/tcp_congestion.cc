@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "grpc/support/sync.h"
@@ -38,12 +40,15 @@ namespace {
 std::mutex choice_mu;
 std::string choice = kSystemCongestion;  // under choice_mu
 
+// gRPC hands back a pointer to `base`, the first member of a standard-layout
+// struct: the pointer to the whole.
 struct CongestionMutator {
-  grpc_socket_mutator base;  // first: gRPC hands back a pointer to it
-  std::string name;
+  grpc_socket_mutator base;
+  char name[16];  // NUL-terminated: the kernel's TCP_CA_NAME_MAX, no longer name is one
 };
+static_assert(std::is_standard_layout_v<CongestionMutator> && offsetof(CongestionMutator, base) == 0);
 
-const std::string& NameOf(grpc_socket_mutator* m) { return reinterpret_cast<CongestionMutator*>(m)->name; }
+std::string NameOf(grpc_socket_mutator* m) { return reinterpret_cast<CongestionMutator*>(m)->name; }
 
 bool MutateFd(int fd, grpc_socket_mutator* m) {
   // The choice was tried on a socket when it was made; a socket that refuses
@@ -58,7 +63,8 @@ constexpr grpc_socket_mutator_vtable kVtable = {MutateFd, Compare, Destroy, null
 
 // A mutator with one reference, owned by the ChannelArguments it is given to.
 grpc_socket_mutator* NewMutator(const std::string& name) {
-  auto* m = new CongestionMutator{{&kVtable, {}}, name};
+  auto* m = new CongestionMutator{{&kVtable, {}}, {}};
+  name.copy(m->name, sizeof(m->name) - 1);
   gpr_ref_init(&m->base.refcount, 1);
   return &m->base;
 }

@@ -1,8 +1,8 @@
 // The TCP congestion control of a worker's peer connections. Linux paces
-// every segment of a BBR connection with a timer; on loopback and between
-// containers of one machine that pacing cost a bare gRPC ring a sixth to a
-// quarter of its bandwidth against CUBIC (docs/benchmarks.md, "Congestion
-// control"), and machines that make BBR their default paid it on every hop.
+// every segment of a BBR connection with a timer; over loopback that pacing
+// cost a bare gRPC ring a sixth to a third of its bandwidth against CUBIC on
+// a machine whose default is BBR (docs/benchmarks.md, "congestion control"),
+// and tpuemu's workers paid it on every hop.
 // A worker therefore chooses for its own peer links (CUBIC unless told
 // otherwise), at both ends: on the listener its server accepts them on
 // (accepted sockets inherit it) and on the channels it opens to its peers.

@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
                                 "TCP congestion control of the connections to other workers: a name this\n"
                                 "machine allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control), or \"system\"\n"
                                 "for its default. BBR, some machines' default, paces every segment with a timer:\n"
-                                "on loopback and between containers that cost the data path a fifth to a quarter\n"
+                                "over loopback that cost the data path at 8 and 64 MiB a sixth to a third\n"
                                 "of its bandwidth (docs/benchmarks.md). Emulated times do not change"),
                  "TPUEMU_PEER_TCP_CONGESTION")
           ->capture_default_str();
