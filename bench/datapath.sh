@@ -28,24 +28,24 @@ if [[ "${1:-all}" == all || "${1:-all}" == collectives ]]; then
   # tpuemu's peer links choose their congestion control (cubic unless TPUEMU_PEER_TCP_CONGESTION
   # says otherwise); OpenMPI's sockets take the machine's default, and OpenMPI has no setting for
   # it. Where the two differ, OpenMPI runs again in a network namespace of its own, once with the
-  # machine's default ("tcp-ns-<default>" lines: what the namespace alone changes, such as no
-  # firewall rules on its loopback) and once with tpuemu's choice ("tcp-ns-<choice>"): the
+  # machine's default ("tcp-ns-<default>" lines: what the namespace alone changes) and once with
+  # tpuemu's choice ("tcp-ns-<choice>"): the
   # like-for-like comparison (docs/benchmarks.md, "congestion control"). Needs root.
   cc=${TPUEMU_PEER_TCP_CONGESTION:-cubic}
   default_cc=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
   if [[ "$cc" != system && "$cc" != "$default_cc" ]]; then
-    if [[ $EUID -eq 0 ]] && command -v ip >/dev/null; then
-      ns="tpuemu-bench-$$"
-      ip netns add "$ns"
+    ns="tpuemu-bench-$$"
+    if [[ $EUID -eq 0 ]] && command -v ip >/dev/null && ip netns add "$ns" 2>/dev/null; then
       trap 'ip netns del "$ns" 2>/dev/null || true' EXIT
       ip -n "$ns" link set lo up
       for c in "$default_cc" "$cc"; do
-        ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$c"
-        ip netns exec "$ns" env OMPI_MCA_plm_rsh_agent= "${MPIRUN[@]}" --mca btl tcp,self \
-          --mca btl_tcp_if_include lo ./build/bin/mpi_collectives "tcp-ns-$c"
+        { ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$c" &&
+          ip netns exec "$ns" env OMPI_MCA_plm_rsh_agent= "${MPIRUN[@]}" --mca btl tcp,self \
+            --mca btl_tcp_if_include lo ./build/bin/mpi_collectives "tcp-ns-$c"; } ||
+          echo "(OpenMPI in a network namespace with $c: failed)"
       done
     else
-      echo "(OpenMPI with $cc, like tpuemu's links: needs root and iproute2 for a network namespace; skipped)"
+      echo "(OpenMPI with $cc, like tpuemu's links: needs root and a network namespace of its own; skipped)"
     fi
   fi
 fi

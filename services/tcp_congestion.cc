@@ -15,7 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/support/sync.h"
 #include "grpcpp/impl/server_builder_option.h"
+#include "grpcpp/version_info.h"
 #include "spdlog/spdlog.h"
+
+#if GRPC_CPP_VERSION_MAJOR != 1 || GRPC_CPP_VERSION_MINOR != 51
+#error "grpc_socket_mutator below has gRPC 1.51's layout: check it against this gRPC's socket_mutator.h"
+#endif
 
 // gRPC 1.51 takes socket options through a grpc_socket_mutator, a struct its
 // public headers only name. Its layout there (src/core/lib/iomgr/
@@ -86,14 +91,17 @@ std::string FirstLineOf(const char* path) {
   return line;
 }
 
-// Empty if a socket takes `name`, else the kernel's reason.
+// Empty if a socket takes `name`, else why not.
 std::string WhyNot(const std::string& name) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return std::strerror(errno);
   const bool ok = SetTcpCongestionOn(fd, name);
   const int error = errno;
   close(fd);
-  return ok ? "" : std::strerror(error);
+  if (ok) return "";
+  if (error == ENOENT) return "this kernel does not have it";
+  if (error == EPERM) return "not allowed to processes without CAP_NET_ADMIN";
+  return std::strerror(error);
 }
 
 }  // namespace
@@ -109,10 +117,12 @@ absl::StatusOr<std::string> ChoosePeerTcpCongestion(const std::string& name, boo
   if (name != kSystemCongestion) {
     if (const std::string why = WhyNot(name); !why.empty()) {
       const std::string allowed = FirstLineOf("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
-      const std::string problem =
-          absl::StrCat(field, " '", name, "': this process may not use it (", why, "); allowed here: ",
-                       allowed.empty() ? "unknown" : allowed, ", or \"", kSystemCongestion,
-                       "\" for the machine's default (", SystemTcpCongestion(), ")");
+      const std::string available = FirstLineOf("/proc/sys/net/ipv4/tcp_available_congestion_control");
+      const std::string problem = absl::StrCat(
+          given ? field : absl::StrCat("the default of ", field), " '", name, "': ", why,
+          "; allowed here: ", allowed.empty() ? "unknown" : allowed,
+          available.empty() || available == allowed ? "" : absl::StrCat(" (with CAP_NET_ADMIN: ", available, ")"),
+          ", or \"", kSystemCongestion, "\" for the machine's default (", SystemTcpCongestion(), ")");
       if (given) return absl::InvalidArgumentError(problem);
       spdlog::warn("{}: peer links keep the machine's default", problem);
       chosen = kSystemCongestion;

@@ -1,11 +1,13 @@
 // The TCP congestion control of a worker's peer connections. Linux paces
 // every segment of a BBR connection with a timer; over loopback that pacing
-// cost a bare gRPC ring a sixth to a third of its bandwidth against CUBIC on
-// a machine whose default is BBR (docs/benchmarks.md, "congestion control"),
-// and tpuemu's workers paid it on every hop.
-// A worker therefore chooses for its own peer links (CUBIC unless told
-// otherwise), at both ends: on the listener its server accepts them on
-// (accepted sockets inherit it) and on the channels it opens to its peers.
+// cost a bare gRPC ring a sixth to a quarter of its bandwidth at 8 and 64 MiB
+// against CUBIC on a machine whose default is BBR (docs/benchmarks.md,
+// "congestion control"), and tpuemu's workers paid it on every hop.
+// A worker therefore chooses for its own connections (CUBIC unless told
+// otherwise), at both ends of its peer links: on the listener its server
+// accepts them on (accepted sockets inherit it; the coordinator's and health
+// probes' connections to that server get it too) and on the channels it opens
+// to its peers.
 #pragma once
 
 #include <memory>
@@ -25,9 +27,10 @@ bool SetTcpCongestionOn(int fd, const std::string& name);
 
 // Makes `name` the process's choice for the peer channels and servers it
 // makes from now on, once a socket has taken it. When the kernel refuses it,
-// a name the user gave (`given`) is an error naming `field`, the value and
-// what this machine allows; the default falls back to the machine's own with
-// a warning. Returns the choice in use. Until called: "system".
+// a name the user gave (`given`, through `field`) is an error naming the
+// field, the value, why and what this machine allows; the default falls back
+// to the machine's own with a warning. Returns the choice in use. Until
+// called: "system".
 absl::StatusOr<std::string> ChoosePeerTcpCongestion(const std::string& name, bool given, const std::string& field);
 std::string PeerTcpCongestion();
 

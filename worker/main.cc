@@ -119,11 +119,12 @@ int main(int argc, char** argv) {
   std::string peer_congestion = kDefaultPeerCongestion;
   auto* congestion_opt =
       env_option(app.add_option("--peer-tcp-congestion", peer_congestion,
-                                "TCP congestion control of the connections to other workers: a name this\n"
-                                "machine allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control), or \"system\"\n"
-                                "for its default. BBR, some machines' default, paces every segment with a timer:\n"
-                                "over loopback that cost the data path at 8 and 64 MiB a sixth to a third\n"
-                                "of its bandwidth (docs/benchmarks.md). Emulated times do not change"),
+                                "TCP congestion control of the connections this worker opens to other workers\n"
+                                "and of those its server accepts: a name this machine allows\n"
+                                "(/proc/sys/net/ipv4/tcp_allowed_congestion_control), or \"system\" for its default.\n"
+                                "BBR, some machines' default, paces every segment with a timer: over loopback that\n"
+                                "cost the data path at 8 and 64 MiB an eighth to a third of its bandwidth\n"
+                                "(docs/benchmarks.md). Emulated times do not change"),
                  "TPUEMU_PEER_TCP_CONGESTION")
           ->capture_default_str();
   app.add_flag("--check-config", check_config,
@@ -205,7 +206,7 @@ int main(int argc, char** argv) {
   IdleRelease::Process().set_delay(absl::ToChronoMilliseconds(absl::Ceil(*keep_memory, absl::Milliseconds(1))));
   spdlog::info("a finished job's memory goes back to the system after {} without a job",
                absl::FormatDuration(*keep_memory));
-  spdlog::info("connections to other workers use TCP congestion control {}", congestion_shown);
+  spdlog::info("peer connections, and those the server accepts, use TCP congestion control {}", congestion_shown);
   // The peer service first: the node's fabric uses its queue, so the node
   // goes first when main returns. Frames come only once the server below
   // has started, when the node exists.
