@@ -364,8 +364,10 @@ class ComposePacedTest(Compose):
         self.assertLessEqual(sorted(ratios)[len(ratios) // 2], 1.15)
 
 
-# kube play makes a volume for each claim and each ConfigMap a pod mounts.
-KUBE_VOLUMES = ["tpuemu-coordinator-state", "tpuemu-profiles"]
+# kube play makes a volume for each claim and each ConfigMap a pod mounts, and
+# a named one for each emptyDir (podman 4.3: the workers' "checkpoints", which
+# removing their pods leaves behind).
+KUBE_VOLUMES = ["tpuemu-coordinator-state", "tpuemu-profiles", "checkpoints"]
 
 
 def remove_leftovers(pods):
