@@ -27,7 +27,9 @@ sockaddr_in Loopback(int port) {
 
 int NewSocket() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd >= 0 && PeerTcpCongestion() != kSystemCongestion) SetTcpCongestionOn(fd, PeerTcpCongestion());
+  if (const std::string choice = PeerTcpCongestion(); fd >= 0 && choice != kSystemCongestion) {
+    SetTcpCongestionOn(fd, choice);
+  }
   return fd;
 }
 
@@ -41,10 +43,9 @@ std::string UseWorkersTcpCongestion() {
     std::fprintf(stderr, "%s\n", std::string(chosen.status().message()).c_str());
     std::exit(2);
   }
-  const std::string system = SystemTcpCongestion();
-  if (*chosen == kSystemCongestion) return absl::StrCat("TCP congestion control: the machine's default (", system, ")");
+  if (*chosen == kSystemCongestion) return absl::StrCat("TCP congestion control: ", ShownTcpCongestion(*chosen));
   return absl::StrCat("TCP congestion control: ", *chosen, " on tpuemu's and these sockets (the machine's default: ",
-                      system, "; TPUEMU_PEER_TCP_CONGESTION=system keeps it)");
+                      SystemTcpCongestion(), "; TPUEMU_PEER_TCP_CONGESTION=system keeps it)");
 }
 
 LoopbackListener ListenOnLoopback(int backlog) {

@@ -112,6 +112,10 @@ bool SetTcpCongestionOn(int fd, const std::string& name) {
 
 std::string SystemTcpCongestion() { return FirstLineOf("/proc/sys/net/ipv4/tcp_congestion_control"); }
 
+std::string ShownTcpCongestion(const std::string& choice) {
+  return choice == kSystemCongestion ? absl::StrCat("the machine's default (", SystemTcpCongestion(), ")") : choice;
+}
+
 absl::StatusOr<std::string> ChoosePeerTcpCongestion(const std::string& name, bool given, const std::string& field) {
   std::string chosen = name;
   if (name != kSystemCongestion) {
@@ -122,7 +126,7 @@ absl::StatusOr<std::string> ChoosePeerTcpCongestion(const std::string& name, boo
           given ? field : absl::StrCat("the default of ", field), " '", name, "': ", why,
           "; allowed here: ", allowed.empty() ? "unknown" : allowed,
           available.empty() || available == allowed ? "" : absl::StrCat(" (with CAP_NET_ADMIN: ", available, ")"),
-          ", or \"", kSystemCongestion, "\" for the machine's default (", SystemTcpCongestion(), ")");
+          ", or \"", kSystemCongestion, "\" for ", ShownTcpCongestion(kSystemCongestion));
       if (given) return absl::InvalidArgumentError(problem);
       spdlog::warn("{}: peer links keep the machine's default", problem);
       chosen = kSystemCongestion;

@@ -36,6 +36,8 @@ std::string PeerTcpCongestion();
 
 // What the machine's sockets get unless told (for reports).
 std::string SystemTcpCongestion();
+// A choice as reports show it: its name, or "the machine's default (NAME)".
+std::string ShownTcpCongestion(const std::string& choice);
 
 // The process's choice on the sockets of channels built with `args`.
 void ApplyPeerTcpCongestion(grpc::ChannelArguments& args);

@@ -176,9 +176,7 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(congestion.status().message()));
     return 2;
   }
-  const std::string congestion_shown = *congestion == kSystemCongestion
-                                           ? absl::StrCat("the machine's default (", SystemTcpCongestion(), ")")
-                                           : *congestion;
+  const std::string congestion_shown = ShownTcpCongestion(*congestion);
   // Unless told, the chips share the machine (or CPU quota) with the pod's
   // other workers on it.
   const bool share_machine = matmuls_opt->count() == 0 && EnvVar("TPUEMU_MATMULS_AT_ONCE").value_or("").empty();
