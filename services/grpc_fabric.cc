@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "services/frame_codec.h"
 #include "services/peer_service.h"
@@ -220,6 +221,11 @@ absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  // A peer whose container restarts may come back at a new address (its
+  // pod's network namespace made again): a failed connection looks the name
+  // up again after 1 s, not gRPC's default 30 s, as the workers' channel to
+  // the coordinator does (services/registrar_client.cc).
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
   args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, 8 << 20);
   for (const auto& [name, value] : PeerStreamArgs()) args.SetInt(name, value);
   ApplyPeerTcpCongestion(args);
@@ -228,6 +234,36 @@ absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
       slot.channel, queue_, absl::StrCat("link chip ", src, " -> chip ", dst, " (worker host ", host, " at ", it->second, ")"));
   return slot;
 }
+
+namespace {
+
+const char* StateName(grpc_connectivity_state state) {
+  switch (state) {
+    case GRPC_CHANNEL_IDLE: return "idle";
+    case GRPC_CHANNEL_CONNECTING: return "connecting";
+    case GRPC_CHANNEL_READY: return "ready";
+    case GRPC_CHANNEL_TRANSIENT_FAILURE: return "failing";
+    case GRPC_CHANNEL_SHUTDOWN: return "shut down";
+  }
+  return "unknown";
+}
+
+// Why a link's channel is not up: its state, and what one call on it is told
+// (gRPC keeps its last connection error for calls: refused, reset, a failed
+// handshake, a name it cannot resolve), so that a link that does not come up
+// between containers says which of them it was.
+std::string WhyNotConnected(const std::shared_ptr<grpc::Channel>& channel) {
+  const grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/false);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status probe = grpc::health::v1::Health::NewStub(channel)->Check(&context, request, &response);
+  return absl::StrCat("the connection is ", StateName(state), "; a health check on it: ",
+                      probe.ok() ? "answered" : probe.error_message());
+}
+
+}  // namespace
 
 absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_chips, absl::Duration within) {
   local_ = &local;
@@ -247,7 +283,8 @@ absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_c
   for (const Link& link : links) {
     if (!link.channel->WaitForConnected(deadline)) {
       return absl::UnavailableError(
-          absl::StrCat("cannot connect ", link.stream->peer(), " within ", absl::FormatDuration(within)));
+          absl::StrCat("cannot connect ", link.stream->peer(), " within ", absl::FormatDuration(within), " (",
+                       WhyNotConnected(link.channel), ")"));
     }
   }
   // Slow connections between containers have failed jobs before (a lost

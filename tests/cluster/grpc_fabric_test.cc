@@ -161,5 +161,22 @@ TEST_F(GrpcFabricTest, FramesForChipsOnThisHostGoToItsMailboxAndLeaveAtOnce) {
   EXPECT_EQ(got->elements(), 4u);
 }
 
+TEST_F(GrpcFabricTest, ALinkThatCannotConnectSaysWhy) {
+  // A port that was just free, so nothing listens there.
+  auto probe = StartServer("127.0.0.1:0", {}, ServerPeers::kMembersOnly);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  const int closed_port = probe->port;
+  probe->server->Shutdown(std::chrono::system_clock::now());
+  GrpcFabric fabric(topo_, 0, {{1, absl::StrCat("127.0.0.1:", closed_port)}}, peer_.queue());
+  Mailbox mailbox;
+  const absl::Status s = fabric.Connect(mailbox, {0}, absl::Milliseconds(300));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find(absl::StrCat("cannot connect link chip 0 -> chip 1 (worker host 1 at 127.0.0.1:", closed_port,
+                                          ") within 300ms (the connection is ")),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("Connection refused"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace tpuemu

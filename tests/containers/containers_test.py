@@ -482,7 +482,8 @@ class Kubernetes(Case):
 
     def train(self, job_path):
         r = self.cli("submit", job_path, "--wait", "--json")
-        self.assertEqual(r.returncode, 0, r.stderr)
+        if r.returncode != 0:
+            self.fail(f"exit {r.returncode}: {r.stderr}\n{self.diagnosis()}")
         return json.loads(r.stdout)
 
 
