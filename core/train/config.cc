@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
@@ -197,21 +198,23 @@ absl::Status CheckInt(const std::string& source, const std::string& key, int64_t
   const bool parallelism = key.find("parallelism") != std::string::npos || key == "num_pipeline_microbatches";
   const bool ok = parallelism ? (n == -1 || (n >= 1 && n <= 65536)) : (n >= 1 && n <= 1000000);
   if (!ok) {
-    return KeyError(source, key,
-                    absl::StrCat(n, parallelism ? ": must be -1 or a positive count" : ": must be a positive integer"));
+    return KeyError(source, key, absl::StrCat(n, parallelism ? ": must be -1 (the rest) or a count from 1 to 65536"
+                                                             : ": must be a whole number from 1 to 1000000"));
   }
   return absl::OkStatus();
 }
 
 // `shown`: the value as the file wrote it, or as it was sent.
 absl::Status CheckNumber(const std::string& source, const std::string& key, double x, const std::string& shown) {
-  if (key == "learning_rate" && !(x > 0 && x < 1e3)) return KeyError(source, key, absl::StrCat(shown, ": must be > 0"));
+  if (key == "learning_rate" && !(x > 0 && x < 1e3)) {
+    return KeyError(source, key, absl::StrCat(shown, ": must be above 0 and below 1000"));
+  }
   if ((key == "adam_b1" || key == "adam_b2") && !(x >= 0 && x < 1)) {
     return KeyError(source, key, absl::StrCat(shown, ": must be in [0, 1)"));
   }
   if (key == "adam_eps" && !(x > 0)) return KeyError(source, key, absl::StrCat(shown, ": must be > 0"));
   if ((key == "time_scale" || key == "hbm_bytes") && !(x >= 0 && x < 1e15)) {
-    return KeyError(source, key, absl::StrCat(shown, ": must be >= 0"));
+    return KeyError(source, key, absl::StrCat(shown, ": must be at least 0 and below 1e15"));
   }
   return absl::OkStatus();
 }
@@ -287,7 +290,11 @@ absl::Status ReadMlpActivations(const YAML::Node& v, const std::string& source, 
 absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std::string& key, FieldRef field) {
   const std::string raw = v.Scalar();
   auto integer = [&](int64_t& n) -> absl::Status {
-    if (!YAML::convert<int64_t>::decode(v, n)) return KeyError(source, key, absl::StrCat("'", raw, "' is not an integer"));
+    if (!YAML::convert<int64_t>::decode(v, n)) {
+      // A whole number too big for 64 bits is not "not an integer".
+      const bool digits = !raw.empty() && raw.find_first_not_of("+-0123456789") == std::string::npos;
+      return KeyError(source, key, absl::StrCat("'", raw, digits ? "' is out of range" : "' is not an integer"));
+    }
     return absl::OkStatus();
   };
   return std::visit(
@@ -503,7 +510,16 @@ const std::vector<TrainKey>& TrainKeys() {
 absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& source, bool shape_only) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    // Every document, so that a second one (after `---`) is refused rather
+    // than left unread.
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    documents.erase(std::remove_if(documents.begin(), documents.end(), [](const YAML::Node& d) { return d.IsNull(); }),
+                    documents.end());  // empty ones (a `---` at the end) say nothing
+    if (documents.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": holds ", documents.size(),
+                                                     " YAML documents (each `---` starts one); a job is one"));
+    }
+    if (!documents.empty()) root = documents[0];
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not valid YAML: ", e.what()));
   }
@@ -513,6 +529,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   TrainConfig c;
   const std::map<std::string, FieldRef> fields = Fields(c);
   std::map<std::string, bool> seen;
+  std::map<std::string, int> written_at;  // each key the file writes: its line
   std::map<std::string, std::string> size_names;  // emb_dim, mlp_dim, num_layers: the name the file used
   // A preset first, whatever its place in the file: the other keys override it.
   if (root["model"]) {
@@ -533,7 +550,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
     const auto alias = kAliases->find(key);
     if (alias != kAliases->end()) key = alias->second;
     for (const auto& [maxtext, ours] : *kAliases) {
-      // The same name twice is read as any key is (the last wins); both names, refused.
+      // Both names, refused here; the same name twice, as any key twice, below.
       if (key != ours) continue;
       const auto [read, first] = size_names.emplace(ours, kv.first.Scalar());
       if (!first && read->second != kv.first.Scalar()) {
@@ -552,6 +569,16 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
                                                       ? absl::StrCat(" (did you mean ", best->name, "?)")
                                                       : "",
                                    "; every key is listed in docs/jobs.md"));
+    }
+    // A key twice is refused, not read as the last: YAML wants keys unique,
+    // and a file that says `steps` twice meant one of them.
+    const int line = kv.first.Mark().line + 1;  // 0 when yaml-cpp knows no position
+    if (const auto [at, first] = written_at.emplace(key, line); !first) {
+      return KeyError(source, kv.first.Scalar(),
+                      absl::StrCat("given twice", at->second > 0 && line > 0
+                                                      ? absl::StrCat(" (lines ", at->second, " and ", line, ")")
+                                                      : "",
+                                   "; give it once"));
     }
     seen[key] = true;
     if (key == "faults") {

@@ -103,7 +103,8 @@ TEST(PipelineScheduleTest, OneFOneBAlternatesInTheSteadyState) {
 // ---- bad job files ---------------------------------------------------------
 
 TEST(PipelineConfigTest, BadPipelinesAreClearErrors) {
-  const std::string base = "name: ppjob\nemb_dim: 16\nmlp_dim: 32\nglobal_batch_tokens: 64\nnum_layers: 4\n";
+  // num_layers: 4 unless the case gives its own (a key twice is refused).
+  const std::string base = "name: ppjob\nemb_dim: 16\nmlp_dim: 32\nglobal_batch_tokens: 64\n";
   struct Case {
     const char* topology;
     int slices;
@@ -114,7 +115,7 @@ TEST(PipelineConfigTest, BadPipelinesAreClearErrors) {
       {"v5p:2x4", 1, "pipeline_schedule: zigzag\n", "pipeline_schedule: 'zigzag': allowed: gpipe, 1f1b, circular"},
       {"v5p:2x4", 1, "num_pipeline_repeats: 2\n", "num_pipeline_repeats: 2: several layer groups per stage need "
                                                   "pipeline_schedule: circular"},
-      {"v5p:2x4", 1, "num_pipeline_microbatches: 0\n", "num_pipeline_microbatches: 0: must be -1 or a positive count"},
+      {"v5p:2x4", 1, "num_pipeline_microbatches: 0\n", "num_pipeline_microbatches: 0: must be -1 (the rest) or a count from 1 to 65536"},
       {"v5p:2x4", 1, "ici_pipeline_parallelism: 4\nici_fsdp_parallelism: 2\nnum_layers: 6\n",
        "num_layers: 6 layers do not split into 4 stage(s) x 1 repeat(s) = 4 equal layer groups; use a multiple of 4"},
       {"v5p:2x4", 1,
@@ -143,7 +144,8 @@ TEST(PipelineConfigTest, BadPipelinesAreClearErrors) {
     auto topo = Topology::Create({k.topology, k.slices, 1, "auto"});
     ASSERT_TRUE(topo.ok()) << topo.status();
     absl::Status status = absl::OkStatus();
-    auto config = ParseTrainConfig(base + k.extra, "pp.yaml");
+    const std::string layers = k.extra.find("num_layers") == std::string::npos ? "num_layers: 4\n" : "";
+    auto config = ParseTrainConfig(base + layers + k.extra, "pp.yaml");
     if (!config.ok()) {
       status = config.status();
     } else if (auto s = ResolveMesh(*config, *topo); !s.ok()) {
@@ -201,7 +203,8 @@ class PipelineTest : public testing::TestWithParam<PipelineCase> {
     const PipelineCase& k = GetParam();
     std::string text = std::string(k.mesh) + extra + "emb_dim: 32\nmlp_dim: 64\nglobal_batch_tokens: 64\nseed: 5\n" +
                        (gated ? "mlp_activations: [silu, linear]\n" : "activation: gelu\n") +
-                       "num_pipeline_microbatches: 4\nopt_type: " + optimizer + "\n";
+                       "opt_type: " + optimizer + "\n";
+    if (text.find("num_pipeline_microbatches") == std::string::npos) text += "num_pipeline_microbatches: 4\n";
     if (extra.find("learning_rate") == std::string::npos) {
       text += optimizer == "adam" ? "learning_rate: 0.01\n" : "learning_rate: 20\n";
     }
