@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "client/cli_checks.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/pod_state.h"
@@ -148,7 +149,7 @@ void AddBenchCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   c->add_option("--dtype", o->dtype, "emulated element type: bf16 (2 bytes) or f32; host buffers are f32")
       ->capture_default_str();
-  c->add_option("--seed", o->seed, "seed of the deterministic inputs")->capture_default_str();
+  c->add_option("--seed", o->seed, "seed of the deterministic inputs")->check(WholeNumber64())->capture_default_str();
   c->add_option("--chunk", o->chunk, "wire chunk size (host bytes)")->capture_default_str();
   c->add_option("--slow-link", o->slow_links,
                 "a slow link on purpose (repeatable): LINKS@FRACTION[+LATENCY][ from STEP], e.g. x@0.5 (every\n"

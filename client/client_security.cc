@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/pod_state.h"
 
@@ -18,11 +19,19 @@ bool EnvSaysYes(const char* name) {
   return v == "1" || v == "true" || v == "yes";
 }
 
-// The local pod's credentials directory when `address` is its coordinator;
-// "" for a plaintext local pod; NotFound when `address` is not the local pod.
+// The address with "localhost" spelled as the local pod records it.
+std::string AsLoopback(const std::string& address) {
+  constexpr absl::string_view kLocalhost = "localhost:";
+  return absl::StartsWith(address, kLocalhost) ? absl::StrCat("127.0.0.1:", address.substr(kLocalhost.size()))
+                                               : address;
+}
+
+// The local pod's credentials directory when `address` is its coordinator
+// (localhost:PORT too: the same listener on 127.0.0.1); "" for a plaintext
+// local pod; NotFound when `address` is not the local pod.
 absl::StatusOr<std::string> LocalPodTlsDir(const std::string& address) {
   auto state = LoadPodState();
-  if (!state.ok() || state->coordinator != address) return absl::NotFoundError("not the local pod");
+  if (!state.ok() || state->coordinator != AsLoopback(address)) return absl::NotFoundError("not the local pod");
   return state->tls_dir;
 }
 

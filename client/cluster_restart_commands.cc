@@ -78,7 +78,8 @@ void AddClusterRestartCommands(CLI::App& cluster, int* exit_code) {
       "restart-coordinator",
       "start the coordinator of the pod `cluster up` started again, on the same address, with the command line\n"
       "the pod file recorded (stopping it first if it still runs), and wait until every worker has registered\n"
-      "again. Jobs of the old coordinator are not kept.");
+      "again. Its job store gives it every job back: finished ones as they were, queued ones run, the running\n"
+      "one interrupted or resumed from its checkpoint (docs/jobs.md).");
   coordinator->add_option("--timeout", *timeout, "seconds to wait for every worker")->capture_default_str();
   coordinator->callback([timeout, exit_code] { *exit_code = RestartCoordinator(*timeout); });
 

@@ -231,25 +231,46 @@ int Resume(const JobOptions& o) {
   return Finish(*done, o.json);
 }
 
+// What a trace kept and dropped, after it was written, on `to`.
+void SayWhatTheTraceKept(std::FILE* to, const ChromeTraceWriter& writer, const std::string& id,
+                         const std::string& where) {
+  const v1::TraceExtent& kept = writer.extent();
+  std::fprintf(to, "wrote %lld spans of %s to %s; open it in https://ui.perfetto.dev\n",
+               static_cast<long long>(writer.spans()), id.c_str(), where.c_str());
+  if (kept.spans_dropped() > 0) {
+    std::fprintf(to, "kept steps %lld..%lld of %lld, %llu spans dropped: %s\n",
+                 static_cast<long long>(kept.first_kept_step()), static_cast<long long>(kept.last_kept_step()),
+                 static_cast<long long>(kept.steps()), static_cast<unsigned long long>(kept.spans_dropped()),
+                 kept.dropped_why().c_str());
+  }
+}
+
 int Trace(const JobOptions& o) {
   if (o.output.empty()) return Fail(absl::InvalidArgumentError("-o: give the file to write, e.g. -o trace.json"));
   auto client = Connect(o.coordinator);
   if (!client.ok()) return Fail(client.status());
+  if (o.output == "-") {
+    // Standard output, piece by piece as it is read (a pipe cannot be
+    // written whole or not at all, as a file is); what was written goes to
+    // standard error.
+    ChromeTraceWriter writer(std::cout);
+    absl::Status read = (*client)->Trace(o.id, [&](const v1::JobTrace& piece) {
+      writer.Add(piece);
+      return std::cout ? absl::OkStatus() : absl::InternalError("writing the trace to standard output failed");
+    });
+    if (!read.ok()) return Fail(read);
+    writer.Finish();
+    std::cout.flush();
+    if (!std::cout) return Fail(absl::InternalError("writing the trace to standard output failed"));
+    SayWhatTheTraceKept(stderr, writer, o.id, "standard output");
+    return 0;
+  }
   ChromeTraceFile file(o.output, "-o");
   if (auto s = file.Open(); !s.ok()) return Fail(s);
   absl::Status read = (*client)->Trace(o.id, [&](const v1::JobTrace& piece) { return file.Add(piece); });
   if (!read.ok()) return Fail(read);
   if (auto s = file.Commit(); !s.ok()) return Fail(s);
-  const ChromeTraceWriter& writer = file.writer();
-  const v1::TraceExtent& kept = writer.extent();
-  std::printf("wrote %lld spans of %s to %s; open it in https://ui.perfetto.dev\n",
-              static_cast<long long>(writer.spans()), o.id.c_str(), o.output.c_str());
-  if (kept.spans_dropped() > 0) {
-    std::printf("kept steps %lld..%lld of %lld, %llu spans dropped: %s\n",
-                static_cast<long long>(kept.first_kept_step()), static_cast<long long>(kept.last_kept_step()),
-                static_cast<long long>(kept.steps()), static_cast<unsigned long long>(kept.spans_dropped()),
-                kept.dropped_why().c_str());
-  }
+  SayWhatTheTraceKept(stdout, file.writer(), o.id, o.output);
   return 0;
 }
 
@@ -311,9 +332,10 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   auto* trace = app.add_subcommand("trace", "write a training job's trace as Chrome/Perfetto JSON (emulated clock)");
   trace->footer(
       "A track per chip (compute ops, collectives, waits) and per directed link (transfers). Example:\n"
-      "  tpuemu trace job-1 -o trace.json     # then open it in https://ui.perfetto.dev");
+      "  tpuemu trace job-1 -o trace.json     # then open it in https://ui.perfetto.dev\n"
+      "  tpuemu trace job-1 -o - | gzip > trace.json.gz");
   trace->add_option("job", o->id, "job id")->required();
-  trace->add_option("-o,--output", o->output, "the JSON file to write")->required();
+  trace->add_option("-o,--output", o->output, "the JSON file to write ('-': standard output)")->required();
   coordinator(trace);
   trace->callback([o, exit_code] { *exit_code = Trace(*o); });
 

@@ -1,7 +1,13 @@
 // tpuemu: the command-line client of the TPU pod emulator.
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/bench_commands.h"
 #include "client/cluster_commands.h"
 #include "client/credentials_command.h"
@@ -14,6 +20,32 @@
 #include "client/plots.h"
 #include "client/reference_command.h"
 
+namespace {
+
+// The command word when it names no command: CLI11 would only say that a
+// command is required. Options before it (--coordinator ADDRESS, ...) are
+// stepped over.
+std::optional<std::string> UnknownCommand(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--coordinator" || arg == "--tls-ca" || arg == "--token-file") {
+      ++i;
+      continue;
+    }
+    if (arg.empty() || arg[0] == '-') continue;
+    std::vector<std::string> names;
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (command->check_name(arg)) return std::nullopt;
+      names.push_back(command->get_name());
+    }
+    return absl::StrCat("error: unknown command '", arg, "'; the commands are: ", absl::StrJoin(names, ", "),
+                        " (tpuemu --help)");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{
       "tpuemu: emulate a TPU pod on ordinary CPUs, with real data between processes and a clock\n"
@@ -23,8 +55,10 @@ int main(int argc, char** argv) {
       "  tpuemu bench collective --op all-gather --axes x --bytes 8MiB\n"
       "  tpuemu matmul \"A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]\" --dims I=1024,J=1024,K=1024\n"
       "  tpuemu cluster down\n\n"
-      "A pod under docker compose or Kubernetes (docs/deploy.md):\n"
-      "  docker compose up -d && tpuemu --coordinator localhost:50051 submit examples/jobs/dp.yaml --wait\n\n"
+      "A pod under docker compose or Kubernetes (docs/deploy.md), its credentials made by\n"
+      "`tpuemu credentials create ./tpuemu-credentials --uid 10001`:\n"
+      "  tpuemu --coordinator localhost:50051 --tls-ca tpuemu-credentials/ca.pem \\\n"
+      "         --token-file tpuemu-credentials/admin.token submit examples/jobs/dp.yaml --wait\n\n"
       "Every command takes --help."};
   app.require_subcommand(1);
   // `tpuemu --coordinator HOST:PORT submit ...`: one address for whichever
@@ -62,6 +96,16 @@ int main(int argc, char** argv) {
   tpuemu::AddFaultCommand(app, &exit_code);
   tpuemu::AddPlanCommand(app, &exit_code);
   tpuemu::AddSimulateCommand(app, &exit_code);
-  CLI11_PARSE(app, argc, argv);
+  if (auto unknown = UnknownCommand(app, argc, argv)) {
+    std::fprintf(stderr, "%s\n", unknown->c_str());
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Help prints and exits 0; every usage error exits 2, as every other bad
+    // input does (CLI11's own codes, 104-109, would tell a script nothing).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   return exit_code;
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/cli_checks.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "views/job_json.h"
@@ -193,7 +194,7 @@ void AddMatmulCommand(CLI::App& app, int* exit_code) {
                 "operand values: uniform (in [-1, 1)) | int (small integers: every sum exact, so the\n"
                 "result must equal one device's bit for bit)")
       ->capture_default_str();
-  c->add_option("--seed", o->seed, "seed of the deterministic operands")->capture_default_str();
+  c->add_option("--seed", o->seed, "seed of the deterministic operands")->check(WholeNumber64())->capture_default_str();
   c->add_option("--chunk", o->chunk, "wire chunk size (host bytes), 4KiB to 4MiB")->capture_default_str();
   c->add_option("--topology", o->topology, "with --plan-only: plan for CHIP:SHAPE instead of the running pod");
   c->add_option("--slices", o->slices, "with --topology: number of slices")->capture_default_str();

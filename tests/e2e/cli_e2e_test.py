@@ -106,6 +106,10 @@ class ClusterLifecycleTest(Pod):
         self.assertTrue(status["ready"])
         self.assertEqual(status["registered_workers"], 4)
         self.assertEqual(status["chips"], 16)
+        # The local pod by the other name of its address: its credentials still apply.
+        port = self.pod_file()["coordinator"].rsplit(":", 1)[1]
+        r = self.cli("--coordinator", f"localhost:{port}", "jobs", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
         # The 4 workers share this machine's cores for multiplying (--matmuls-at-once): each
         # names its machine when it registers, and once configured takes a quarter of the
         # CPUs it may use (fewer under a CPU quota), at least 1.
@@ -208,6 +212,8 @@ class BadInputTest(Pod):
             (["--op", "all-gather", "--axes", "x", "--bytes", "12XB"], "--bytes '12XB'"),
             (["--op", "all-gather", "--axes", "x", "--bytes", "1MiB", "--algorithm", "bi-ring"], "no wraparound"),
             (["--op", "all-gather", "--axes", "x", "--bytes", "1MiB", "--dtype", "fp8"], "--dtype 'fp8'"),
+            (["--op", "all-gather", "--axes", "x", "--bytes", "1MiB", "--seed", "-1"], "--seed: '-1': expected a whole"),
+            (["--op", "all-gather", "--axes", "x", "--bytes", "1MiB", "--seed", "1" + "0" * 20], "from 0 to 2^64 - 1"),
         ]
         for args, needle in cases:
             r = self.cli("bench", "collective", *args)
@@ -216,6 +222,21 @@ class BadInputTest(Pod):
         # Still usable afterwards.
         r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB")
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_usage_errors_exit_2_and_an_unknown_command_is_named(self):
+        for args, needle in [
+            ([], "A subcommand is required"),
+            (["bogus"], "unknown command 'bogus'; the commands are: cluster, bench"),
+            (["--coordinator", "127.0.0.1:1", "sumbit"], "unknown command 'sumbit'"),
+            (["status"], "job is required"),
+            (["jobs", "--bogus"], "--bogus"),
+            (["jobs", "--state", "done"], "--state: done not in"),
+            (["submit", "--priority", "high", "job.yaml"], "--priority"),
+        ]:
+            r = self.cli(*args)
+            self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
+            self.assertIn(needle, r.stderr, args)
+        self.assertEqual(self.cli("--help").returncode, 0)
 
     def test_help_teaches(self):
         r = self.cli("bench", "collective", "--help")
@@ -403,6 +424,11 @@ class TrainJobTest(Pod):
         self.assertEqual({e["name"].split(":")[0] for e in spans}, {f"step {i}" for i in range(20)})
         self.assertIn(f"wrote {len(spans)} spans of {job['id']}", r.stdout)
         self.assertFalse(os.path.exists(out + ".tmp"))
+        # `-o -`: the same trace on standard output, what was written on standard error.
+        piped = self.cli("trace", job["id"], "-o", "-")
+        self.assertEqual(piped.returncode, 0, piped.stderr)
+        self.assertEqual(json.loads(piped.stdout), trace)
+        self.assertIn(f"wrote {len(spans)} spans of {job['id']} to standard output", piped.stderr)
         # The job and the list read back too.
         self.assertEqual(json.loads(self.cli("status", job["id"], "--json").stdout), job)
         self.assertEqual([j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"]], [job["id"]])
