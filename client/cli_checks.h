@@ -21,4 +21,14 @@ inline CLI::Validator WholeNumber64() {
       "UINT64");
 }
 
+// A job id as `jobs` shows it ("job-3"), or its number alone ("3").
+inline CLI::Validator JobId() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) text = "job-" + text;
+        return "";
+      },
+      "JOB");
+}
+
 }  // namespace tpuemu

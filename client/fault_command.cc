@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "client/cli_checks.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/pod_state.h"
@@ -63,7 +64,7 @@ void AddFaultCommand(CLI::App& app, int* exit_code) {
       "  tpuemu fault job-3 --slow-link x@0.5\n"
       "  tpuemu fault job-3 --straggler '5@2 until 40' --down-link '0->1 x+'\n"
       "docs/faults.md");
-  c->add_option("JOB", o->id, "a running training job's id")->required();
+  c->add_option("JOB", o->id, "a running training job's id (job-3, or 3)")->required()->transform(JobId());
   c->add_option("--slow-link", o->slow_links, "links at a fraction of their bandwidth and/or later: x@0.5, "
                                               "'0->1 x+@1+2us' (repeatable)");
   c->add_option("--straggler", o->stragglers, "a chip computing slower: CHIP@FACTOR, e.g. 3@2 (repeatable)");

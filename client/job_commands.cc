@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "views/chrome_trace.h"
+#include "client/cli_checks.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "services/flag_names.h"
@@ -319,13 +320,13 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   jobs->callback([o, exit_code] { *exit_code = List(*o); });
 
   auto* status = app.add_subcommand("status", "show one job: state, mesh, memory per chip, every finished step");
-  status->add_option("job", o->id, "job id, e.g. job-3")->required();
+  status->add_option("job", o->id, "job id, e.g. job-3 (or 3)")->required()->transform(JobId());
   status->add_flag("--json", o->json, "print the job as JSON, with its steps array");
   coordinator(status);
   status->callback([o, exit_code] { *exit_code = Status(*o); });
 
   auto* watch = app.add_subcommand("watch", "follow a job: a line per step and a progress bar, until it ends");
-  watch->add_option("job", o->id, "job id")->required();
+  watch->add_option("job", o->id, "job id (job-3, or 3)")->required()->transform(JobId());
   coordinator(watch);
   watch->callback([o, exit_code] { *exit_code = Watch(*o); });
 
@@ -334,14 +335,14 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
       "A track per chip (compute ops, collectives, waits) and per directed link (transfers). Example:\n"
       "  tpuemu trace job-1 -o trace.json     # then open it in https://ui.perfetto.dev\n"
       "  tpuemu trace job-1 -o - | gzip > trace.json.gz");
-  trace->add_option("job", o->id, "job id")->required();
+  trace->add_option("job", o->id, "job id (job-3, or 3)")->required()->transform(JobId());
   trace->add_option("-o,--output", o->output, "the JSON file to write ('-': standard output)")->required();
   coordinator(trace);
   trace->callback([o, exit_code] { *exit_code = Trace(*o); });
 
   auto* resume = app.add_subcommand(
       "resume", "run a failed, cancelled or interrupted job again from its latest checkpoint (or the start)");
-  resume->add_option("job", o->id, "job id")->required();
+  resume->add_option("job", o->id, "job id (job-3, or 3)")->required()->transform(JobId());
   resume->add_flag("--wait", o->wait, "follow the job to its end, a line per step");
   resume->add_flag("--json", o->json, "print the job as JSON (with --wait: the finished job, as `status --json`)");
   resume->footer(
@@ -355,7 +356,7 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   resume->callback([o, exit_code] { *exit_code = Resume(*o); });
 
   auto* cancel = app.add_subcommand("cancel", "cancel a job: it stops within a step; the pod stays usable");
-  cancel->add_option("job", o->id, "job id")->required();
+  cancel->add_option("job", o->id, "job id (job-3, or 3)")->required()->transform(JobId());
   coordinator(cancel);
   cancel->callback([o, exit_code] { *exit_code = Cancel(*o); });
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "client/cli_checks.h"
 #include "client/cli_errors.h"
 #include "client/png_render.h"
 #include "client/coordinator_client.h"
@@ -123,7 +124,7 @@ void AddPlotCommand(CLI::App& app, int* exit_code) {
       "  tpuemu plot job-3 -o steps.svg\n"
       "  tpuemu plot job-3 -o steps.png\n"
       "A collective sweep: tpuemu bench collective --op all-gather --axes x --bytes 64KiB,1MiB,16MiB --plot bw.svg");
-  plot->add_option("job", o->id, "job id, e.g. job-3")->required();
+  plot->add_option("job", o->id, "job id, e.g. job-3 (or 3)")->required()->transform(JobId());
   plot->add_option("-o,--output", o->output, "the file to write: FILE.svg or FILE.png")->required();
   plot->add_option("--coordinator", o->coordinator,
                    "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, else the pod `cluster up` started)");

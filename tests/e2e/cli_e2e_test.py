@@ -431,6 +431,8 @@ class TrainJobTest(Pod):
         self.assertIn(f"wrote {len(spans)} spans of {job['id']} to standard output", piped.stderr)
         # The job and the list read back too.
         self.assertEqual(json.loads(self.cli("status", job["id"], "--json").stdout), job)
+        # Its number alone names it too.
+        self.assertEqual(json.loads(self.cli("status", job["id"].split("-")[1], "--json").stdout), job)
         self.assertEqual([j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"]], [job["id"]])
 
     def test_one_slice_jobs_run_at_once_and_a_lost_worker_ends_only_its_slices_job(self):
