@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli_errors.h"
+#include "client/job_file.h"
 #include "client/plan_verify.h"
 #include "core/base/units.h"
 #include "core/plan/planner.h"
@@ -100,8 +101,36 @@ void PrintVerified(const std::vector<Verified>& verified, const std::vector<Mesh
   }
 }
 
+// The model a job file trains (`plan --model examples/jobs/llama3-70b.yaml`):
+// its sizes, whatever else the file says; NotFound when the path holds no
+// job.
+absl::StatusOr<ModelShape> ModelOfJob(const std::string& path) {
+  auto job = ReadJobFile(path, /*shape_only=*/true);
+  if (!job.ok()) return absl::NotFoundError(job.status().message());
+  const TrainConfig& c = job->config;
+  ModelShape m;
+  m.name = path;
+  m.layers = c.num_layers;
+  m.emb_dim = c.emb_dim;
+  m.mlp_dim = c.mlp_dim;
+  m.query_heads = c.num_query_heads;
+  m.kv_heads = c.num_kv_heads;
+  m.head_dim = c.head_dim;
+  m.vocab = c.vocab_size;
+  m.seq_len = c.seq_len;
+  m.mlp_matrices = c.gated_mlp ? 3 : 2;
+  if (auto s = CheckModelShape(m, path); !s.ok()) return s;
+  return m;
+}
+
 int RunPlan(const PlanOptions& o) {
   auto model = LoadModel(o.model);
+  if (!model.ok()) {
+    // Not a model file: perhaps a job file, whose model is planned.
+    auto of_job = ModelOfJob(o.model);
+    if (!of_job.ok() && absl::IsNotFound(of_job.status())) return Fail(model.status());
+    model = std::move(of_job);
+  }
   if (!model.ok()) return Fail(model.status());
   auto tokens = ParseTokens(o.batch);
   if (!tokens.ok()) return Fail(tokens.status());
@@ -181,8 +210,9 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       "turns so, ranked by step time. Formulas only: nothing runs (docs/plan.md). Examples:\n"
       "  tpuemu plan --model llama2-13b --topology v5p:16x16x16 --batch-tokens 3M\n"
       "  tpuemu plan --model llama3-70b --topology v5p:16x20x28 --slices 2 --batch-tokens 16M --json");
-  c->add_option("--model", o->model, "a preset (llama2-7b, llama2-13b, llama3-8b, llama3-70b) or a YAML file with "
-                                     "model: PRESET and MaxText's keys (base_emb_dim, base_mlp_dim, ...)")
+  c->add_option("--model", o->model, "a preset (llama2-7b, llama2-13b, llama3-8b, llama3-70b), a YAML file with "
+                                     "model: PRESET and MaxText's keys (base_emb_dim, base_mlp_dim, ...), or a job "
+                                     "file (its model; the rest is not read)")
       ->required();
   c->add_option("--topology", o->topology, "CHIP:SHAPE of one slice, e.g. v5p:16x16x16")->required();
   c->add_option("--slices", o->slices, "slices joined by DCN (data parallel between them)")

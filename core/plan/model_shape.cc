@@ -115,6 +115,11 @@ absl::StatusOr<ModelShape> ParseModelYaml(const std::string& text, const std::st
       shape.*k.field = value;
     }
   }
+  if (auto s = CheckModelShape(shape, source); !s.ok()) return s;
+  return shape;
+}
+
+absl::Status CheckModelShape(const ModelShape& shape, const std::string& source) {
   for (const Key& k : Keys()) {
     if (shape.*k.field < k.min) {
       return absl::InvalidArgumentError(
@@ -125,7 +130,7 @@ absl::StatusOr<ModelShape> ParseModelYaml(const std::string& text, const std::st
     return absl::InvalidArgumentError(absl::StrCat(source, ": base_num_kv_heads ", shape.kv_heads,
                                                    " must divide base_num_query_heads ", shape.query_heads));
   }
-  return shape;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ModelShape> LoadModel(const std::string& preset_or_path) {

@@ -38,6 +38,10 @@ absl::StatusOr<ModelShape> ModelPreset(const std::string& name);
 // `model: PRESET` and any of the shape's keys (MaxText's names), or the keys
 // alone; errors name the key, the value and what is allowed.
 absl::StatusOr<ModelShape> ParseModelYaml(const std::string& text, const std::string& source);
+// Every size the formulas need is given (a whole transformer: attention,
+// vocabulary and sequence included), and the key-value heads divide the
+// query heads.
+absl::Status CheckModelShape(const ModelShape& shape, const std::string& source);
 // A preset's name, or a YAML file's path.
 absl::StatusOr<ModelShape> LoadModel(const std::string& preset_or_path);
 

@@ -48,6 +48,20 @@ class PlanTest(Pod):
                                    "--json").stdout)
         self.assertLess(json.loads(r.stdout)["params"], 0.6 * full["params"])
 
+    def test_a_job_file_is_planned_as_the_model_it_trains(self):
+        root = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+        args = ["--topology", "v5p:8x8x8", "--batch-tokens", "4M", "--json"]
+        r = self.cli("plan", "--model", os.path.join(root, "examples/jobs/llama3-70b.yaml"), *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        preset = json.loads(self.cli("plan", "--model", "llama3-70b", *args).stdout)
+        of_job = json.loads(r.stdout)
+        self.assertEqual(of_job["params"], preset["params"])
+        self.assertEqual(of_job["plans"], preset["plans"])
+        # A job without attention is no whole transformer: refused, naming what it lacks.
+        r = self.cli("plan", "--model", os.path.join(root, "examples/jobs/dp.yaml"), *args)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("dp.yaml: base_num_query_heads is missing", r.stderr)
+
     def test_verify_runs_the_meshes_a_job_can_hold(self):
         """LLaMA-3 8B on 4096 v5p chips: the planner's sixth mesh (FSDP over y,z, TP over x) runs
         shape-only with one chip for all; its transfers take what the formulas say, and its step is
