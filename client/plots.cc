@@ -63,8 +63,13 @@ Chart TrainStepsChart(const v1::Job& job) {
   return chart;
 }
 
+namespace {
+// A chart's format, from its file's name (.png, or .svg; either case).
+bool IsPng(const std::string& path) { return absl::EndsWithIgnoreCase(path, ".png"); }
+}  // namespace
+
 absl::Status CheckChartPath(const std::string& flag, const std::string& path) {
-  if (absl::EndsWith(path, ".svg") || absl::EndsWith(path, ".png")) return absl::OkStatus();
+  if (absl::EndsWithIgnoreCase(path, ".svg") || IsPng(path)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       flag, " ", path, ": a chart is written as SVG or PNG, chosen by the name's end: give FILE.svg or FILE.png"));
 }
@@ -72,7 +77,7 @@ absl::Status CheckChartPath(const std::string& flag, const std::string& path) {
 absl::Status WriteChart(const Chart& chart, const std::string& path) {
   if (auto s = CheckChartPath("the chart's file", path); !s.ok()) return s;
   std::string bytes = RenderSvg(chart);
-  if (absl::EndsWith(path, ".png")) {
+  if (IsPng(path)) {
     auto png = RenderPng(bytes);
     if (!png.ok()) return png.status();
     bytes = *std::move(png);
@@ -106,7 +111,11 @@ int Plot(const PlotOptions& o) {
         o.id, " is not a training job: plot a collective sweep with `tpuemu bench collective ... --plot FILE`")));
   }
   if (job->steps_size() == 0) {
-    return Fail(absl::FailedPreconditionError(absl::StrCat(o.id, " has no finished step yet; try again once it has")));
+    const bool may_yet = job->state() == v1::JOB_STATE_PENDING || job->state() == v1::JOB_STATE_RUNNING;
+    return Fail(absl::FailedPreconditionError(
+        may_yet ? absl::StrCat(o.id, " has no finished step yet; try again once it has")
+                : absl::StrCat(o.id, " ended with no finished step: nothing to plot (`tpuemu status ", o.id,
+                               "` says why)")));
   }
   if (auto s = WriteChart(TrainStepsChart(*job), o.output); !s.ok()) return Fail(s);
   std::printf("wrote %s: %d steps of %s\n", o.output.c_str(), job->steps_size(), o.id.c_str());

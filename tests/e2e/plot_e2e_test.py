@@ -80,6 +80,11 @@ class PlotTest(Pod):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(png_size(steps_png), svg_size(steps_svg))
         self.assertGreater(os.path.getsize(steps_png), 10000)
+        # The name's end in either case.
+        upper_png = os.path.join(self.home, "STEPS.PNG")
+        r = self.cli("plot", job["id"], "-o", upper_png)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(png_size(upper_png), svg_size(steps_svg))
         bw_png = os.path.join(self.home, "bw.png")
         r = self.cli("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB,1MiB", "--plot", bw_png)
         self.assertEqual(r.returncode, 0, r.stderr)
