@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli_errors.h"
 #include "client/cluster_restart_commands.h"
@@ -65,7 +66,14 @@ int ClusterUp(const ClusterUpOptions& o) {
         "cluster up: only --local is supported from the CLI; for docker-compose or Kubernetes see deploy/"));
   }
   auto topo = Topology::Create({o.topology, o.slices, o.chips_per_host, o.wraparound});
-  if (!topo.ok()) return Fail(topo.status());
+  if (!topo.ok()) {
+    if (!o.chips_per_host_given && absl::StrContains(topo.status().message(), "chips_per_host")) {
+      return Fail(absl::Status(topo.status().code(),
+                               absl::StrCat(topo.status().message(), " (", o.chips_per_host,
+                                            " is the default: give --chips-per-host N)")));
+    }
+    return Fail(topo.status());
+  }
   if (o.time_scale < 0) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("--time-scale ", o.time_scale, ": must be 0 (unpaced) or a positive stretch factor")));
@@ -240,7 +248,10 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")->capture_default_str();
   up->add_flag("--json", up_opts->json, "print the pod's status as JSON");
-  up->callback([up_opts, exit_code] { *exit_code = ClusterUp(*up_opts); });
+  up->callback([up, up_opts, exit_code] {
+    up_opts->chips_per_host_given = up->count("--chips-per-host") > 0;
+    *exit_code = ClusterUp(*up_opts);
+  });
 
   auto coordinator = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);

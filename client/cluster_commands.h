@@ -12,6 +12,7 @@ struct ClusterUpOptions {
   std::string topology;
   int slices = 1;
   int chips_per_host = 4;
+  bool chips_per_host_given = false;  // false: the default above, which an error should say it is
   std::string wraparound = "auto";
   double time_scale = 0;
   std::string heartbeat_timeout;  // empty: the coordinator's default

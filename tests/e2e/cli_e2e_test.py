@@ -189,6 +189,7 @@ class BadInputTest(Pod):
             (["--topology", "v7:4x4"], "allowed: v4, v5e, v5e-measured, v5p, v6e"),
             (["--topology", "v5e:4x4x4"], "1 to 2 dimensions"),
             (["--topology", "v5e:4x4", "--chips-per-host", "3"], "--chips-per-host '3'"),
+            (["--topology", "v5p:3"], "--chips-per-host '4': must divide the 3 chips of slice 3 (4 is the default"),
             (["--topology", "v5e:4x4", "--time-scale", "-1"], "--time-scale"),
             (["--topology", "v5e:4x4", "--heartbeat-timeout", "0"], "--heartbeat-timeout '0': expected a time above 0"),
             (["--topology", "v5e:4x4", "--heartbeat-timeout", "-2"], "--heartbeat-timeout '-2'"),
