@@ -48,7 +48,9 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nlearning_rate: 1000\n", "learning_rate: 1000: must be above 0 and below 1000"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nhbm_bytes: 2e15\n", "hbm_bytes: 2e15: must be at least 0 and below 1e15"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 2\nsteps: 3\n", "steps: given twice (lines 4 and 5); give it once"},
-      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n---\nsteps: 3\n", "holds 2 YAML documents"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n---\nsteps: 3\n", "line 5 starts a second YAML document"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n...\n# done\nsteps: 3\n", "line 6 starts a second YAML document"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n--- steps: 3\n", "line 4 starts a second YAML document"},
       {"emb_dim: 8\nmlp_dim: 8\n", "global_batch_tokens: missing"},
       {"emb_dim: [8]\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "emb_dim: expected a single int"},
       {"- a\n- b\n", "expected a flat map"},
@@ -91,6 +93,24 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.says)) << r.status();
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("job.yaml")) << r.status();
   }
+}
+
+TEST(TrainConfigTest, DocumentMarkersAroundTheOneDocumentAreFine) {
+  for (const char* text : {"---\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 3\n",
+                           "# a job\n--- \r\nemb_dim: 8\r\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 3\n...\n",
+                           "emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 3\n---\n# nothing more\n"}) {
+    auto c = ParseTrainConfig(text, "job.yaml");
+    ASSERT_TRUE(c.ok()) << text << ": " << c.status();
+    EXPECT_EQ(c->steps, 3) << text;
+  }
+}
+
+// A fuzzer's input on which yaml-cpp 0.7's LoadAll allocated without end:
+// refused as it is, at once (a hang would fail at ctest's timeout).
+TEST(TrainConfigTest, AFileOnWhichYamlCppsLoadAllNeverEndedIsRefused) {
+  const std::string text = "# A small La-b\n\n\n\n\n\n\n\n,\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\nz\n\xdf""\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\nlock.yammax_targAt_lengt\xff"": 32\nvocab_size: 256\nglobal_batch_tokens: 256\nsteps: 5\nlearnin\xff""\xff""\xff""\xff""\xff""\xff""\xff""\xff""g_rate: 0&003\n";
+  auto c = ParseTrainConfig(text, "job.yaml");
+  EXPECT_FALSE(c.ok());
 }
 
 TEST(TrainConfigTest, MaxTextsNamesForTheSizesReadAsOurs) {
