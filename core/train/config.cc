@@ -515,7 +515,7 @@ namespace {
 // The line (from 1) where a second YAML document's content starts, or 0.
 // YAML::Load reads only the first, and would leave the rest unread. Found in
 // the text, not by YAML::LoadAll: yaml-cpp 0.7's LoadAll ran without end,
-// allocating, on a 200-byte fuzzer input. A document marker is `---` or `...`
+// allocating, on a 193-byte fuzzer input. A document marker is `---` or `...`
 // at the start of a line (alone or before a space); no value of a flat file
 // can hold one there.
 int SecondDocumentLine(const std::string& text) {
