@@ -23,16 +23,17 @@
 namespace {
 
 // The command word when it names no command: CLI11 would only say that a
-// command is required. Options before it (--coordinator ADDRESS, ...) are
-// stepped over.
+// command is required. Options before it are stepped over, with the value
+// of one that takes a value (--coordinator ADDRESS).
 std::optional<std::string> UnknownCommand(const CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--coordinator" || arg == "--tls-ca" || arg == "--token-file") {
-      ++i;
+    if (!arg.empty() && arg[0] == '-') {
+      const CLI::Option* option = app.get_option_no_throw(arg);
+      if (option != nullptr && option->get_expected_min() > 0) ++i;
       continue;
     }
-    if (arg.empty() || arg[0] == '-') continue;
+    if (arg.empty()) continue;
     std::vector<std::string> names;
     for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
       if (command->check_name(arg)) return std::nullopt;

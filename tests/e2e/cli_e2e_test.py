@@ -228,7 +228,7 @@ class BadInputTest(Pod):
         for args, needle in [
             ([], "A subcommand is required"),
             (["bogus"], "unknown command 'bogus'; the commands are: cluster, bench"),
-            (["--coordinator", "127.0.0.1:1", "sumbit"], "unknown command 'sumbit'"),
+            (["--coordinator", "127.0.0.1:1", "--insecure", "sumbit"], "unknown command 'sumbit'"),
             (["status"], "job is required"),
             (["jobs", "--bogus"], "--bogus"),
             (["jobs", "--state", "done"], "--state: done not in"),
