@@ -63,6 +63,16 @@ std::string FormatBytes(uint64_t b) {
   return absl::StrCat(b, "B");
 }
 
+std::string FormatSize(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (u + 1 < 6 && bytes >= 1024) {
+    bytes /= 1024;
+    ++u;
+  }
+  return absl::StrFormat("%.4g %s", bytes, units[u]);
+}
+
 std::string FormatSeconds(double s) {
   const double a = s < 0 ? -s : s;
   if (a >= 1) return absl::StrFormat("%.3g s", s);

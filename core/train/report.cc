@@ -113,12 +113,12 @@ absl::Status CheckMemory(const TrainConfig& c, const TrainMesh& mesh, const Topo
   std::sort(items.begin(), items.end(), [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
   std::vector<std::string> lines;
   for (const MemoryItem& m : items) {
-    if (m.bytes > 0) lines.push_back(absl::StrFormat("  %-17s %10.3f GiB", m.name, m.bytes / (1 << 30)));
+    if (m.bytes > 0) lines.push_back(absl::StrFormat("  %-17s %10s", m.name, FormatSize(m.bytes)));
   }
   return absl::InvalidArgumentError(absl::StrFormat(
-      "%s: out of memory: each chip needs %.3f GiB but has %.3f GiB of HBM (%s). Largest items per chip:\n%s\n"
+      "%s: out of memory: each chip needs %s but has %s of HBM (%s). Largest items per chip:\n%s\n"
       "Shard more (fsdp or tensor parallelism), shrink global_batch_tokens, or set hbm_bytes.",
-      c.name, total / (1 << 30), hbm / (1 << 30), c.hbm_bytes > 0 ? "hbm_bytes" : topo.profile().name,
+      c.name, FormatSize(total), FormatSize(hbm), c.hbm_bytes > 0 ? "hbm_bytes" : topo.profile().name,
       absl::StrJoin(lines, "\n")));
 }
 

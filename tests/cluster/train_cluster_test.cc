@@ -83,7 +83,7 @@ TEST(TrainClusterTest, BadJobFilesAreRefusedAtSubmit) {
       {"emb_dim: 4096\nmlp_dim: 16384\nnum_layers: 3\nglobal_batch_tokens: 8\n", "MiB of host memory (limit 12288"},
       {"emb_dim: 1024\nmlp_dim: 4096\nnum_layers: 4\nglobal_batch_tokens: 8\nici_fsdp_parallelism: 1\n"
        "ici_data_parallelism: -1\nhbm_bytes: 1e8\n",
-       "out of memory: each chip needs 0.375 GiB but has 0.093 GiB of HBM (hbm_bytes)"},
+       "out of memory: each chip needs 384 MiB but has 95.37 MiB of HBM (hbm_bytes)"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nici_pipeline_parallelism: 4\nnum_layers: 3\n",
        "num_layers: 3 layers do not split into 4 stage(s)"},
   };

@@ -14,6 +14,15 @@ TEST(UnitsTest, ParsesBinaryAndDecimalSuffixes) {
   EXPECT_EQ(FormatBytes(64 << 20), "64MiB");
 }
 
+TEST(UnitsTest, FormatsSizesToReadInTheLargestUnitTheyReach) {
+  EXPECT_EQ(FormatSize(1), "1 B");  // an hbm_bytes of 1 was shown as "0.000 GiB"
+  EXPECT_EQ(FormatSize(1023), "1023 B");
+  EXPECT_EQ(FormatSize(1024), "1 KiB");
+  EXPECT_EQ(FormatSize(0.375 * (1 << 30)), "384 MiB");
+  EXPECT_EQ(FormatSize(1e8), "95.37 MiB");
+  EXPECT_EQ(FormatSize(96.0 * (1ULL << 30)), "96 GiB");
+}
+
 TEST(UnitsTest, RejectsNonsenseWithTheFieldName) {
   for (const char* bad : {"", "0", "-1", "12XB", "MiB", "2TiB", "1.5MiB"}) {
     auto v = ParseBytes(bad, "--bytes");
