@@ -1,8 +1,10 @@
 #include "core/pod/profile.h"
 
+#include <filesystem>
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "yaml-cpp/yaml.h"
 
@@ -110,7 +112,17 @@ absl::StatusOr<ChipProfile> PresetProfile(const std::string& name) {
   return it->second;
 }
 
+bool LooksLikeProfileFile(const std::string& name) {
+  return name.find('/') != std::string::npos || absl::EndsWith(name, ".yaml") || absl::EndsWith(name, ".yml");
+}
+
 absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "profile file '", path, "': ", std::filesystem::exists(path, error) ? "not a regular file" : "no such file",
+        "; give the path of a chip profile file (docs/topology.md) or a preset: ", absl::StrJoin(PresetNames(), ", ")));
+  }
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);

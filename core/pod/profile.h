@@ -47,6 +47,8 @@ absl::StatusOr<ChipProfile> PresetProfile(const std::string& name);
 // A profile file (YAML, flat keys) starting from `base:` preset or from nothing;
 // see docs/topology.md for the keys.
 absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path);
+// A chip name that is meant as a file: it has a / or ends in .yaml or .yml.
+bool LooksLikeProfileFile(const std::string& name);
 
 std::string WrapRuleName(WrapRule rule);
 

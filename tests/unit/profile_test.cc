@@ -50,7 +50,22 @@ TEST(ProfileTest, BadFilesSayWhatIsWrong) {
   expect("base: v5p\nhbm_bw: fast\n", "wrong type");
   expect("name: x\n", "is missing");
   expect("base: v5p\nwraparound: sometimes\n", "allowed: multiple-of-4");
-  EXPECT_FALSE(LoadProfileFile("/nonexistent/chip.yaml").ok());
+}
+
+TEST(ProfileTest, AProfileFileThatIsNotThereIsSaidToBeMissing) {
+  // A file named without a directory was called "not a preset" before.
+  for (const std::string chip : {"/nonexistent/chip.yaml", "chip.yaml", "chip.yml"}) {
+    auto topo = Topology::Create({chip + ":4x4", 1, 4, "auto"});
+    ASSERT_FALSE(topo.ok()) << chip;
+    EXPECT_NE(topo.status().message().find("profile file '" + chip + "': no such file"), std::string::npos)
+        << topo.status();
+  }
+  auto dir = LoadProfileFile(testing::TempDir());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("not a regular file"), std::string::npos) << dir.status();
+  auto typo = Topology::Create({"v5x:4x4", 1, 4, "auto"});
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("chip 'v5x' is not a preset"), std::string::npos) << typo.status();
 }
 
 }  // namespace
