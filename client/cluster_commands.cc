@@ -1,10 +1,12 @@
 #include "client/cluster_commands.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/cli_errors.h"
 #include "client/cluster_restart_commands.h"
 #include "client/coordinator_client.h"
@@ -34,9 +36,29 @@ nlohmann::json StatusJson(const v1::ClusterStatus& s, const std::string& address
   return {{"coordinator", address}, {"topology", s.spec().topology()}, {"slices", s.spec().slices()},
           {"chips_per_host", s.spec().chips_per_host()}, {"time_scale", s.spec().time_scale()},
           {"description", s.description()}, {"chips", s.chips()}, {"expected_workers", s.expected_workers()},
-          {"registered_workers", s.workers_size()}, {"ready", s.ready()}, {"jobs_running", s.jobs_running()},
+          {"registered_workers", s.workers_size()},
+          {"alive_workers", std::count_if(s.workers().begin(), s.workers().end(), [](const auto& w) { return w.alive(); })},
+          {"ready", s.ready()}, {"jobs_running", s.jobs_running()},
           {"heartbeat_timeout_s", s.heartbeat_timeout_s()},
           {"workers", workers}};
+}
+
+// "not ready, 4/4 workers registered" said nothing of why: a registered
+// worker may since have stopped (a kill_worker fault, a crash).
+std::string StateLine(const v1::ClusterStatus& s) {
+  std::vector<std::string> dead;
+  for (const auto& w : s.workers()) {
+    if (!w.alive()) dead.push_back(absl::StrCat(w.host()));
+  }
+  std::string line = absl::StrCat(s.ready() ? "ready" : "not ready", ", ", s.workers_size(), "/",
+                                  s.expected_workers(), " workers registered");
+  if (!dead.empty()) {
+    absl::StrAppend(&line, "; ", dead.size() == 1 ? "host " : "hosts ", absl::StrJoin(dead, ", "),
+                    dead.size() == 1 ? " is" : " are",
+                    " not alive (no heartbeats): `tpuemu cluster restart-worker ", dead.front(),
+                    "` starts it again on a local pod; elsewhere start its process or container again");
+  }
+  return line;
 }
 
 void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
@@ -45,8 +67,7 @@ void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
             << "time scale:  " << (s.spec().time_scale() > 0 ? absl::StrCat(s.spec().time_scale(), "x (paced)")
                                                               : std::string("0 (unpaced)"))
             << "\n"
-            << "state:       " << (s.ready() ? "ready" : "not ready") << ", " << s.workers_size() << "/"
-            << s.expected_workers() << " workers registered\n"
+            << "state:       " << StateLine(s) << "\n"
             << "heartbeats:  " << s.heartbeat_timeout_s() << " s timeout\n\n";
   // MEMORY: the worker's resident memory at its last heartbeat (a job's
   // memory is given back once the worker has been idle for --keep-memory-for).

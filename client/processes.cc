@@ -100,6 +100,9 @@ int StopProcesses(const std::vector<StartedProcess>& processes, double grace_s) 
   for (const StartedProcess& p : processes) {
     if (IsRunning(p)) {
       kill(p.pid, SIGTERM);
+      // A stopped process (a pause_worker fault, a Ctrl-Z) takes its SIGTERM
+      // only once it runs again; it was waited for and then SIGKILLed.
+      kill(p.pid, SIGCONT);
       ours.push_back(p);
     }
   }

@@ -276,6 +276,7 @@ int main(int argc, char** argv) {
   SetReady(*server, false);
   session.Stop();
   registration.join();
+  node.ShutDown("its worker is shutting down");
   StopServer(*server, std::chrono::seconds(2));
   http.reset();
   return exit_code;

@@ -7,9 +7,9 @@
 
 namespace tpuemu {
 
-// kill: SIGKILL to this process. pause: a child process sleeps pause_s and
-// sends this one SIGCONT; meanwhile this process stops itself (SIGSTOP), so
-// its heartbeats, RPCs and links all freeze, then go on.
+// kill: SIGKILL to this process. pause: this process stops itself (SIGSTOP)
+// and a timer sends it SIGCONT after pause_s, so its heartbeats, RPCs and
+// links all freeze, then go on.
 void CarryOutOnThisProcess(const WorkerFault& fault);
 
 }  // namespace tpuemu

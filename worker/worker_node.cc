@@ -256,6 +256,18 @@ void WorkerNode::AbortJob(uint64_t job, const std::string& reason) {
   prepared.host.reset();  // before its hold
 }
 
+void WorkerNode::ShutDown(const std::string& reason) {
+  std::shared_ptr<Pod> p = pod();
+  if (!p) return;
+  std::map<uint64_t, PreparedJob> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(jobs_);
+  }
+  for (const auto& [job, prepared] : all) AbortPrepared(prepared, *p, job, reason);
+  p->fabric->Disconnect();
+}
+
 absl::Status WorkerNode::Configure(uint64_t incarnation, const PodConfig& config) {
   if (auto s = CheckIncarnation(incarnation, "Configure"); !s.ok()) return s;
   return ConfigurePod(config);

@@ -57,6 +57,12 @@ class WorkerNode : public WorkerInterface {
   // As the process itself sees it (readiness, tests).
   WorkerStatusView Status();
 
+  // For a worker shutting down: ends every job prepared here (their running
+  // calls return `reason`) and closes its links to other workers. It would
+  // otherwise wait for receives from peers that are shutting down too, and
+  // their streams into it, until its exit deadline.
+  void ShutDown(const std::string& reason);
+
   // PeerService hands every received frame here.
   void DeliverPeerFrame(Frame&& frame);
 

@@ -37,6 +37,11 @@ def alive(pid):
         return False
 
 
+def stopped(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
 class WorkerFaultsTest(Pod):
     def submit(self, text, name):
         path = os.path.join(self.home, name)
@@ -82,6 +87,12 @@ class WorkerFaultsTest(Pod):
               f"{job['waiting_for']}", file=sys.stderr)
         self.assertLess(detected, 5)  # the bound: detected within 5 s
         self.assertIn("host 1", job["waiting_for"])
+        # The pod's state says which worker is gone and how to bring it back
+        # (it said only "not ready, 4/4 workers registered").
+        r = self.cli("cluster", "status")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("host 1 is not alive (no heartbeats): `tpuemu cluster restart-worker 1`", r.stdout)
+        self.assertEqual(json.loads(self.cli("cluster", "status", "--json").stdout)["alive_workers"], 1)
         r = self.cli("cluster", "restart-worker", "1")
         self.assertEqual(r.returncode, 0, r.stderr)
         job = self.wait_for(job_id, ("succeeded", "failed"))
@@ -109,6 +120,26 @@ class WorkerFaultsTest(Pod):
         self.assertEqual(self.pids()[2], frozen)
         status = json.loads(self.cli("cluster", "status", "--json").stdout)
         self.assertTrue(status["ready"])
+
+    def test_cluster_down_stops_a_frozen_worker_at_once(self):
+        self.up("--topology", "v5p:2x2", "--chips-per-host", "2")
+        pids = self.pids()
+        self.submit(JOB + "faults:\n  - pause_worker: 1 at 1 for 60s\n", "pause.yaml")
+        deadline = time.time() + 60
+        while not stopped(pids[2]):
+            self.assertLess(time.time(), deadline, "the worker of host 1 did not freeze")
+            time.sleep(0.1)
+        asked = time.time()
+        r = self.cli("cluster", "down")
+        took = time.time() - asked
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # The frozen worker takes its SIGTERM (it was SIGKILLed after 5 s), and
+        # nothing beside it passes for a worker started by hand.
+        self.assertIn(f"stopped {len(pids)} processes", r.stdout)
+        self.assertNotIn("by hand", r.stdout)
+        self.assertNotIn("SIGKILL", r.stdout)
+        self.assertLess(took, 4, r.stdout)
+        self.assertFalse([p for p in pids if alive(p)])
 
 
 if __name__ == "__main__":
