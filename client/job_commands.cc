@@ -209,6 +209,12 @@ int Cancel(const JobOptions& o) {
   if (!job.ok()) return Fail(job.status());
   auto done = Follow(**client, o.id, true);
   if (!done.ok()) return Fail(done.status());
+  // A job that had ended on its own is kept as it ended; the cancel did
+  // nothing, which a script should hear (one already cancelled is not news).
+  if (done->state() == v1::JOB_STATE_SUCCEEDED || done->state() == v1::JOB_STATE_FAILED) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        o.id, " had already ", JobState(*done), ": nothing to cancel (see it with `tpuemu status ", o.id, "`)")));
+  }
   std::printf("%s: %s\n", o.id.c_str(), JobState(*done).c_str());
   return 0;
 }
@@ -355,7 +361,9 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   coordinator(resume);
   resume->callback([o, exit_code] { *exit_code = Resume(*o); });
 
-  auto* cancel = app.add_subcommand("cancel", "cancel a job: it stops within a step; the pod stays usable");
+  auto* cancel = app.add_subcommand(
+      "cancel", "cancel a job: it stops within a step; the pod stays usable. A job that has already succeeded or\n"
+                "failed stays as it ended, and cancel exits 1");
   cancel->add_option("job", o->id, "job id (job-3, or 3)")->required()->transform(JobId());
   coordinator(cancel);
   cancel->callback([o, exit_code] { *exit_code = Cancel(*o); });

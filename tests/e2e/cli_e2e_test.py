@@ -550,6 +550,14 @@ class TrainJobTest(Pod):
         r = self.cli("submit", self.JOB, "--wait")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("step    9", r.stdout)
+        # A job that has ended on its own stays as it is, and the cancel says it did nothing.
+        done = [j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"] if j["state"] == "succeeded"]
+        r = self.cli("cancel", done[0])
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn(f"{done[0]} had already succeeded: nothing to cancel", r.stderr)
+        self.assertEqual(json.loads(self.cli("status", done[0], "--json").stdout)["state"], "succeeded")
+        # One cancelled before is cancelled still: not an error.
+        self.assertEqual(self.cli("cancel", job_id).returncode, 0)
 
     def test_bad_job_files_are_refused(self):
         self.up("--topology", "v5p:2x4")
