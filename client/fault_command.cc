@@ -71,7 +71,9 @@ void AddFaultCommand(CLI::App& app, int* exit_code) {
   c->add_option("--down-link", o->down_links,
                 "a link carrying nothing: '0->1 x+' (repeatable); the job's on_down_link says whether its\n"
                 "collectives fail or go round");
-  c->add_option("--from-step", o->from_step, "no sooner than this step")->capture_default_str();
+  c->add_option("--from-step", o->from_step, "no sooner than this step")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--coordinator", o->coordinator, "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, "
                                                  "else the pod `cluster up` started)");
   c->add_flag("--json", o->json, "print {\"id\", \"added\": [...]}");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "views/chrome_trace.h"
@@ -102,6 +103,19 @@ int Finish(const v1::Job& job, bool json) {
   return 1;
 }
 
+// The pod's refusals begin with the job's name, or "job" where a check has
+// no name at hand ("dp-small: out of memory ...", "job: num_chips: 3 ..."):
+// here they name the file, which is what the user edits.
+absl::Status NamingTheFile(const absl::Status& refusal, const std::string& name, const std::string& path) {
+  const absl::string_view message = refusal.message();
+  for (const std::string& prefix : {name + ": ", std::string("job: ")}) {
+    if (absl::StartsWith(message, prefix)) {
+      return absl::Status(refusal.code(), absl::StrCat(path, ": ", message.substr(prefix.size())));
+    }
+  }
+  return refusal;
+}
+
 int Submit(const JobOptions& o) {
   // Read and checked here, once: a bad file fails without a pod, and the
   // job travels typed.
@@ -113,7 +127,7 @@ int Submit(const JobOptions& o) {
   *req.mutable_train() = ToProto(*spec);
   req.set_priority(o.priority);
   auto job = (*client)->Submit(req);
-  if (!job.ok()) return Fail(job.status());
+  if (!job.ok()) return Fail(NamingTheFile(job.status(), spec->config.name, o.path));
   if (!o.wait) {
     if (o.json) {
       std::cout << JobJson(*job).dump(2) << "\n";

@@ -19,6 +19,8 @@
 #include "client/matmul_command.h"
 #include "client/plots.h"
 #include "client/reference_command.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
 
 namespace {
 
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
       "         --token-file tpuemu-credentials/admin.token submit examples/jobs/dp.yaml --wait\n\n"
       "Every command takes --help."};
   app.require_subcommand(1);
+  app.set_version_flag("--version", absl::StrCat("tpuemu ", TPUEMU_VERSION, " (gRPC ", grpc::Version(), ")"));
   // `tpuemu --coordinator HOST:PORT submit ...`: one address for whichever
   // command follows (the commands read TPUEMU_COORDINATOR when not given one).
   app.add_option_function<std::string>(
@@ -84,6 +87,13 @@ int main(int argc, char** argv) {
   app.add_flag_callback(
          "--insecure", [] { setenv("TPUEMU_INSECURE", "1", 1); },
          "talk plaintext to a pod started with --insecure (default: $TPUEMU_INSECURE)")
+      ->trigger_on_parse();
+  // What the CLI computes itself (reference, plan --verify) logs what a
+  // server's log wants, such as the BLIS kernels chosen: warnings only here.
+  spdlog::set_level(spdlog::level::warn);
+  app.add_flag_callback(
+         "--verbose", [] { spdlog::set_level(spdlog::level::info); },
+         "also log what the CLI's own computing does (the BLIS kernels it chose, ...) on stderr")
       ->trigger_on_parse();
   int exit_code = 0;
   tpuemu::AddClusterCommands(app, &exit_code);

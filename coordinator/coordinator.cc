@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/base/field.h"
 #include "core/job/kinds.h"
 #include "core/train/job.h"
 #include "spdlog/spdlog.h"
@@ -159,7 +160,7 @@ v1::ClusterStatus Coordinator::ClusterStatus() {
 absl::StatusOr<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   // Checked and planned now, once, so that bad input fails the submit, not a queued job.
   if (request.priority() < -kMaxPriority || request.priority() > kMaxPriority) {
-    return absl::InvalidArgumentError(absl::StrCat("priority: ", request.priority(), ": must be from ", -kMaxPriority,
+    return absl::InvalidArgumentError(absl::StrCat(Field("priority"), " ", request.priority(), ": must be from ", -kMaxPriority,
                                                    " to ", kMaxPriority, " (higher runs first; 0 is the default)"));
   }
   auto spec = request.has_train_yaml() ? TrainJobFromText(request.train_yaml()) : JobSpecFromProto(request);
@@ -267,7 +268,7 @@ absl::StatusOr<v1::AddFaultsResponse> Coordinator::AddFaults(const v1::AddFaults
     return absl::InvalidArgumentError("faults: none given; give a slow link, a straggler or a down link");
   }
   if (request.from_step() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("from_step ", request.from_step(), ": a step, 0 or more"));
+    return absl::InvalidArgumentError(absl::StrCat(Field("from_step"), " ", request.from_step(), ": a step, 0 or more"));
   }
   if (auto s = CheckFaultValues(*faults, "faults"); !s.ok()) return s;
   auto added = scheduler_.AddFaults(request.id(), *faults, request.from_step());

@@ -184,7 +184,7 @@ TEST(PlacementClusterTest, AHigherPriorityGoesAheadOfQueuedJobsButNotOfRunningOn
   auto refused = pod.Submit(Job("", 1), 1001);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(refused.status().message(), HasSubstr("priority: 1001: must be from -1000 to 1000"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("`priority` 1001: must be from -1000 to 1000"));
 
   auto running = pod.Submit(Job("", 100000), -5);  // runs at once: nothing is queued
   ASSERT_TRUE(running.ok()) << running.status();

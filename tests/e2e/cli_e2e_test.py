@@ -238,6 +238,9 @@ class BadInputTest(Pod):
             self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
             self.assertIn(needle, r.stderr, args)
         self.assertEqual(self.cli("--help").returncode, 0)
+        r = self.cli("--version")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^tpuemu \d+\.\d+\.\d+ \(gRPC \d+\.\d+")
 
     def test_help_teaches(self):
         r = self.cli("bench", "collective", "--help")
@@ -318,7 +321,11 @@ class ReferenceTest(Pod):
         losses = [s["loss"] for s in res["steps"]]
         self.assertEqual(len(losses), 10)
         self.assertLess(losses[-1], 0.6 * losses[0])
-        again = json.loads(self.cli("reference", job, "--json").stdout)
+        # Its standard error is quiet: the BLIS kernels it chose are logged with --verbose only.
+        self.assertEqual(r.stderr, "")
+        verbose = self.cli("--verbose", "reference", job, "--json")
+        self.assertIn("BLIS kernels:", verbose.stderr)
+        again = json.loads(verbose.stdout)
         self.assertEqual(again, res)  # deterministic, bit for bit
 
     def test_bad_job_files(self):
@@ -567,6 +574,20 @@ class TrainJobTest(Pod):
             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 12\n", "does not split over the 8"),
             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nstep: 3\n", "did you mean steps"),
             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\ntopology: v5e:4x4\n", "the pod is v5p:2x4")])
+        # What the pod refuses names the file (not the job's name, or "job"), and a flag as a flag.
+        bad = os.path.join(self.home, "bad.yaml")
+        for text, needle in [("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nhbm_bytes: 1\n",
+                              f"error: {bad}: out of memory: each chip needs"),
+                             ("name: mine\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nnum_chips: 3\n",
+                              f"error: {bad}: num_chips: 3: no block of whole hosts")]:
+            with open(bad, "w") as f:
+                f.write(text)
+            r = self.cli("submit", bad)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(needle, r.stderr)
+        r = self.cli("submit", "--priority", "1001", self.JOB)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--priority 1001: must be from -1000 to 1000", r.stderr)
         self.assertEqual(json.loads(self.cli("jobs", "--json").stdout)["jobs"], [])
 
     def test_pipeline_job_reports_its_bubble_and_equals_the_reference(self):
