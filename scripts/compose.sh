@@ -6,7 +6,9 @@
 #   scripts/compose.sh down
 # What it smooths over in podman-compose 1.0.3 (Debian 12's): the project name
 # (docker-compose.yml's `name:`, which it ignores; COMPOSE_PROJECT_NAME or
-# "tpuemu" here), and `down`, which leaves the project's network behind.
+# "tpuemu" here), and `down`, which leaves the project's network behind; and
+# netavark 1.4's bridge, whose MAC changes as containers come and go
+# (scripts/pin-bridge-mac.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/container-env.sh
@@ -15,6 +17,9 @@ if [[ $ENGINE == docker ]]; then
   exec docker compose -p "$project" "$@"
 fi
 podman-compose -p "$project" "$@"
+if [[ "${1:-}" == up ]] && podman network exists "${project}_default"; then
+  scripts/pin-bridge-mac.sh "${project}_default"  # why: in that script
+fi
 if [[ "${1:-}" == down ]] && podman network exists "${project}_default"; then
   podman network rm -f "${project}_default" >/dev/null
 fi
