@@ -52,11 +52,13 @@ std::string StateLine(const v1::ClusterStatus& s) {
   }
   std::string line = absl::StrCat(s.ready() ? "ready" : "not ready", ", ", s.workers_size(), "/",
                                   s.expected_workers(), " workers registered");
-  if (!dead.empty()) {
-    absl::StrAppend(&line, "; ", dead.size() == 1 ? "host " : "hosts ", absl::StrJoin(dead, ", "),
-                    dead.size() == 1 ? " is" : " are",
-                    " not alive (no heartbeats): `tpuemu cluster restart-worker ", dead.front(),
-                    "` starts it again on a local pod; elsewhere start its process or container again");
+  if (dead.size() == 1) {
+    absl::StrAppend(&line, "; host ", dead.front(), " is not alive (no heartbeats): `tpuemu cluster restart-worker ",
+                    dead.front(), "` starts it again on a local pod; elsewhere start its process or container again");
+  } else if (!dead.empty()) {
+    absl::StrAppend(&line, "; hosts ", absl::StrJoin(dead, ", "),
+                    " are not alive (no heartbeats): `tpuemu cluster restart-worker HOST` starts each again on a "
+                    "local pod; elsewhere start their processes or containers again");
   }
   return line;
 }

@@ -43,6 +43,7 @@ void CarryOutOnThisProcess(const WorkerFault& fault) {
   continued = false;
   struct sigaction on_continue {}, before {};
   on_continue.sa_handler = [](int) { continued = true; };
+  on_continue.sa_flags = SA_RESTART;  // the other threads' calls go on as with no handler, where they can
   sigaction(SIGCONT, &on_continue, &before);
   itimerspec after{};
   after.it_value = {static_cast<time_t>(fault.pause_s), static_cast<long>(std::fmod(fault.pause_s, 1.0) * 1e9)};
