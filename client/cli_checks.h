@@ -1,6 +1,7 @@
 // Checks on command-line values that CLI11 does not make itself.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -21,14 +22,42 @@ inline CLI::Validator WholeNumber64() {
       "UINT64");
 }
 
-// A job id as `jobs` shows it ("job-3"), or its number alone ("3").
+// A job id as `jobs` shows it ("job-3"), or its number alone ("3");
+// anything else is a usage error, not a job that does not exist.
 inline CLI::Validator JobId() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) text = "job-" + text;
-        return "";
+        const auto digits = [](const std::string& s) {
+          return !s.empty() && s.size() <= 19 && s.find_first_not_of("0123456789") == std::string::npos;
+        };
+        if (digits(text)) text = "job-" + text;
+        if (text.rfind("job-", 0) == 0 && digits(text.substr(4))) return "";
+        return "'" + text + "': expected a job id such as job-3, or its number, 3 (`tpuemu jobs` lists them)";
       },
       "JOB");
+}
+
+// A step, a count or an index: 0 or more (CLI11's NonNegativeNumber says
+// "not in range 0.000000 to 1797693134862315708...").
+inline CLI::Validator ZeroOrMore() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int64_t value;
+        return absl::SimpleAtoi(text, &value) && value >= 0 ? "" : "'" + text + "': expected a whole number, 0 or more";
+      },
+      "N");
+}
+
+// Seconds to wait: above 0 and finite.
+inline CLI::Validator PositiveSeconds() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value;
+        return absl::SimpleAtod(text, &value) && value > 0 && std::isfinite(value)
+                   ? ""
+                   : "'" + text + "': expected a number of seconds above 0";
+      },
+      "SECONDS");
 }
 
 }  // namespace tpuemu

@@ -1,12 +1,14 @@
 #include "client/cluster_commands.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/cli_checks.h"
 #include "client/cli_errors.h"
 #include "client/cluster_restart_commands.h"
 #include "client/coordinator_client.h"
@@ -97,7 +99,7 @@ int ClusterUp(const ClusterUpOptions& o) {
     }
     return Fail(topo.status());
   }
-  if (o.time_scale < 0) {
+  if (!(o.time_scale >= 0) || !std::isfinite(o.time_scale)) {  // NaN fails >= 0
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("--time-scale ", o.time_scale, ": must be 0 (unpaced) or a positive stretch factor")));
   }
@@ -269,7 +271,9 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
                  "bandwidth into it, shared by the multislice jobs there; jobs running at once then slow\n"
                  "each other's DCN transfers, each step's report says by how much. 1: never. docs/jobs.md")
       ->capture_default_str();
-  up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")->capture_default_str();
+  up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")
+      ->capture_default_str()
+      ->check(PositiveSeconds());
   up->add_flag("--json", up_opts->json, "print the pod's status as JSON");
   up->callback([up, up_opts, exit_code] {
     up_opts->chips_per_host_given = up->count("--chips-per-host") > 0;

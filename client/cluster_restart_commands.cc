@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "client/cli_checks.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "client/local_pod.h"
@@ -80,7 +81,9 @@ void AddClusterRestartCommands(CLI::App& cluster, int* exit_code) {
       "the pod file recorded (stopping it first if it still runs), and wait until every worker has registered\n"
       "again. Its job store gives it every job back: finished ones as they were, queued ones run, the running\n"
       "one interrupted or resumed from its checkpoint (docs/jobs.md).");
-  coordinator->add_option("--timeout", *timeout, "seconds to wait for every worker")->capture_default_str();
+  coordinator->add_option("--timeout", *timeout, "seconds to wait for every worker")
+      ->capture_default_str()
+      ->check(PositiveSeconds());
   coordinator->callback([timeout, exit_code] { *exit_code = RestartCoordinator(*timeout); });
 
   auto host = std::make_shared<int>(-1);
@@ -91,7 +94,9 @@ void AddClusterRestartCommands(CLI::App& cluster, int* exit_code) {
       "Example:\n  tpuemu cluster restart-worker 2");
   worker->add_option("HOST", *host, "the worker's host index, the HOST column of `tpuemu cluster status`")
       ->required();
-  worker->add_option("--timeout", *timeout, "seconds to wait for the worker")->capture_default_str();
+  worker->add_option("--timeout", *timeout, "seconds to wait for the worker")
+      ->capture_default_str()
+      ->check(PositiveSeconds());
   worker->callback([host, timeout, exit_code] { *exit_code = RestartWorker(*host, *timeout); });
 }
 

@@ -29,7 +29,8 @@ void AddCredentialsCommand(CLI::App& app, int* exit_code) {
   create->add_option("DIR", o->dir, "a new or empty directory")->required();
   create->add_option("--uid", o->uid,
                      "give the files to this user and group id: the image's user (10001) reads them from a\n"
-                     "bind mount under docker compose");
+                     "bind mount under docker compose")
+      ->check(CLI::Range(0, 2147483647).description("a user id, 0 or more"));
   create->callback([o, exit_code] {
     if (auto made = CreateCredentials(o->dir, o->uid); !made.ok()) {
       std::cerr << "error: " << made.message() << "\n";

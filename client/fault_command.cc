@@ -73,7 +73,7 @@ void AddFaultCommand(CLI::App& app, int* exit_code) {
                 "collectives fail or go round");
   c->add_option("--from-step", o->from_step, "no sooner than this step")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ZeroOrMore());
   c->add_option("--coordinator", o->coordinator, "coordinator HOST:PORT (default: $TPUEMU_COORDINATOR, "
                                                  "else the pod `cluster up` started)");
   c->add_flag("--json", o->json, "print {\"id\", \"added\": [...]}");

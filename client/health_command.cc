@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "client/client_security.h"
+#include "client/pod_state.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -20,6 +21,10 @@ struct HealthOptions {
 int Probe(const HealthOptions& o) {
   if (o.timeout_s <= 0) {
     std::cerr << "error: --timeout " << o.timeout_s << ": must be a positive number of seconds\n";
+    return 2;
+  }
+  if (auto s = CheckHostPort(o.address, "address"); !s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
     return 2;
   }
   auto security = ProbeSecurityFor(o.address);

@@ -219,18 +219,20 @@ int Watch(const JobOptions& o) {
 int Cancel(const JobOptions& o) {
   auto client = Connect(o.coordinator);
   if (!client.ok()) return Fail(client.status());
+  // A job that has ended is kept as it ended and the cancel does nothing,
+  // which a script should hear (exit 1).
+  auto before = (*client)->Get(o.id);
+  if (!before.ok()) return Fail(before.status());
+  if (before->state() != v1::JOB_STATE_PENDING && before->state() != v1::JOB_STATE_RUNNING) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat(o.id, " has already ended (", JobState(*before),
+                                                           "): nothing to cancel (`tpuemu status ", o.id, "`)")));
+  }
   auto job = (*client)->Cancel(o.id);
   if (!job.ok()) return Fail(job.status());
   auto done = Follow(**client, o.id, true);
   if (!done.ok()) return Fail(done.status());
-  // A job that had ended on its own is kept as it ended; the cancel did
-  // nothing, which a script should hear (one already cancelled is not news).
-  if (done->state() == v1::JOB_STATE_SUCCEEDED || done->state() == v1::JOB_STATE_FAILED) {
-    return Fail(absl::FailedPreconditionError(absl::StrCat(
-        o.id, " had already ", JobState(*done), ": nothing to cancel (see it with `tpuemu status ", o.id, "`)")));
-  }
   std::printf("%s: %s\n", o.id.c_str(), JobState(*done).c_str());
-  return 0;
+  return done->state() == v1::JOB_STATE_CANCELLED ? 0 : 1;  // it may have ended on its own meanwhile
 }
 
 int Resume(const JobOptions& o) {
@@ -376,8 +378,8 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   resume->callback([o, exit_code] { *exit_code = Resume(*o); });
 
   auto* cancel = app.add_subcommand(
-      "cancel", "cancel a job: it stops within a step; the pod stays usable. A job that has already succeeded or\n"
-                "failed stays as it ended, and cancel exits 1");
+      "cancel", "cancel a job: it stops within a step; the pod stays usable. A job that has already ended stays\n"
+                "as it ended, and cancel exits 1");
   cancel->add_option("job", o->id, "job id (job-3, or 3)")->required()->transform(JobId());
   coordinator(cancel);
   cancel->callback([o, exit_code] { *exit_code = Cancel(*o); });

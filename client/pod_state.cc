@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
@@ -91,9 +92,26 @@ void RemovePodState() {
   std::filesystem::remove(StateFile(), ec);
 }
 
+absl::Status CheckHostPort(const std::string& address, const std::string& what) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 1 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", address, "': expected HOST:PORT with a port from 1 to 65535, e.g. localhost:50051"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ResolveCoordinator(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("TPUEMU_COORDINATOR"); env && *env) return std::string(env);
+  if (!flag.empty()) {
+    if (auto s = CheckHostPort(flag, "--coordinator"); !s.ok()) return s;
+    return flag;
+  }
+  if (const char* env = std::getenv("TPUEMU_COORDINATOR"); env && *env) {
+    if (auto s = CheckHostPort(env, "--coordinator (or TPUEMU_COORDINATOR)"); !s.ok()) return s;
+    return std::string(env);
+  }
   auto state = LoadPodState();
   if (!state.ok()) return state.status();
   return state->coordinator;

@@ -38,5 +38,8 @@ void RemovePodState();
 // The coordinator to talk to: --coordinator, else $TPUEMU_COORDINATOR, else
 // the pod `cluster up` started.
 absl::StatusOr<std::string> ResolveCoordinator(const std::string& flag);
+// InvalidArgument unless `address` is HOST:PORT with a port from 1 to 65535
+// (gRPC took port 99999 as 34463); `what` names where it came from.
+absl::Status CheckHostPort(const std::string& address, const std::string& what);
 
 }  // namespace tpuemu

@@ -1,8 +1,10 @@
 // tpuemu-coordinator: the pod's control plane. Waits for its workers, tells
 // them about each other, and runs the jobs clients submit.
+#include <cmath>
 #include <fstream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "coordinator/coordinator.h"
 #include "core/pod/profile.h"
 #include "services/flag_names.h"
@@ -55,7 +57,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   env_option(app.add_option("--time-scale", options.time_scale, "wall seconds per emulated second; 0 = unpaced"),
              "TPUEMU_TIME_SCALE")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double value;  // NaN and inf parse, and pace nothing
+            return absl::SimpleAtod(text, &value) && value >= 0 && std::isfinite(value)
+                       ? ""
+                       : "'" + text + "': expected 0 (unpaced) or a stretch factor above 0";
+          },
+          "S"));
   env_option(app.add_option("--listen", listen, "address to serve on; port 0 picks a free port"), "TPUEMU_LISTEN")
       ->capture_default_str();
   std::string heartbeat_timeout = "3";

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -122,14 +123,16 @@ absl::Status CreateCredentials(const std::string& dir, int uid) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::UnavailableError(absl::StrCat(dir, ": cannot make the directory: ", std::strerror(errno)));
   }
+  // Before the chown: a directory that holds other files is the user's, not
+  // the credentials' (and the secrets would sit among them).
+  std::error_code error;
+  if (std::filesystem::directory_iterator entries(dir, error); !error && entries != std::filesystem::directory_iterator()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        dir, " is not empty (it holds ", entries->path().filename().string(),
+        "): give a new or empty directory; credentials are made once per pod, into a directory of their own"));
+  }
   if (uid >= 0 && chown(dir.c_str(), uid, uid) != 0) {
     return absl::UnavailableError(absl::StrCat(dir, ": cannot give it to user ", uid, ": ", std::strerror(errno)));
-  }
-  for (const char* file : kFiles) {
-    if (access(absl::StrCat(dir, "/", file).c_str(), F_OK) == 0) {
-      return absl::AlreadyExistsError(absl::StrCat(dir, " already holds ", file,
-                                                   ": credentials are made once per pod; give an empty directory"));
-    }
   }
   Key ca_key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
   Key member_key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));

@@ -6,6 +6,7 @@
 // a peer without the pod's certificate (none, or another CA's) reaches no
 // worker RPC, health included.
 #include <filesystem>
+#include <fstream>
 
 #include "client/client_security.h"
 #include "gmock/gmock.h"
@@ -27,6 +28,22 @@ std::string FreshDir(const std::string& name) {
   std::filesystem::remove_all(dir);
   EXPECT_TRUE(CreateCredentials(dir).ok());
   return dir;
+}
+
+TEST(CredentialsTest, AreMadeOnlyIntoANewOrEmptyDirectory) {
+  // A directory with other files in it was filled (and, with a uid, given away).
+  const std::string dir = FreshDir("tpuemu-credentials-twice-");
+  const absl::Status again = CreateCredentials(dir);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(again.message(), HasSubstr("is not empty (it holds "));
+  const std::string full = (std::filesystem::temp_directory_path() / ("tpuemu-full-" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(full);
+  std::filesystem::create_directory(full);
+  std::ofstream(full + "/job.yaml") << "steps: 1\n";
+  EXPECT_THAT(CreateCredentials(full).message(), HasSubstr("is not empty (it holds job.yaml)"));
+  EXPECT_FALSE(std::filesystem::exists(full + "/ca.pem"));
+  std::filesystem::remove_all(full);
+  std::filesystem::remove_all(dir);
 }
 
 class SecurityClusterTest : public ::testing::Test {

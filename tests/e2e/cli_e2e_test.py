@@ -233,6 +233,12 @@ class BadInputTest(Pod):
             (["jobs", "--bogus"], "--bogus"),
             (["jobs", "--state", "done"], "--state: done not in"),
             (["submit", "--priority", "high", "job.yaml"], "--priority"),
+            (["--coordinator", "127.0.0.1:99999", "jobs"], "expected HOST:PORT with a port from 1 to 65535"),
+            (["health", "nonsense"], "'nonsense': expected HOST:PORT"),
+            (["cluster", "up", "--local", "--topology", "v5p:2x4", "--time-scale", "nan"], "--time-scale nan"),
+            (["cluster", "restart-worker", "2", "--timeout", "-5"], "--timeout: '-5': expected a number of seconds"),
+            (["fault", "3", "--straggler", "1@2", "--from-step", "-1"], "--from-step: '-1': expected a whole number, 0"),
+            (["credentials", "create", "new", "--uid", "-5"], "--uid"),
         ]:
             r = self.cli(*args)
             self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
@@ -561,10 +567,17 @@ class TrainJobTest(Pod):
         done = [j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"] if j["state"] == "succeeded"]
         r = self.cli("cancel", done[0])
         self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn(f"{done[0]} had already succeeded: nothing to cancel", r.stderr)
+        self.assertIn(f"{done[0]} has already ended (succeeded): nothing to cancel", r.stderr)
         self.assertEqual(json.loads(self.cli("status", done[0], "--json").stdout)["state"], "succeeded")
-        # One cancelled before is cancelled still: not an error.
-        self.assertEqual(self.cli("cancel", job_id).returncode, 0)
+        r = self.cli("cancel", job_id)  # cancelled above
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn(f"{job_id} has already ended (cancelled)", r.stderr)
+        # A malformed id is a usage error; a well-formed one that names no job, a failure.
+        for bad in ("job-", "JOB-7", " 7", "job-x"):
+            r = self.cli("status", bad)
+            self.assertEqual(r.returncode, 2, f"{bad!r}: {r.stderr}")
+            self.assertIn("expected a job id such as job-3", r.stderr)
+        self.assertEqual(self.cli("status", "job-999").returncode, 1)
 
     def test_bad_job_files_are_refused(self):
         self.up("--topology", "v5p:2x4")
