@@ -194,6 +194,27 @@ std::vector<StartedProcess> UnrecordedWorkers(const PodState& state) {
   return unrecorded;
 }
 
+// The jobs a pod stops with stay in its job store, and the next pod started
+// here takes them up again (docs/jobs.md): said, so that none runs unexpected.
+std::string UnfinishedJobs(const std::string& coordinator) {
+  CoordinatorClient client(coordinator);
+  if (!client.Status(1).ok()) return "";  // gone or stuck: not worth List's 30 s
+  auto list = client.List();
+  if (!list.ok()) return "";
+  std::vector<std::string> running, queued;
+  for (const v1::Job& j : list->jobs()) {
+    if (j.state() == v1::JOB_STATE_RUNNING) running.push_back(j.id());
+    if (j.state() == v1::JOB_STATE_PENDING) queued.push_back(j.id());
+  }
+  if (running.empty() && queued.empty()) return "";
+  std::string what;
+  if (!running.empty()) absl::StrAppend(&what, "running: ", absl::StrJoin(running, ", "));
+  if (!queued.empty()) absl::StrAppend(&what, what.empty() ? "" : "; ", "queued: ", absl::StrJoin(queued, ", "));
+  return absl::StrCat("jobs left unfinished (", what, ") stay in the job store: the next `cluster up` here queues "
+                      "them again (a running one is interrupted, or resumes with max_restarts); `tpuemu cancel` them "
+                      "first if they should not run\n");
+}
+
 int ClusterDown() {
   auto state = LoadPodState();
   if (absl::IsNotFound(state.status())) {
@@ -208,6 +229,7 @@ int ClusterDown() {
     if (IsRunning(p)) ours.push_back(p);
   }
   const size_t gone = state->processes().size() - ours.size();
+  const std::string unfinished = UnfinishedJobs(state->coordinator);
   const std::vector<StartedProcess> by_hand = UnrecordedWorkers(*state);
   ours.insert(ours.end(), by_hand.begin(), by_hand.end());
   const int killed = StopProcesses(ours, 5);
@@ -216,7 +238,8 @@ int ClusterDown() {
             << (by_hand.empty() ? "" : absl::StrCat(" (", by_hand.size(), " worker(s) started by hand)"))
             << (killed ? absl::StrCat(" (", killed, " needed SIGKILL)") : "")
             << (gone ? absl::StrCat("; ", gone, " recorded process(es) had already exited and were left alone") : "")
-            << "\n";
+            << "\n"
+            << unfinished;
   return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "client/job_file.h"
 #include "views/job_json.h"
 #include "views/job_views.h"
+#include "client/interrupt.h"
 #include "client/job_wait.h"
 #include "client/pod_state.h"
 #include "client/progress.h"
@@ -53,6 +54,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& co
   return std::make_unique<CoordinatorClient>(*address);
 }
 
+// Interrupted while it follows a job, the CLI says how to find it again:
+// the job runs on the pod whoever watches it.
+OnInterrupt LeftRunning(const std::string& id) {
+  return OnInterrupt([id] {
+    std::fprintf(stderr, "stopped following %s, which the pod goes on with: `tpuemu watch %s` follows it again, "
+                 "`tpuemu cancel %s` stops it\n", id.c_str(), id.c_str(), id.c_str());
+  });
+}
+
 // Follows a job to its end: a line per finished step on stdout (unless
 // quiet) and a progress bar on stderr. Returns the final job.
 absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id, bool quiet) {
@@ -84,8 +94,10 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
     }
     if (total == 0) total = std::max(1, ViewOf(job).steps(job));
     const int width = 30, done = static_cast<int>(std::min<int64_t>(width, width * StepsDone(job) / total));
-    progress.Update(absl::StrCat(id, " [", std::string(done, '#'), std::string(width - done, '.'), "] ",
-                                 StepsDone(job), "/", total, " steps"));
+    const std::string waiting = Waiting(job);
+    const std::string text = absl::StrCat(id, " [", std::string(done, '#'), std::string(width - done, '.'), "] ",
+                                          StepsDone(job), "/", total, " steps", waiting);
+    waiting.empty() ? progress.Update(text) : progress.Note(text);
   });
   progress.Done();
   return last;
@@ -136,6 +148,7 @@ int Submit(const JobOptions& o) {
     }
     return 0;
   }
+  const OnInterrupt note = LeftRunning(job->id());
   auto done = Follow(**client, job->id(), o.json);
   if (!done.ok()) return Fail(done.status());
   return Finish(*done, o.json);
@@ -211,6 +224,7 @@ int Status(const JobOptions& o) {
 int Watch(const JobOptions& o) {
   auto client = Connect(o.coordinator);
   if (!client.ok()) return Fail(client.status());
+  const OnInterrupt note = LeftRunning(o.id);
   auto done = Follow(**client, o.id, false);
   if (!done.ok()) return Fail(done.status());
   return Finish(*done, false);
@@ -249,6 +263,7 @@ int Resume(const JobOptions& o) {
     }
     return 0;
   }
+  const OnInterrupt note = LeftRunning(o.id);
   auto done = Follow(**client, o.id, o.json);
   if (!done.ok()) return Fail(done.status());
   return Finish(*done, o.json);

@@ -1,7 +1,10 @@
 #include "client/job_wait.h"
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "views/job_json.h"
+#include "client/interrupt.h"
 #include "client/progress.h"
 
 namespace tpuemu {
@@ -17,12 +20,25 @@ absl::StatusOr<v1::Job> WaitForJob(CoordinatorClient& client, const std::string&
   return last;
 }
 
+std::string Waiting(const v1::Job& job) {
+  if (job.state() != v1::JOB_STATE_PENDING) return "";
+  return absl::StrCat(" (queued #", job.queue_position(), job.waiting_for().empty() ? "" : ": ", job.waiting_for(), ")");
+}
+
 absl::StatusOr<v1::Job> RunJob(CoordinatorClient& client, const v1::SubmitJobRequest& request, const std::string& what) {
   auto job = client.Submit(request);
   if (!job.ok()) return job.status();
+  // Its result is for this command only: interrupted, the job goes too.
+  OnInterrupt cancel([&client, id = job->id(), what] {
+    const bool cancelled = client.Cancel(id).ok();
+    std::fprintf(stderr, "interrupted: %s (%s) %s\n", id.c_str(), what.c_str(),
+                 cancelled ? "cancelled" : "may still run: `tpuemu cancel` it");
+  });
   Progress progress(true);
   auto done = WaitForJob(client, job->id(), [&](const v1::Job& j) {
-    progress.Update(absl::StrCat(j.id(), ": ", what, j.state() == v1::JOB_STATE_PENDING ? " (queued)" : ""));
+    const std::string waiting = Waiting(j);
+    const std::string text = absl::StrCat(j.id(), ": ", what, waiting);
+    waiting.empty() ? progress.Update(text) : progress.Note(text);
   });
   progress.Done();
   if (!done.ok()) return done.status();

@@ -15,8 +15,12 @@ namespace tpuemu {
 absl::StatusOr<v1::Job> WaitForJob(CoordinatorClient& client, const std::string& id,
                                    const std::function<void(const v1::Job&)>& on_change);
 
+// " (queued #2: waiting for ...)" for a pending job, else "".
+std::string Waiting(const v1::Job& job);
+
 // Submits, then waits with a progress line showing `what`. A job that did
-// not succeed is an error naming it and why.
+// not succeed is an error naming it and why. Interrupted (Ctrl-C), it
+// cancels the job: the result was for this command only.
 absl::StatusOr<v1::Job> RunJob(CoordinatorClient& client, const v1::SubmitJobRequest& request, const std::string& what);
 
 }  // namespace tpuemu

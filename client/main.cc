@@ -16,6 +16,7 @@
 #include "client/simulate_command.h"
 #include "client/job_commands.h"
 #include "client/health_command.h"
+#include "client/interrupt.h"
 #include "client/matmul_command.h"
 #include "client/plots.h"
 #include "client/reference_command.h"
@@ -50,6 +51,7 @@ std::optional<std::string> UnknownCommand(const CLI::App& app, int argc, char** 
 }  // namespace
 
 int main(int argc, char** argv) {
+  tpuemu::CatchInterrupts();  // first: before any thread starts
   CLI::App app{
       "tpuemu: emulate a TPU pod on ordinary CPUs, with real data between processes and a clock\n"
       "faithful to the TPU torus (ICI, wraparound, per-hop latency, DCN).\n\n"

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/interrupt.h"
 
 namespace tpuemu {
 namespace {
@@ -61,6 +62,7 @@ absl::StatusOr<StartedProcess> SpawnDetached(const std::vector<std::string>& arg
   if (pid < 0) return absl::ResourceExhaustedError("fork failed: too many processes?");
   if (pid == 0) {
     setsid();  // survive the CLI and its terminal's Ctrl-C
+    UnblockInterruptsInChild();
     const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);

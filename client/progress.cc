@@ -26,6 +26,15 @@ void Progress::Update(const std::string& text) {
   std::fflush(stderr);
 }
 
+void Progress::Note(const std::string& text) {
+  if (!enabled_) return;
+  if (tty_ || text == noted_) return Update(text);
+  noted_ = text;
+  std::fprintf(stderr, "... %s\n", text.c_str());
+  std::fflush(stderr);
+  last_plain_ = std::chrono::steady_clock::now();
+}
+
 void Progress::Done() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
   drawn_ = false;

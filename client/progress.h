@@ -12,6 +12,10 @@ class Progress {
   explicit Progress(bool enabled);
   ~Progress();
   void Update(const std::string& text);
+  // A state worth a line of its own as soon as it comes (a job waiting in the
+  // queue, which may not change for minutes): off a terminal, printed at once
+  // unless it is the last one noted; on one, as Update.
+  void Note(const std::string& text);
   void Done();
 
  private:
@@ -20,6 +24,7 @@ class Progress {
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_plain_;
+  std::string noted_;  // the last Note, off a terminal
 };
 
 }  // namespace tpuemu

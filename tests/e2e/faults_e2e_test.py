@@ -8,12 +8,14 @@ Reuses cli_e2e_test's Pod: its own TPUEMU_HOME, every process stopped."""
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cli_e2e_test import Pod  # noqa: E402
+from cli_e2e_test import TPUEMU, Pod  # noqa: E402
 
 JOB = """name: faulty
 ici_data_parallelism: -1
@@ -124,7 +126,7 @@ class WorkerFaultsTest(Pod):
     def test_cluster_down_stops_a_frozen_worker_at_once(self):
         self.up("--topology", "v5p:2x2", "--chips-per-host", "2")
         pids = self.pids()
-        self.submit(JOB + "faults:\n  - pause_worker: 1 at 1 for 60s\n", "pause.yaml")
+        job_id = self.submit(JOB + "faults:\n  - pause_worker: 1 at 1 for 60s\n", "pause.yaml")
         deadline = time.time() + 60
         while not stopped(pids[2]):
             self.assertLess(time.time(), deadline, "the worker of host 1 did not freeze")
@@ -139,7 +141,47 @@ class WorkerFaultsTest(Pod):
         self.assertNotIn("by hand", r.stdout)
         self.assertNotIn("SIGKILL", r.stdout)
         self.assertLess(took, 4, r.stdout)
+        # The job it stopped stays in the job store, and the next `cluster up` here takes it up again: said.
+        self.assertIn(f"jobs left unfinished (running: {job_id}) stay in the job store", r.stdout)
         self.assertFalse([p for p in pids if alive(p)])
+
+    def test_ctrl_c_cancels_a_commands_own_job_and_leaves_a_submitted_one_running(self):
+        self.up("--topology", "v5p:2x2", "--chips-per-host", "2", "--heartbeat-timeout", "1s")
+        os.kill(self.pids()[2], signal.SIGKILL)  # host 1: what follows waits in the queue
+        deadline = time.time() + 30
+        while json.loads(self.cli("cluster", "status", "--json").stdout)["alive_workers"] != 1:
+            self.assertLess(time.time(), deadline, "the pod did not see host 1 go")
+            time.sleep(0.2)
+
+        def started(*args):
+            return subprocess.Popen([TPUEMU, *args], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+
+        def pending(kind):
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                jobs = [j for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"] if j["kind"] == kind]
+                if jobs and jobs[-1]["state"] == "pending":
+                    return jobs[-1]["id"]
+                time.sleep(0.1)
+            self.fail(f"no {kind} job queued")
+
+        bench = started("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB")
+        job_id = pending("collective")
+        bench.send_signal(signal.SIGINT)
+        _, err = bench.communicate(timeout=30)
+        self.assertEqual(bench.returncode, 130, err)
+        self.assertIn("(queued #1", err)  # said at once, not after 5 s
+        self.assertIn(f"interrupted: {job_id} (all-gather of 64KiB over x) cancelled", err)
+        self.assertEqual(self.job(job_id)["state"], "cancelled")
+
+        submitted = started("submit", self.write("long.yaml", JOB.replace("steps: 6", "steps: 100000")), "--wait")
+        job_id = pending("train")
+        submitted.send_signal(signal.SIGINT)
+        _, err = submitted.communicate(timeout=30)
+        self.assertEqual(submitted.returncode, 130, err)
+        self.assertIn(f"stopped following {job_id}, which the pod goes on with: `tpuemu watch {job_id}`", err)
+        self.assertEqual(self.job(job_id)["state"], "pending")
 
 
 if __name__ == "__main__":
