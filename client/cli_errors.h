@@ -6,9 +6,19 @@
 #include <iostream>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "services/flag_names.h"
 
 namespace tpuemu {
+
+// A topology refused for its chips per host, when the user gave no
+// --chips-per-host, blamed a value they never typed: it says it is the default.
+inline absl::Status SayingTheDefaultChipsPerHost(const absl::Status& s, int chips_per_host, bool given) {
+  if (given || s.ok() || !absl::StrContains(s.message(), "chips_per_host")) return s;
+  return absl::Status(s.code(),
+                      absl::StrCat(s.message(), " (", chips_per_host, " is the default: give --chips-per-host N)"));
+}
 
 inline int Fail(const absl::Status& s) {
   std::cerr << "error: " << WithFlagNames(s.message()) << "\n";

@@ -91,14 +91,7 @@ int ClusterUp(const ClusterUpOptions& o) {
         "cluster up: only --local is supported from the CLI; for docker-compose or Kubernetes see deploy/"));
   }
   auto topo = Topology::Create({o.topology, o.slices, o.chips_per_host, o.wraparound});
-  if (!topo.ok()) {
-    if (!o.chips_per_host_given && absl::StrContains(topo.status().message(), "chips_per_host")) {
-      return Fail(absl::Status(topo.status().code(),
-                               absl::StrCat(topo.status().message(), " (", o.chips_per_host,
-                                            " is the default: give --chips-per-host N)")));
-    }
-    return Fail(topo.status());
-  }
+  if (!topo.ok()) return Fail(SayingTheDefaultChipsPerHost(topo.status(), o.chips_per_host, o.chips_per_host_given));
   if (!(o.time_scale >= 0) || !std::isfinite(o.time_scale)) {  // NaN fails >= 0
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("--time-scale ", o.time_scale, ": must be 0 (unpaced) or a positive stretch factor")));
@@ -273,7 +266,7 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
   up->add_option("--heartbeat-timeout", up_opts->heartbeat_timeout,
                  "how long a worker may go without a heartbeat before the coordinator asks it directly;\n"
                  "one that does not answer either within this time is lost, one that answers is slow.\n"
-                 "Seconds, or with a unit (500ms, 30s, 2m). Default: 3, or 0.1 per chip per core of this\n"
+                 "Seconds, or with a unit (500ms, 30s, 2m). Default: 3, or 0.1 x chips / cores of this\n"
                  "machine when that is more (12.8 for 256 chips on 2 cores): the whole pod shares its cores");
   up->add_option("--keep-memory-for", up_opts->keep_memory_for,
                  "how long each worker keeps a finished job's memory before giving it back to the system\n"

@@ -21,6 +21,7 @@ namespace {
 struct PlanOptions {
   std::string model, topology, batch;
   int slices = 1, chips_per_host = 4, top = 0, verify = 0;
+  bool chips_per_host_given = false;
   bool json = false;
 };
 
@@ -33,9 +34,12 @@ absl::StatusOr<double> ParseTokens(const std::string& text) {
     s.pop_back();
   }
   double v = 0;
-  if (!absl::SimpleAtod(s, &v) || !(v * scale >= 1) || !std::isfinite(v)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--batch-tokens '", text, "': the global batch in tokens, a positive number such as 3M, 1.5e6 or 16000000"));
+  // At most a trillion: real global batches are millions of tokens, and 1e30
+  // printed 1e26-GB rows.
+  if (!absl::SimpleAtod(s, &v) || !(v * scale >= 1) || !(v * scale <= 1e12)) {
+    return absl::InvalidArgumentError(absl::StrCat("--batch-tokens '", text,
+                                                   "': the global batch in tokens, from 1 to 1e12, such as 3M, "
+                                                   "1.5e6 or 16000000"));
   }
   return v * scale;
 }
@@ -135,7 +139,7 @@ int RunPlan(const PlanOptions& o) {
   auto tokens = ParseTokens(o.batch);
   if (!tokens.ok()) return Fail(tokens.status());
   auto topo = Topology::Create({o.topology, o.slices, o.chips_per_host, "auto"});
-  if (!topo.ok()) return Fail(topo.status());
+  if (!topo.ok()) return Fail(SayingTheDefaultChipsPerHost(topo.status(), o.chips_per_host, o.chips_per_host_given));
   auto plans = PlanMeshes({*model, *tokens}, *topo);
   if (!plans.ok()) return Fail(plans.status());
   const ChipProfile& chip = topo->profile();
@@ -230,7 +234,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   c->add_flag("--json", o->json,
               "print {model, params, topology, chips, batch_tokens, ici_intensity, plans: [...]} (with --verify, the "
               "first K plans carry a verify object)");
-  c->callback([o, exit_code] { *exit_code = RunPlan(*o); });
+  c->callback([o, c, exit_code] {
+    o->chips_per_host_given = c->count("--chips-per-host") > 0;
+    *exit_code = RunPlan(*o);
+  });
 }
 
 }  // namespace tpuemu

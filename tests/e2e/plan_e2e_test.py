@@ -116,6 +116,9 @@ class PlanTest(Pod):
             (["--model", "llama9", "--topology", "v5p:4x4", "--batch-tokens", "1M"], "neither a preset"),
             (["--model", "llama2-13b", "--topology", "v5p:4x4", "--batch-tokens", "0"], "--batch-tokens '0'"),
             (["--model", "llama2-13b", "--topology", "v5p:4x4", "--batch-tokens", "lots"], "--batch-tokens 'lots'"),
+            (["--model", "llama2-13b", "--topology", "v5p:4x4", "--batch-tokens", "1e30"], "from 1 to 1e12"),
+            (["--model", "llama2-7b", "--topology", "v5p:1x1", "--batch-tokens", "1M"],
+             "(4 is the default: give --chips-per-host N)"),
             (["--model", "llama2-13b", "--topology", "tpu9:4x4", "--batch-tokens", "1M"], "tpu9"),
         ]:
             r = self.cli("plan", *args)
