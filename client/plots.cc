@@ -1,6 +1,8 @@
 #include "client/plots.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -11,6 +13,7 @@
 #include "client/png_render.h"
 #include "client/coordinator_client.h"
 #include "client/pod_state.h"
+#include "core/base/output_file.h"
 #include "core/base/units.h"
 
 namespace tpuemu {
@@ -69,9 +72,11 @@ bool IsPng(const std::string& path) { return absl::EndsWithIgnoreCase(path, ".pn
 }  // namespace
 
 absl::Status CheckChartPath(const std::string& flag, const std::string& path) {
-  if (absl::EndsWithIgnoreCase(path, ".svg") || IsPng(path)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      flag, " ", path, ": a chart is written as SVG or PNG, chosen by the name's end: give FILE.svg or FILE.png"));
+  if (!absl::EndsWithIgnoreCase(path, ".svg") && !IsPng(path)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " ", path, ": a chart is written as SVG or PNG, chosen by the name's end: give FILE.svg or FILE.png"));
+  }
+  return CheckOutputFile(flag, path);
 }
 
 absl::Status WriteChart(const Chart& chart, const std::string& path) {
@@ -86,10 +91,12 @@ absl::Status WriteChart(const Chart& chart, const std::string& path) {
   {
     std::ofstream out(tmp, std::ios::binary);
     out << bytes;
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp, ": check the directory exists"));
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot write ", path));
+    const int error = errno;
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(error)));
   }
   return absl::OkStatus();
 }

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/output_file.h"
 #include "nlohmann/json.hpp"
 
 namespace tpuemu {
@@ -101,6 +104,7 @@ ChromeTraceFile::~ChromeTraceFile() {
 }
 
 absl::Status ChromeTraceFile::Open() {
+  if (auto s = CheckOutputFile(flag_, path_); !s.ok()) return s;
   out_.open(tmp_);
   if (!out_) return absl::InvalidArgumentError(absl::StrCat(flag_, ": cannot write '", path_, "'"));
   writer_ = std::make_unique<ChromeTraceWriter>(out_);
@@ -117,7 +121,7 @@ absl::Status ChromeTraceFile::Commit() {
   out_.close();
   if (!out_) return absl::InternalError(absl::StrCat("writing '", tmp_, "' failed (disk full?)"));
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("renaming '", tmp_, "' to '", path_, "' failed"));
+    return absl::InternalError(absl::StrCat("writing '", path_, "' failed: ", std::strerror(errno)));
   }
   committed_ = true;
   return absl::OkStatus();

@@ -239,6 +239,12 @@ class BadInputTest(Pod):
             (["cluster", "restart-worker", "2", "--timeout", "-5"], "--timeout: '-5': expected a number of seconds"),
             (["fault", "3", "--straggler", "1@2", "--from-step", "-1"], "--from-step: '-1': expected a whole number, 0"),
             (["credentials", "create", "new", "--uid", "-5"], "--uid"),
+            # An output file that cannot be written is refused before anything runs.
+            (["plot", "1", "-o", "/nonexistent/p.svg"], "-o /nonexistent/p.svg: there is no directory /nonexistent"),
+            (["bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB", "--plot", "/"],
+             "--plot /: a chart is written as SVG or PNG"),
+            (["bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", "64KiB", "--plot",
+              "/nonexistent/x.svg"], "there is no directory /nonexistent"),
         ]:
             r = self.cli(*args)
             self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
@@ -443,6 +449,10 @@ class TrainJobTest(Pod):
         self.assertEqual(piped.returncode, 0, piped.stderr)
         self.assertEqual(json.loads(piped.stdout), trace)
         self.assertIn(f"wrote {len(spans)} spans of {job['id']} to standard output", piped.stderr)
+        # A directory is no file to write it to (it said "renaming '....tmp' failed").
+        r = self.cli("trace", job["id"], "-o", self.home)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"-o {self.home}: is a directory", r.stderr)
         # The job and the list read back too.
         self.assertEqual(json.loads(self.cli("status", job["id"], "--json").stdout), job)
         # Its number alone names it too.
