@@ -102,7 +102,7 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
   for (int written = 0; !(std::ifstream(port_file) >> written);) {
     if (!IsRunning(state.coordinator_process)) {
       return fail(absl::InternalError(
-          absl::StrCat("the coordinator exited; its log says:\n", TailFile(logs + "/coordinator.log", 10))));
+          absl::StrCat("the coordinator exited; its log says:\n", TailOfLastStart(logs + "/coordinator.log", 10))));
     }
     if (std::chrono::steady_clock::now() - start > std::chrono::seconds(10)) {
       return fail(absl::DeadlineExceededError("the coordinator did not start within 10 s; see " + logs));
@@ -154,12 +154,12 @@ absl::StatusOr<v1::ClusterStatus> WaitUntilReady(const PodState& state, double t
     }
     if (!IsRunning(state.coordinator_process)) {
       return absl::InternalError(absl::StrCat("the coordinator exited; its log says:\n",
-                                              TailFile(state.coordinator_process.log, 10)));
+                                              TailOfLastStart(state.coordinator_process.log, 10)));
     }
     for (const PodWorker& w : state.workers) {
       if (!IsRunning(w.process)) {
         return absl::InternalError(absl::StrCat("worker slice ", w.slice, " host ", w.host,
-                                                " exited; its log says:\n", TailFile(w.process.log, 10)));
+                                                " exited; its log says:\n", TailOfLastStart(w.process.log, 10)));
       }
     }
     if (std::chrono::steady_clock::now() > deadline) {

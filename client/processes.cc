@@ -57,6 +57,8 @@ std::string FindBinary(const std::string& name) {
   return name;  // execvp searches PATH
 }
 
+constexpr char kStartMarker[] = "--- started by tpuemu";
+
 absl::StatusOr<StartedProcess> SpawnDetached(const std::vector<std::string>& argv, const std::string& log_path) {
   const pid_t pid = fork();
   if (pid < 0) return absl::ResourceExhaustedError("fork failed: too many processes?");
@@ -69,6 +71,10 @@ absl::StatusOr<StartedProcess> SpawnDetached(const std::vector<std::string>& arg
       dup2(fd, STDERR_FILENO);
       close(fd);
     }
+    // Where this start's lines begin: a failed start's error shows them only
+    // (an earlier pod's lines came first, and the one that mattered last).
+    (void)!write(STDOUT_FILENO, kStartMarker, sizeof(kStartMarker) - 1);
+    (void)!write(STDOUT_FILENO, "\n", 1);
     const int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     std::vector<char*> args;
@@ -144,10 +150,14 @@ std::vector<StartedProcess> FindProcesses(const std::function<bool(const std::ve
   return found;
 }
 
-std::string TailFile(const std::string& path, int lines) {
+std::string TailOfLastStart(const std::string& path, int lines) {
   std::ifstream in(path);
   std::deque<std::string> last;
   for (std::string line; std::getline(in, line);) {
+    if (line == kStartMarker) {  // what came before is an earlier start's
+      last.clear();
+      continue;
+    }
     last.push_back(line);
     if (static_cast<int>(last.size()) > lines) last.pop_front();
   }

@@ -38,6 +38,8 @@ int StopProcesses(const std::vector<StartedProcess>& processes, double grace_s);
 // The running processes of this user whose command line `match` accepts
 // (e.g. workers someone started by hand for a pod), with their identities.
 std::vector<StartedProcess> FindProcesses(const std::function<bool(const std::vector<std::string>& argv)>& match);
-std::string TailFile(const std::string& path, int lines);
+// The last `lines` lines a process SpawnDetached started last wrote to its
+// log (which keeps every earlier start's too).
+std::string TailOfLastStart(const std::string& path, int lines);
 
 }  // namespace tpuemu

@@ -5,6 +5,7 @@ binaries, started the way a user starts them, on 127.0.0.1.
 Every test gets its own TPUEMU_HOME and stops every process it started."""
 
 import json
+import socket
 import os
 import re
 import shutil
@@ -100,6 +101,21 @@ class Pod(unittest.TestCase):
 
 
 class ClusterLifecycleTest(Pod):
+    def test_a_failed_start_shows_its_own_log_lines_only(self):
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = str(taken.getsockname()[1])
+            self.up("--topology", "v5p:2x2", "--chips-per-host", "2")
+            self.cli("cluster", "down")
+            r = self.cli("cluster", "up", "--local", "--topology", "v5p:2x2", "--chips-per-host", "2", "--http-port",
+                         port)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"cannot serve HTTP on 127.0.0.1:{port}", r.stderr)
+        # The first pod's lines (the same log file) are not shown: they came first, and hid the reason.
+        self.assertNotIn("pod ready", r.stderr)
+
+
     def test_up_bench_status_down(self):
         self.up("--topology", "v5e:4x4")
         status = json.loads(self.cli("cluster", "status", "--json").stdout)
