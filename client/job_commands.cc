@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "views/chrome_trace.h"
@@ -115,17 +116,18 @@ int Finish(const v1::Job& job, bool json) {
   return 1;
 }
 
-// The pod's refusals begin with the job's name, or "job" where a check has
-// no name at hand ("dp-small: out of memory ...", "job: num_chips: 3 ..."):
-// here they name the file, which is what the user edits.
+// The pod refuses a job with messages that begin with its name, with "job"
+// where a check has no name at hand, or with the key ("dp-small: out of
+// memory ...", "job: num_chips: 3 ...", "faults: kill_worker ..."): here they
+// name the file, which is what the user edits. A flag's refusal (`priority`)
+// is not the file's.
 absl::Status NamingTheFile(const absl::Status& refusal, const std::string& name, const std::string& path) {
-  const absl::string_view message = refusal.message();
+  absl::string_view message = refusal.message();
+  if (!absl::IsInvalidArgument(refusal) || absl::StartsWith(message, "`")) return refusal;
   for (const std::string& prefix : {name + ": ", std::string("job: ")}) {
-    if (absl::StartsWith(message, prefix)) {
-      return absl::Status(refusal.code(), absl::StrCat(path, ": ", message.substr(prefix.size())));
-    }
+    if (absl::ConsumePrefix(&message, prefix)) break;
   }
-  return refusal;
+  return absl::Status(refusal.code(), absl::StrCat(path, ": ", message));
 }
 
 int Submit(const JobOptions& o) {

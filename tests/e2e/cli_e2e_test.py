@@ -618,7 +618,9 @@ class TrainJobTest(Pod):
         for text, needle in [("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nhbm_bytes: 1\n",
                               f"error: {bad}: out of memory: each chip needs"),
                              ("name: mine\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nnum_chips: 3\n",
-                              f"error: {bad}: num_chips: 3: no block of whole hosts")]:
+                              f"error: {bad}: num_chips: 3: no block of whole hosts"),
+                             ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nfaults:\n  - kill_worker: 9 at 0\n",
+                              f"error: {bad}: faults: kill_worker")]:
             with open(bad, "w") as f:
                 f.write(text)
             r = self.cli("submit", bad)
