@@ -26,8 +26,8 @@ absl::Status Explain(const grpc::Status& s, const std::string& address) {
         "no coordinator answers at ", address, " (", s.error_message(), "): ",
         closed ? "it closed the connection: plaintext against TLS? (a pod started with --insecure needs "
                  "TPUEMU_INSECURE=1 or --insecure here, and one with TLS needs neither; docs/security.md)"
-               : "is the pod running? (`tpuemu cluster status`; start one with `tpuemu cluster up --local "
-                 "--topology v5e:4x4`)"));
+               : "is the pod running? (a local pod whose coordinator stopped: `tpuemu cluster restart-coordinator`; "
+                 "none: `tpuemu cluster up --local --topology v5e:4x4`)"));
   }
   return FromGrpcStatus(s);
 }

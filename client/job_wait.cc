@@ -29,8 +29,9 @@ absl::StatusOr<v1::Job> RunJob(CoordinatorClient& client, const v1::SubmitJobReq
   auto job = client.Submit(request);
   if (!job.ok()) return job.status();
   // Its result is for this command only: interrupted, the job goes too.
-  OnInterrupt cancel([&client, id = job->id(), what] {
-    const bool cancelled = client.Cancel(id).ok();
+  // A client of its own: the interrupt's thread may outlive this call's.
+  OnInterrupt cancel([address = client.address(), id = job->id(), what] {
+    const bool cancelled = CoordinatorClient(address).Cancel(id).ok();
     std::fprintf(stderr, "interrupted: %s (%s) %s\n", id.c_str(), what.c_str(),
                  cancelled ? "cancelled" : "may still run: `tpuemu cancel` it");
   });
