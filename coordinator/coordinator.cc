@@ -49,15 +49,14 @@ absl::Status Coordinator::RestoreJobs() {
   for (const JobRecord& r : restored->pending) {
     // Planned again: the pod this coordinator serves may differ from the last one's.
     auto planned = Plan(r.spec);
-    if (!planned.ok()) {
+    const absl::Status queued = planned.ok() ? scheduler_.Requeue(r, *std::move(planned)) : planned.status();
+    if (!queued.ok()) {
       store_.Update(r.id, [&](JobRecord& job) {
         job.state = JobState::kFailed;
         job.error = absl::StrCat("queued when the coordinator restarted, and no longer fits this pod (",
-                                 topo_.Describe(), "): ", planned.status().message());
+                                 topo_.Describe(), "): ", queued.message());
       });
-      continue;
     }
-    scheduler_.Requeue(r, *std::move(planned));
   }
   return absl::OkStatus();
 }

@@ -18,6 +18,26 @@ std::optional<Placement> CheckpointPlace(const JobRecord& r) {
   return r.placement;
 }
 
+// How `planned` lays out its checkpoints on `pod` (empty: it writes none).
+std::string CheckpointLayout(const PlannedJob& planned, const Topology& pod) {
+  const std::string layout = planned.CheckpointLayout();
+  return layout.empty() ? layout : absl::StrCat(layout, " on ", pod.Describe());
+}
+
+// A checkpoint is one file per chip, each holding that chip's shards: it
+// resumes only on the mesh and pod that wrote it (refused here, before
+// anything changes, rather than by every worker when it reads its file).
+absl::Status CheckpointFits(const JobRecord& r, const PlannedJob& planned, const Topology& pod) {
+  if (r.checkpoint_step == 0 || r.checkpoint_layout.empty()) return absl::OkStatus();
+  const std::string here = CheckpointLayout(planned, pod);
+  if (here == r.checkpoint_layout) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      r.id, "'s checkpoint after step ", r.checkpoint_step, " was written by ", r.checkpoint_layout,
+      "; this pod would run it as ", here,
+      ". A checkpoint resumes only on the mesh and pod that wrote it: bring up a pod of that shape on this job "
+      "store, or submit the job file again to start from step 0"));
+}
+
 // What a job on `part` waits for, for people: "the whole pod", "1 free
 // slice of 2", "a free 2x2 block of hosts on 1 slice".
 std::string WantedText(const Topology& pod, const PodPart& part) {
@@ -82,11 +102,13 @@ void Scheduler::EnqueueLocked(Queued job) {
   cv_.notify_all();
 }
 
-void Scheduler::Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned) {
+absl::Status Scheduler::Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned) {
+  if (auto fits = CheckpointFits(record, *planned, pod_); !fits.ok()) return fits;
   std::lock_guard<std::mutex> lock(mu_);
   const JobKind* kind = *FindJobKind(record.spec.kind());  // it was planned: its kind exists
   EnqueueLocked(Queued{record.id, record.number, record.restarts, kind, record.spec, std::move(planned),
                        CheckpointPlace(record), record.priority});
+  return absl::OkStatus();
 }
 
 absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::string& why) {
@@ -114,6 +136,7 @@ absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why)
   if (!spec.ok()) return spec.status();
   auto planned = plan_(*spec);
   if (!planned.ok()) return planned.status();
+  if (auto fits = CheckpointFits(r, **planned, pod_); !fits.ok()) return fits;
   const int done = r.checkpoint_step;
   store_.Rewind(r.id, done, [&](JobRecord& job) {
     job.spec = *spec;
@@ -309,6 +332,7 @@ void Scheduler::JobLoop() {
     store_.Update(job.id, [&](JobRecord& r) {
       r.state = JobState::kRunning;
       r.placement = *placement;
+      r.checkpoint_layout = CheckpointLayout(*job.planned, pod_);
       r.started_unix_s = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
     });
     Running* r = running.get();

@@ -46,8 +46,8 @@ class Scheduler {
                                    int priority);
   // Queues again a pending job a restarted coordinator read back from its
   // store (planned again on this pod), behind those already queued of its
-  // priority or higher.
-  void Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned);
+  // priority or higher. Refused for a checkpoint another mesh or pod wrote.
+  absl::Status Requeue(const JobRecord& record, std::shared_ptr<const PlannedJob> planned);
   absl::StatusOr<JobRecord> Cancel(const std::string& id);
   // `tpuemu fault`: faults join running job `id` from `from_step` or the
   // first step not yet sent to its workers, whichever is later; returns them

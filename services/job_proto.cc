@@ -92,6 +92,7 @@ absl::StatusOr<JobRecord> RecordFromProto(const v1::Job& job, uint64_t number) {
   record.steps_dropped = job.steps_dropped();
   for (const v1::HostMemory& m : job.worker_memory()) record.worker_memory.push_back(FromProto(m));
   record.checkpoint_step = job.checkpoint_step();
+  record.checkpoint_layout = job.checkpoint_layout();
   record.restarts = job.restarts();
   record.restart_reason = job.restart_reason();
   record.placement = FromProto(job.placement());
@@ -128,6 +129,7 @@ v1::Job ToProto(const JobRecord& record) {
   job.set_steps_dropped(record.steps_dropped);
   for (const HostMemoryUse& m : record.worker_memory) *job.add_worker_memory() = ToProto(m);
   job.set_checkpoint_step(record.checkpoint_step);
+  job.set_checkpoint_layout(record.checkpoint_layout);
   job.set_restarts(record.restarts);
   job.set_restart_reason(record.restart_reason);
   job.set_priority(record.priority);

@@ -168,7 +168,10 @@ nlohmann::json JobJson(const v1::Job& job) {
     }
   }
   if (job.finished_unix_s() > 0) out["finished_unix_s"] = job.finished_unix_s();
-  if (job.checkpoint_step() > 0) out["checkpoint_step"] = job.checkpoint_step();
+  if (job.checkpoint_step() > 0) {
+    out["checkpoint_step"] = job.checkpoint_step();
+    out["checkpoint_layout"] = job.checkpoint_layout();
+  }
   if (job.restarts() > 0) {
     out["restarts"] = job.restarts();
     out["restart_reason"] = job.restart_reason();

@@ -41,6 +41,9 @@ class PlannedJob {
   // Whether the hosts keep a checkpoint after `step` (training's
   // checkpoint_every): once every host ran it, the job can resume from there.
   virtual bool CheckpointAfter(int step) const { return false; }
+  // What a checkpoint of the job is laid out by (training: its mesh); a
+  // checkpoint resumes only under the same layout. Empty: no checkpoints.
+  virtual std::string CheckpointLayout() const { return {}; }
   // How many times the job resumes by itself after a lost worker.
   virtual int max_restarts() const { return 0; }
   // The part of the pod the job runs on (all 0: the whole pod). A job on

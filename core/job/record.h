@@ -61,6 +61,9 @@ struct JobRecord {
   // steps done at the latest checkpoint every host wrote (0: none), how many
   // times the job was resumed, and why it was the last time.
   int checkpoint_step = 0;
+  // The mesh and pod it last started on, which lay its checkpoints out
+  // (Scheduler: a checkpoint resumes only under the same; empty: unknown).
+  std::string checkpoint_layout;
   int restarts = 0;
   std::string restart_reason;
   // Where it runs, and when it last started (0: not yet).

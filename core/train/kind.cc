@@ -24,6 +24,7 @@ class PlannedTraining : public PlannedJob {
   int steps() const override { return job_.config.steps; }
   int first_step() const override { return job_.resume_step; }
   bool CheckpointAfter(int step) const override { return CheckpointDue(job_.config, step); }
+  std::string CheckpointLayout() const override { return absl::StrCat("mesh ", job_.mesh.Describe()); }
   int max_restarts() const override { return job_.config.max_restarts; }
   PodPart part() const override { return part_; }
 

@@ -256,6 +256,43 @@ class JobStoreTest(Pod):
         # Finished jobs leave no checkpoint behind.
         self.assertEqual(os.listdir(os.path.join(self.home, "checkpoints")), [])
 
+    def test_resume_on_a_pod_of_another_shape_is_refused_and_changes_nothing(self):
+        self.up(*TOPOLOGY)
+        # FSDP over the pod's 8 chips: each chip's checkpoint holds an eighth of the weights.
+        text = (job_text("moved", 100000, data_parallelism=1).replace("ici_fsdp_parallelism: 1", "ici_fsdp_parallelism: -1")
+                + "checkpoint_every: 2\n")
+        job_id = self.submit(self.write("moved.yaml", text))
+        deadline = time.time() + 60
+        while json.loads(self.status_json(job_id)).get("checkpoint_step", 0) == 0:
+            self.assertLess(time.time(), deadline, "no checkpoint within 60 s")
+            time.sleep(0.1)
+        self.assertEqual(self.cli("cancel", job_id).returncode, 0)
+        before = json.loads(self.status_json(job_id))
+        self.assertIn("on v5p:2x4", before["checkpoint_layout"])
+        self.cli("cluster", "down")
+
+        # Eight chips again, as two slices: the job plans, but its shards are another size.
+        self.up("--topology", "v5p:2x2", "--slices", "2", "--chips-per-host", "4")
+        r = self.cli("resume", job_id)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn(f"{job_id}'s checkpoint after step {before['checkpoint_step']} was written by mesh", r.stderr)
+        self.assertIn("this pod would run it as mesh data=dcn(2)", r.stderr)
+        self.assertIn("submit the job file again to start from step 0", r.stderr)
+        after = json.loads(self.status_json(job_id))
+        self.assertEqual((after["state"], after.get("restarts", 0)), ("cancelled", 0))
+        self.assertEqual(after["checkpoint_layout"], before["checkpoint_layout"])
+        self.cli("cluster", "down")
+
+        # Its own shape takes it back.
+        self.up(*TOPOLOGY)
+        r = self.cli("resume", job_id)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        deadline = time.time() + 60
+        while len(json.loads(self.status_json(job_id))["steps"]) <= len(before["steps"]):
+            self.assertLess(time.time(), deadline, "the resumed job ran no step in 60 s")
+            time.sleep(0.2)
+        self.assertEqual(json.loads(self.status_json(job_id))["state"], "running")
+
 
 if __name__ == "__main__":
     unittest.main()
