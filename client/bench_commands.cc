@@ -113,13 +113,14 @@ int Bench(const BenchOptions& o) {
       std::printf("\nfaults and contention: %s (predicted_us and seed_us are for healthy links: ratio is what they cost)\n",
                   absl::StrJoin(done.front().result().faults(), "; ").c_str());
     }
-    std::printf("\npredicted: the exact closed form of the algorithm run (its busiest link's bytes over the\n"
-                "link's bandwidth, plus its hops' latency); ratio = emulated / predicted. seed_us: the seed's\n"
-                "rule of thumb for the same case (V / W_bidir per axis, n_axes times faster over several axes;\n"
-                "it drops (N-1)/N), seed_r = emulated / seed_us, '-' where the seeds give no rule. algbw/busbw:\n"
-                "GB/s on the wall clock for the host's f32 array (nccl-tests definitions). peak_MiB: the largest\n"
-                "worker's resident memory at its peak during the job (workers give it back once idle for\n"
-                "--keep-memory-for, 30 s by default). --json adds per-link bytes and every worker's memory.\n");
+    std::printf("\npredicted: the closed form of the algorithm run (its busiest link's bytes over the link's\n"
+                "bandwidth plus a hop, or its chain of hops if longer, with a reduction's adds; within 2%% on\n"
+                "rings); ratio = emulated / predicted. seed_us: the seed's rule of thumb for the same case\n"
+                "(V / W_bidir per axis, n_axes times faster over several axes; it drops (N-1)/N), seed_r =\n"
+                "emulated / seed_us, '-' where the seeds give no rule. algbw/busbw: GB/s on the wall clock for\n"
+                "the host's f32 array (nccl-tests definitions). peak_MiB: the largest worker's resident memory\n"
+                "at its peak during the job (workers give it back once idle for --keep-memory-for, 30 s by\n"
+                "default). --json adds per-link bytes and every worker's memory.\n");
   }
   return all_good ? 0 : 1;
 }

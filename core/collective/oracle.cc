@@ -1,9 +1,11 @@
 #include "core/collective/oracle.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/collective/executor.h"
+#include "core/pod/link_clock.h"
 
 namespace tpuemu {
 namespace {
@@ -96,49 +98,73 @@ double OracleTransferSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v
   return 0;
 }
 
-double OracleChainSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, double chunk, LinkParams link) {
-  if (op == CollectiveOp::kAllReduce) return 2 * OracleChainSeconds(CollectiveOp::kReduceScatter, alg, n, v, chunk, link);
+double OracleChainSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, double chunk, LinkParams link,
+                          const ReduceTime& reduce) {
+  if (op == CollectiveOp::kAllReduce) {
+    return OracleChainSeconds(CollectiveOp::kReduceScatter, alg, n, v, chunk, link, reduce) +
+           OracleChainSeconds(CollectiveOp::kAllGather, alg, n, v, chunk, link, reduce);
+  }
   const int hops = OracleHops(op, alg, n);  // an AllToAll's farthest block goes as far
   if (hops == 0) return 0;
+  const double w = link.bw_dir;
   // The piece a link carries at each step: a shard (AllToAll: the link's
-  // load spread over its steps); an even bidirectional ring's last hop
-  // carries half a shard.
-  const double piece =
-      op == CollectiveOp::kAllToAll ? OracleTransferSeconds(op, alg, n, v, link) * link.bw_dir / hops : v / n;
-  // Cut-through: the first chunk goes on the wire once, and each further hop
-  // forwards it a slice behind (executor.h); reductions wait for it whole.
-  const double first = std::min(chunk, piece) / link.bw_dir;
-  const double behind = op == CollectiveOp::kReduceScatter ? first : first / kCutThroughSlices;
-  return hops * link.latency + first + (hops - 1) * behind;
+  // load spread over its steps). An even bidirectional ring's hop to or from
+  // the opposite chip carries half a shard.
+  const double piece = op == CollectiveOp::kAllToAll ? OracleTransferSeconds(op, alg, n, v, link) * w / hops : v / n;
+  const bool halves = alg == RingAlgorithm::kBiRing && n % 2 == 0 && op != CollectiveOp::kAllToAll;
+  const double whole = std::min(chunk, piece), half = std::min(chunk, halves ? piece / 2 : piece);
+  if (op != CollectiveOp::kReduceScatter) {
+    // Cut-through: the first chunk goes on the wire once, and each further
+    // hop forwards it a slice behind (executor.h). The part that goes on
+    // travels first, so an even ring's last hop ends with its half.
+    return hops * link.latency + half / w + (hops - 1) * whole / w / kCutThroughSlices;
+  }
+  // A reduction forwards a chunk once it is in whole and added. On a
+  // bidirectional ring both directions' chunks arrive together and are added
+  // one after the other, so one direction waits for one more add.
+  const double other_add = alg != RingAlgorithm::kBiRing ? 0 : reduce(halves && hops == 1 ? half : whole);
+  if (halves && hops == 1) return link.latency + half / w + reduce(half) + other_add;
+  // An even ring's first hop carries half a shard; the next sends its own
+  // half first, while that half arrives and is added, once its link has
+  // sent it.
+  const double first = halves ? std::max(half / w, link.latency + reduce(half)) : link.latency + whole / w + reduce(whole);
+  return first + (hops - 1) * (link.latency + whole / w + reduce(whole)) + other_add;
 }
 
-double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, double chunk, LinkParams link) {
-  // An AllReduce is a ReduceScatter, then an AllGather.
-  if (op == CollectiveOp::kAllReduce) return 2 * OracleSeconds(CollectiveOp::kReduceScatter, alg, n, v, chunk, link);
-  return std::max(OracleChainSeconds(op, alg, n, v, chunk, link),
-                  OracleTransferSeconds(op, alg, n, v, link) + link.latency);
+double OracleTailSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v, double chunk, const ReduceTime& reduce) {
+  if (op != CollectiveOp::kReduceScatter || n < 2) return 0;
+  // The last chunk in from each direction (an even bidirectional ring of two
+  // sends half a shard each way) is added after it arrives, one add at a
+  // time on the chip's vector units.
+  const bool bi = alg == RingAlgorithm::kBiRing;
+  const double piece = bi && n == 2 ? v / 4 : v / n;
+  const double last = piece - chunk * std::ceil(piece / chunk - 1);  // a shard's chunks: the last may be short
+  return (bi ? 2 : 1) * reduce(last);
 }
 
 namespace {
 
 // One stage of a collective: the busiest link's transfer time, the chain of
-// hops of its slowest part, and the busiest link's hop latency. Alone, a
-// stage takes max(chain, busiest + hop).
+// hops of its slowest part, the busiest link's hop latency, and the adds
+// after the last arrivals (reductions). Alone, a stage takes
+// max(chain, busiest + hop + tail).
 struct Stage {
-  double busiest = 0, chain = 0, hop = 0;
+  double busiest = 0, chain = 0, hop = 0, tail = 0;
   bool dcn = false;  // which links it loads: DCN's, or ICI's
 };
 
-Stage OneAxisStage(CollectiveOp op, const AxisPlan& axis, double v, double chunk, LinkParams link) {
+Stage OneAxisStage(CollectiveOp op, const AxisPlan& axis, double v, double chunk, LinkParams link,
+                   const ReduceTime& reduce) {
   return {OracleTransferSeconds(op, axis.algorithm, axis.size, v, link),
-          OracleChainSeconds(op, axis.algorithm, axis.size, v, chunk, link), link.latency, axis.axis == Axis::kDcn};
+          OracleChainSeconds(op, axis.algorithm, axis.size, v, chunk, link, reduce), link.latency,
+          OracleTailSeconds(op, axis.algorithm, axis.size, v, chunk, reduce), axis.axis == Axis::kDcn};
 }
 
 // The stages a planned collective runs, in order. An AllReduce is a
-// ReduceScatter stage then an AllGather stage, alike; a DCN phase is a stage
-// in between (the DCN axis is first in every part's gather order, last in
-// its reduce order, so all parts cross it together with the chip's whole
-// 1/N_ici shard).
+// ReduceScatter stage then an AllGather stage; a DCN phase is a stage in
+// between (the DCN axis is first in every part's gather order, last in its
+// reduce order, so all parts cross it together with the chip's whole 1/N_ici
+// shard).
 std::vector<Stage> PlanStages(const CollectivePlan& plan, const Topology& topo) {
   const CollectiveSpec& spec = plan.spec();
   const double v = static_cast<double>(spec.bytes);
@@ -146,52 +172,58 @@ std::vector<Stage> PlanStages(const CollectivePlan& plan, const Topology& topo) 
   const int k = plan.num_parts();
   const bool a2a = spec.op == CollectiveOp::kAllToAll;
   const bool all_reduce = spec.op == CollectiveOp::kAllReduce;
-  const CollectiveOp op = all_reduce ? CollectiveOp::kReduceScatter : spec.op;
   const Split axes = SplitAxes(plan);
   // A wire chunk: chunk_bytes of host f32 elements, dtype_bytes each on the emulated wire.
   const double chunk = static_cast<double>(spec.chunk_bytes / sizeof(float) * spec.dtype_bytes);
-  std::vector<Stage> dcn;
-  double dcn_factor = 1;
-  if (axes.dcn != nullptr) {
-    const Stage one = OneAxisStage(op, *axes.dcn, v / n * axes.dcn->size, chunk, topo.Link(Axis::kDcn));
-    dcn.assign(all_reduce ? 2 : 1, one);
-    if (!a2a) dcn_factor = axes.dcn->size;
-  }
-  if (axes.ici.empty()) return dcn;
+  // A received chunk's add on the chip's vector units (executor.cc): it
+  // reads two operands and writes the sum.
+  const ChipProfile& chip = topo.profile();
+  const ReduceTime reduce = [&chip, dtype = spec.dtype_bytes](double bytes) {
+    return RooflineSeconds(chip, bytes / dtype, 3 * bytes);
+  };
+  const double dcn_factor = axes.dcn != nullptr && !a2a ? axes.dcn->size : 1;
+  auto dcn_stage = [&](CollectiveOp op) {
+    return OneAxisStage(op, *axes.dcn, v / n * axes.dcn->size, chunk, topo.Link(Axis::kDcn), reduce);
+  };
   // Every part's phase on an axis loads that axis's links; the parts run at
   // once, so the busiest axis sets the transfer time; each part crosses every
   // axis, one after the other, so its chains of hops add up.
-  std::map<Axis, double> transfer;
-  Stage ici;
-  const double shard = static_cast<double>(plan.virtual_len()) / n;
-  for (int p = 0; p < k; ++p) {
-    const double fraction =
-        a2a ? 1.0 / k : static_cast<double>(plan.part_offsets()[p + 1] - plan.part_offsets()[p]) / shard;
-    double gathered = v / n * fraction * dcn_factor, part_chain = 0;
-    for (size_t i = 0; i < axes.ici.size(); ++i) {
-      const AxisPlan& ap = axes.ici[(i + p) % axes.ici.size()];
-      const LinkParams link = topo.Link(ap.axis);
-      // The array this phase moves: AllToAll's stays one chip's part; a
-      // gather (or reduce-scatter) grows by each axis it crosses.
-      const double array = a2a ? v / k / n * ap.size : (gathered *= ap.size);
-      transfer[ap.axis] += OracleTransferSeconds(op, ap.algorithm, ap.size, array, link);
-      part_chain += OracleChainSeconds(op, ap.algorithm, ap.size, array, chunk, link);
+  auto ici_stage = [&](CollectiveOp op) {
+    std::map<Axis, double> transfer;
+    Stage ici;
+    const double shard = static_cast<double>(plan.virtual_len()) / n;
+    for (int p = 0; p < k; ++p) {
+      const double fraction =
+          a2a ? 1.0 / k : static_cast<double>(plan.part_offsets()[p + 1] - plan.part_offsets()[p]) / shard;
+      double gathered = v / n * fraction * dcn_factor, part_chain = 0, part_tail = 0;
+      for (size_t i = 0; i < axes.ici.size(); ++i) {
+        const AxisPlan& ap = axes.ici[(i + p) % axes.ici.size()];
+        const LinkParams link = topo.Link(ap.axis);
+        // The array this phase moves: AllToAll's stays one chip's part; a
+        // gather (or reduce-scatter) grows by each axis it crosses.
+        const double array = a2a ? v / k / n * ap.size : (gathered *= ap.size);
+        transfer[ap.axis] += OracleTransferSeconds(op, ap.algorithm, ap.size, array, link);
+        part_chain += OracleChainSeconds(op, ap.algorithm, ap.size, array, chunk, link, reduce);
+        // A reduction's last phase is its first axis in gather order.
+        if (i == 0) part_tail = OracleTailSeconds(op, ap.algorithm, ap.size, array, chunk, reduce);
+      }
+      ici.chain = std::max(ici.chain, part_chain);
+      ici.tail = std::max(ici.tail, part_tail);
     }
-    ici.chain = std::max(ici.chain, part_chain);
-  }
-  for (const auto& [axis, seconds] : transfer) {
-    if (seconds >= ici.busiest) ici.hop = topo.Link(axis).latency;
-    ici.busiest = std::max(ici.busiest, seconds);
-  }
+    for (const auto& [axis, seconds] : transfer) {
+      if (seconds >= ici.busiest) ici.hop = topo.Link(axis).latency;
+      ici.busiest = std::max(ici.busiest, seconds);
+    }
+    return ici;
+  };
   // Gather order: DCN first; reduce order: DCN last.
   std::vector<Stage> stages;
-  if (op == CollectiveOp::kReduceScatter) stages.push_back(ici);
-  if (!dcn.empty()) stages.push_back(dcn.front());
-  if (op != CollectiveOp::kReduceScatter) stages.push_back(ici);
-  if (all_reduce) {
-    if (dcn.size() > 1) stages.push_back(dcn.back());
-    stages.push_back(ici);
-  }
+  const CollectiveOp first = all_reduce ? CollectiveOp::kReduceScatter : spec.op;
+  if (first == CollectiveOp::kReduceScatter && !axes.ici.empty()) stages.push_back(ici_stage(first));
+  if (axes.dcn != nullptr) stages.push_back(dcn_stage(first));
+  if (axes.dcn != nullptr && all_reduce) stages.push_back(dcn_stage(CollectiveOp::kAllGather));
+  if (first != CollectiveOp::kReduceScatter && !axes.ici.empty()) stages.push_back(ici_stage(first));
+  if (all_reduce && !axes.ici.empty()) stages.push_back(ici_stage(CollectiveOp::kAllGather));
   return stages;
 }
 
@@ -209,7 +241,7 @@ double PredictRepeatedSeconds(const CollectivePlan& plan, const Topology& topo, 
   // stage, every collective's load on it, and what follows its last stage
   // (that stage's own hops, then the stages after it).
   const std::vector<Stage> stages = PlanStages(plan, topo);
-  auto alone = [](const Stage& s) { return std::max(s.chain, s.busiest + s.hop); };
+  auto alone = [](const Stage& s) { return std::max(s.chain, s.busiest + s.hop + s.tail); };
   double first = 0;
   for (const Stage& s : stages) first += alone(s);
   double longest = first;

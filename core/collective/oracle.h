@@ -1,17 +1,19 @@
 // Closed-form collective times (DESIGN §4): test oracles that the emulated
 // clock is checked against, never used in its place. Two per case:
-// - exact: the algorithm the emulator runs. Its chunks are pipelined, so once
-//   bandwidth-bound it takes its busiest link's load over the link's
+// - the closed form of the algorithm the emulator runs. Its chunks are
+//   pipelined, so once bandwidth-bound it takes its busiest link's load over the link's
 //   bandwidth plus one hop (the last chunk's flight); otherwise the chain of
 //   its hops: a hop latency each, the first chunk (or the hop's whole piece,
 //   if smaller) on the wire once, and a slice of it per further hop
-//   (cut-through; a reduction waits for its chunk whole): the larger;
+//   (cut-through; a reduction waits for its chunk whole and its add): the
+//   larger, with a reduction's last adds;
 // - the seed's rule of thumb (seed 000: V / W_bidir per axis, n_axes times
 //   faster over several axes, twice for AllReduce, a quarter for AllToAll),
-//   which drops the (N-1)/N the exact form keeps and takes the larger of the
+//   which drops the (N-1)/N the closed form keeps and takes the larger of the
 //   latency and bandwidth terms instead of their sum.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,13 +23,16 @@
 namespace tpuemu {
 
 // One axis of n chips, full array v_bytes, links of bandwidth W (one
-// direction) and hop latency T, wire chunks of chunk_bytes (emulated): the
-// busiest link's load over W; the chain of hops; and the time,
-// max(chain, load / W + T).
+// direction) and hop latency T, wire chunks of chunk_bytes (emulated), a
+// received chunk's add taking reduce(bytes): the busiest link's load over W;
+// the chain of hops; and the adds after the last arrivals. Alone, an axis
+// takes max(chain, load / W + T + tail).
+using ReduceTime = std::function<double(double bytes)>;
 double OracleTransferSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, LinkParams link);
 double OracleChainSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, double chunk_bytes,
-                          LinkParams link);
-double OracleSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, double chunk_bytes, LinkParams link);
+                          LinkParams link, const ReduceTime& reduce);
+double OracleTailSeconds(CollectiveOp op, RingAlgorithm alg, int n, double v_bytes, double chunk_bytes,
+                         const ReduceTime& reduce);
 
 // A planned collective, exactly: each ICI axis's busiest link carries its
 // phases of every part (sized as the plan sized them) while the parts run at

@@ -17,7 +17,7 @@ struct CollectiveReport {
   uint64_t bytes = 0;        // V, emulated bytes of the full array
   int dtype_bytes = 2;
   double emulated_s = 0;     // slowest chip, emulated clock
-  double predicted_s = 0;    // exact closed form of the algorithm run (oracle.h)
+  double predicted_s = 0;    // closed form of the algorithm run (oracle.h)
   double ratio = 0;          // emulated / predicted
   double seed_formula_s = 0; // the seed's rule of thumb for the same case (0: the seeds give none)
   double seed_ratio = 0;     // emulated / seed_formula

@@ -85,8 +85,13 @@ TEST_P(MultiAxisTest, ReachesThePerLinkBoundAndTheSeedsRule) {
   std::printf("%-32s emulated %7.2f us  predicted %7.2f  bound+hop %7.2f  seed %7.2f  (x%.3f, x%.3f of seed)\n",
               Name(c).c_str(), r->emulated_s * 1e6, r->predicted_s * 1e6, (bound + hop) * 1e6,
               r->seed_formula_s * 1e6, r->emulated_s / (bound + hop), r->seed_ratio);
-  // Parts are whole elements, so the balance is exact only to about 1e-4.
-  EXPECT_NEAR(r->predicted_s / (bound + hop), 1.0, 1e-3) << "the exact form is the bound";
+  // The closed form is the bound, and for a ReduceScatter the adds of the
+  // last chunk in from each direction. Parts are whole elements, so the
+  // balance is exact only to about 1e-4.
+  const double adds = c.op != CollectiveOp::kReduceScatter
+                          ? 0
+                          : 2 * RooflineSeconds(topo->profile(), spec.chunk_bytes / 4.0, 3.0 * spec.chunk_bytes);
+  EXPECT_NEAR(r->predicted_s / (bound + hop + adds), 1.0, 1e-3) << "the closed form is the bound";
   EXPECT_GE(r->emulated_s, bound);
   EXPECT_LE(r->emulated_s / (bound + hop), 1.0 + c.tolerance);
   if (c.op != CollectiveOp::kAllToAll) {

@@ -162,6 +162,35 @@ TEST_P(BandwidthTest, TimeIsWithinTwoPercentOfTheOracle) {
   EXPECT_NEAR(r.ratio, 1.0, 0.02) << "emulated " << r.emulated_s << " predicted " << r.predicted_s;
 }
 
+// Between latency- and bandwidth-bound: a shard of one to a few wire chunks,
+// where the chain of hops, the halves an even bidirectional ring splits and
+// the reductions' adds all show. Rings of 2-8 chips and lines of 2-6.
+std::vector<Case> MidSizeCases() {
+  std::vector<Case> cases;
+  for (const Case& c : AllCases()) {
+    if (c.op != CollectiveOp::kAllToAll && c.n <= (c.alg == RingAlgorithm::kLine ? 6 : 8)) cases.push_back(c);
+  }
+  return cases;
+}
+
+using MidSizeTest = CollectiveTest;
+
+TEST_P(MidSizeTest, TimeIsTheOraclesBetweenTheTwoBounds) {
+  // Rings within 2%. A line's ReduceScatter within 4%; its AllReduce starts
+  // the gather at an end while the middle still reduces, up to a hop sooner
+  // than the two stages one after the other (-6%).
+  const Case& c = GetParam();
+  for (uint64_t bytes : {256ull << 10, 1ull << 20, 4ull << 20}) {
+    CollectiveReport r = Run(bytes, 3, 4);
+    EXPECT_TRUE(r.correct);
+    const bool line = c.alg == RingAlgorithm::kLine;
+    const double below = line && c.op == CollectiveOp::kAllReduce ? 0.06 : 0.02;
+    const double above = line && c.op == CollectiveOp::kReduceScatter ? 0.04 : 0.02;
+    EXPECT_GE(r.ratio, 1 - below) << bytes << " B: emulated " << r.emulated_s << " predicted " << r.predicted_s;
+    EXPECT_LE(r.ratio, 1 + above) << bytes << " B: emulated " << r.emulated_s << " predicted " << r.predicted_s;
+  }
+}
+
 // An in-memory pod that records what every frame lends from.
 class RecordingPod : public InProcessPod {
  public:
@@ -235,8 +264,11 @@ TEST(AllToAllForwardingTest, MultiAxisAndCrossSliceAllToAllsAreExact) {
 
 INSTANTIATE_TEST_SUITE_P(Rings, CollectiveTest, testing::ValuesIn(AllCases()),
                          [](const testing::TestParamInfo<Case>& info) { return Name(info.param); });
+INSTANTIATE_TEST_SUITE_P(Rings, MidSizeTest, testing::ValuesIn(MidSizeCases()),
+                         [](const testing::TestParamInfo<Case>& info) { return Name(info.param); });
 INSTANTIATE_TEST_SUITE_P(Rings, BandwidthTest, testing::ValuesIn(BandwidthCases()),
                          [](const testing::TestParamInfo<Case>& info) { return Name(info.param); });
 
 }  // namespace
 }  // namespace tpuemu
+
