@@ -3,7 +3,11 @@
 #include <map>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
+#include "core/pod/placement.h"
+#include "services/proto_conv.h"
 
 namespace tpuemu {
 
@@ -51,11 +55,20 @@ nlohmann::json PodJson(const Topology& topo, const v1::ClusterStatus& status) {
           {"links", links}};
 }
 
-nlohmann::json JobLinksJson(const v1::Job& job, JobTraceReader* trace) {
+std::vector<int> JobPodChips(const Topology& pod, const v1::Job& job) {
+  if (job.started_unix_s() == 0) return {};
+  return PlacedChips(pod, FromProto(job.placement()));
+}
+
+nlohmann::json JobLinksJson(const Topology& pod, const v1::Job& job, JobTraceReader* trace) {
+  const std::vector<int> pod_chips = JobPodChips(pod, job);
+  const auto on_pod = [&](int chip) {
+    return chip >= 0 && chip < static_cast<int>(pod_chips.size()) ? pod_chips[chip] : chip;
+  };
   nlohmann::json links = nlohmann::json::object();
   const auto add_result_links = [&](const auto& uses) {
     for (const v1::LinkUse& l : uses) {
-      nlohmann::json& entry = links[LinkId(l.src(), l.dst(), l.axis(), l.dir())];
+      nlohmann::json& entry = links[LinkId(on_pod(l.src()), on_pod(l.dst()), l.axis(), l.dir())];
       const uint64_t before = entry.is_object() ? entry["bytes"].get<uint64_t>() : 0;
       entry = {{"bytes", before + l.emu_bytes()}};
     }
@@ -71,8 +84,14 @@ nlohmann::json JobLinksJson(const v1::Job& job, JobTraceReader* trace) {
     v1::JobTrace piece;
     while (trace->Next(1 << 20, &piece)) {
       for (const v1::TraceEvent& e : piece.events()) {
-        if (!absl::StartsWith(e.track(), "link ")) continue;
-        auto& [bytes, busy] = sums[e.track().substr(5)];
+        // "link 3->4 x+", in the job's own ids.
+        const std::vector<std::string> words = absl::StrSplit(e.track(), ' ');
+        if (words.size() != 3 || words[0] != "link" || words[2].size() < 2) continue;
+        const std::vector<std::string> ends = absl::StrSplit(words[1], "->");
+        int src = 0, dst = 0;
+        if (ends.size() != 2 || !absl::SimpleAtoi(ends[0], &src) || !absl::SimpleAtoi(ends[1], &dst)) continue;
+        const std::string axis = words[2].substr(0, words[2].size() - 1);
+        auto& [bytes, busy] = sums[LinkId(on_pod(src), on_pod(dst), axis, words[2].back() == '+' ? 1 : -1)];
         bytes += e.bytes();
         busy += e.end_s() - e.start_s();
       }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/pod/topology.h"
 #include "nlohmann/json.hpp"
@@ -17,11 +18,16 @@ std::string LinkId(int src, int dst, const std::string& axis, int dir);
 
 nlohmann::json PodJson(const Topology& topo, const v1::ClusterStatus& status);
 
-// What each link carried for `job`, by link id: {"bytes": emulated bytes}
-// and, for training jobs (from their trace's link spans, the steps the
-// coordinator kept), {"busy_s": emulated seconds it was sending}.
+// The pod's id of each of a started job's chips, by the job's own ids (a job
+// on part of the pod numbers its chips from 0, as its results and trace
+// do); empty for a job that has not started.
+std::vector<int> JobPodChips(const Topology& pod, const v1::Job& job);
+
+// What each link carried for `job`, by the pod's link id: {"bytes": emulated
+// bytes} and, for training jobs (from their trace's link spans, the steps
+// the coordinator kept), {"busy_s": emulated seconds it was sending}.
 // Collectives and matmuls count their result's links; `trace` may be null
 // for them.
-nlohmann::json JobLinksJson(const v1::Job& job, JobTraceReader* trace);
+nlohmann::json JobLinksJson(const Topology& pod, const v1::Job& job, JobTraceReader* trace);
 
 }  // namespace tpuemu

@@ -66,7 +66,7 @@ std::map<std::string, HttpHandler> WebViewRoutes(CoordinatorBackend& backend, co
     for (const v1::Job& job : list.jobs()) jobs.push_back(JobRow(job));
     return Json({{"jobs", jobs}, {"finished_jobs_dropped", list.finished_jobs_dropped()}});
   };
-  routes[std::string("/api/jobs/") + kJobId] = [&backend](const HttpRequest& req) {
+  routes[std::string("/api/jobs/") + kJobId] = [&backend, &topo](const HttpRequest& req) {
     auto job = backend.GetJob(req.groups.at(0));
     if (!job.ok()) return Error(job.status());
     const absl::StatusOr<int64_t> keep = LatestSteps(req);
@@ -76,11 +76,13 @@ std::map<std::string, HttpHandler> WebViewRoutes(CoordinatorBackend& backend, co
       nlohmann::json& steps = out["steps"];
       if (steps.size() > static_cast<size_t>(*keep)) steps.erase(steps.begin(), steps.end() - *keep);
     }
+    // The page draws the job on the pod: its trace names chips by the job's ids.
+    if (const std::vector<int> chips = JobPodChips(topo, *job); !chips.empty()) out["pod_chips"] = chips;
     out["steps_done"] = StepsDone(*job);
     out["steps_total"] = ViewOf(*job).steps(*job);
     return Json(out);
   };
-  routes[std::string("/api/jobs/") + kJobId + "/links"] = [&backend](const HttpRequest& req) {
+  routes[std::string("/api/jobs/") + kJobId + "/links"] = [&backend, &topo](const HttpRequest& req) {
     auto job = backend.GetJob(req.groups.at(0));
     if (!job.ok()) return Error(job.status());
     std::unique_ptr<JobTraceReader> trace;
@@ -88,7 +90,7 @@ std::map<std::string, HttpHandler> WebViewRoutes(CoordinatorBackend& backend, co
       auto reader = backend.ReadJobTrace(job->id(), 0);
       if (reader.ok()) trace = *std::move(reader);
     }
-    return Json(JobLinksJson(*job, trace.get()));
+    return Json(JobLinksJson(topo, *job, trace.get()));
   };
   // A running job's page asks for the latest steps' spans only: the whole
   // trace of a long job (up to a million spans) every two seconds kept a

@@ -178,6 +178,26 @@ class WebViewTest(Pod):
             self.assertTrue(int(src) in own and int(dst) in own, f"{link} is outside {ids[0]}'s slice")
         self.assertEqual(page.evaluate("document.querySelectorAll('#job-table tr[data-state=running]').length"), 3)
         page.screenshot(os.path.join(SCREENSHOTS, "three-jobs-running.png"))
+        # The jobs on slices 1 and 2 too: their trace numbers their chips from 0, the page
+        # draws them on their own slice (it drew slice 0's links for every job).
+        for job_id in ids[1:]:
+            job = json.loads(fetch(port, f"/api/jobs/{job_id}", self.token()))
+            own = sorted(c["id"] for c in pod["chips"] if c["slice"] == job["placement"]["first_slice"])
+            self.assertEqual(job["pod_chips"], own)
+            links = json.loads(fetch(port, f"/api/jobs/{job_id}/links", self.token()))["links"]
+            self.assertTrue(links)
+            for link in links:
+                src, dst = link.split(" ")[0].split("->")
+                self.assertTrue(int(src) in own and int(dst) in own, f"{link} is outside {job_id}'s slice")
+            page.evaluate(f"location.hash = 'job={job_id}'")
+            page.wait_for(f"""(() => {{
+                const own = new Set({own});
+                const hot = [...document.querySelectorAll('#torus [data-link]')].filter(e => +e.dataset.bytes > 0)
+                    .map(e => e.dataset.link.split(' ')[0].split('->').map(Number));
+                return document.querySelector('#job-title').textContent.startsWith('{job_id}:') && hot.length > 0 &&
+                    hot.every(([s, d]) => own.has(s) && own.has(d));
+            }})()""")
+        page.evaluate(f"location.hash = 'job={ids[0]}'")
 
         # What the page asks for each poll: the latest steps' spans only, not the whole trace.
         latest = json.loads(fetch(port, f"/api/jobs/{ids[0]}/trace.json?steps=2", self.token()))

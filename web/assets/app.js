@@ -361,10 +361,13 @@ function drawTimeline() {
   // not asked for again).
   view.traceLinks = {};
   view.stepShown = picker.value === "all" ? -1 : step;
+  // The trace names chips by the job's own ids; the torus by the pod's.
+  const onPod = (chip) => view.job?.pod_chips?.[chip] ?? chip;
   for (const e of inStep) {
     const track = names.get(`${e.pid}/${e.tid}`) || "";
-    if (!track.startsWith("link ")) continue;
-    const use = view.traceLinks[track.slice(5)] ||= { bytes: 0, busy_s: 0 };
+    const m = track.match(/^link (\d+)->(\d+) (.+)$/);
+    if (!m) continue;
+    const use = view.traceLinks[`${onPod(+m[1])}->${onPod(+m[2])} ${m[3]}`] ||= { bytes: 0, busy_s: 0 };
     use.bytes += (e.args && e.args.bytes) || 0;
     use.busy_s += e.dur / 1e6;
   }
