@@ -74,7 +74,7 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
   auto last = WaitForJob(client, id, [&](const v1::Job& job) {
     // The job holds its latest steps' records only: those of steps this
     // follower fell behind on may be gone.
-    for (; printed < StepsDone(job); ++printed) {
+    for (; printed < job.steps_dropped() + job.steps_size(); ++printed) {
       if (quiet) continue;
       progress.Done();
       if (printed < job.steps_dropped()) {
@@ -285,6 +285,18 @@ void SayWhatTheTraceKept(std::FILE* to, const ChromeTraceWriter& writer, const s
   }
 }
 
+// Why a job's trace has no spans, and what to do.
+absl::Status NoSpans(CoordinatorClient& client, const std::string& id) {
+  auto job = client.Get(id);
+  if (job.ok() && job->state() == v1::JOB_STATE_PENDING) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(id, " has not started, so it has no trace yet; `tpuemu watch ", id, "` follows it"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      id, " has no spans kept: the coordinator keeps traces in memory, so a job it ran before its last restart "
+      "has none; submit it again to trace it"));
+}
+
 int Trace(const JobOptions& o) {
   if (o.output.empty()) return Fail(absl::InvalidArgumentError("-o: give the file to write, e.g. -o trace.json"));
   auto client = Connect(o.coordinator);
@@ -302,6 +314,7 @@ int Trace(const JobOptions& o) {
     writer.Finish();
     std::cout.flush();
     if (!std::cout) return Fail(absl::InternalError("writing the trace to standard output failed"));
+    if (writer.spans() == 0) return Fail(NoSpans(**client, o.id));
     SayWhatTheTraceKept(stderr, writer, o.id, "standard output");
     return 0;
   }
@@ -309,6 +322,8 @@ int Trace(const JobOptions& o) {
   if (auto s = file.Open(); !s.ok()) return Fail(s);
   absl::Status read = (*client)->Trace(o.id, [&](const v1::JobTrace& piece) { return file.Add(piece); });
   if (!read.ok()) return Fail(read);
+  // Nothing is written rather than an empty trace.
+  if (file.writer().spans() == 0) return Fail(NoSpans(**client, o.id));
   if (auto s = file.Commit(); !s.ok()) return Fail(s);
   SayWhatTheTraceKept(stdout, file.writer(), o.id, o.output);
   return 0;

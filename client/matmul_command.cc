@@ -10,6 +10,7 @@
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "views/job_json.h"
+#include "views/worker_memory.h"
 #include "client/job_wait.h"
 #include "client/pod_state.h"
 #include "core/matmul/spec.h"
@@ -116,6 +117,10 @@ int RunMatmul(const MatmulOptionsCli& o) {
           "--topology plans without a pod and needs --plan-only; to run, start a pod with `tpuemu cluster up`"));
     }
   } else {
+    if (o.slices != 1) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "--slices ", o.slices, ": only with --topology, to plan without a pod; a pod's slices are its own")));
+    }
     auto address = ResolveCoordinator(o.coordinator);
     if (!address.ok()) {
       if (!o.plan_only) return Fail(address.status());
@@ -147,9 +152,12 @@ int RunMatmul(const MatmulOptionsCli& o) {
   if (!job.ok()) return Fail(job.status());
   const v1::MatmulResult& r = job->matmul_result();
   if (o.json) {
-    std::cout << MatmulJson(r, job->id()).dump(2) << "\n";
+    nlohmann::json out = MatmulJson(r, job->id());
+    out["worker_memory"] = WorkerMemoryJson(*job);
+    std::cout << out.dump(2) << "\n";
   } else {
     PrintText(r, topo->Describe(), o.explain, true);
+    if (const std::string memory = WorkerMemoryLine(*job); !memory.empty()) std::printf("%s\n", memory.c_str());
   }
   return r.correct() ? 0 : 1;
 }

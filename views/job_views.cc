@@ -30,11 +30,11 @@ void PrintPerLayer(const v1::TrainSummary& summary) {
                 compute ? "" : FormatBytes(static_cast<uint64_t>(l.emulated_bytes())).c_str(),
                 FormatSeconds(l.predicted_s()).c_str(), FormatSeconds(l.emulated_s()).c_str());
   }
-  std::printf("  predicted times:");
+  std::vector<std::string> times;
   for (const v1::LayerCost& l : summary.per_layer()) {
-    if (l.what() != "compute") std::printf(" %s: %s;", l.what().c_str(), l.time_formula().c_str());
+    if (l.what() != "compute") times.push_back(absl::StrCat(l.what(), ": ", l.time_formula()));
   }
-  std::printf("\n");
+  std::printf("  predicted times: %s\n", absl::StrJoin(times, "; ").c_str());
 }
 
 // Why a pipeline's bubble differs from the seeds' formula, when it does.
@@ -121,7 +121,10 @@ const JobView& ViewOf(const v1::Job& job) {
   return kCollective;
 }
 
-int64_t StepsDone(const v1::Job& job) { return job.steps_dropped() + job.steps_size(); }
+int64_t StepsDone(const v1::Job& job) {
+  if (job.has_train()) return job.steps_dropped() + job.steps_size();
+  return job.state() == v1::JOB_STATE_SUCCEEDED ? 1 : 0;  // one step, with no step records
+}
 
 std::string StepLine(const v1::TrainStep& s) {
   std::string comm;

@@ -22,7 +22,8 @@ struct JobView {
 
 const JobView& ViewOf(const v1::Job& job);
 
-// Steps finished, those whose records were dropped included.
+// Steps finished, those whose records were dropped included (a collective
+// or a matmul is one step, finished once it succeeded).
 int64_t StepsDone(const v1::Job& job);
 // A training step as `status`, `watch` and `submit --wait` print it.
 std::string StepLine(const v1::TrainStep& step);

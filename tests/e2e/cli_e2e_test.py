@@ -285,8 +285,9 @@ class MatmulTest(Pod):
         self.assertEqual(r.returncode, 0, r.stderr)
         res = json.loads(r.stdout)
         for key in ("plan", "comm_bytes", "flops_per_chip", "emulated_s", "predicted_s", "wall_s", "max_rel_err",
-                    "correct", "why", "alternatives"):
+                    "correct", "why", "alternatives", "worker_memory"):
             self.assertIn(key, res)
+        self.assertEqual(len(res["worker_memory"]), 2)  # v5p:2x4, 4 chips per host
         self.assertTrue(res["correct"])
         self.assertLessEqual(res["max_rel_err"], 1e-5)
         self.assertEqual(res["flops_per_chip"], 2 * 256 * 512 * 128 // 8)  # no duplicated work
@@ -308,6 +309,7 @@ class MatmulTest(Pod):
         self.assertIn("AllReduce_X C[I, K]{U_X} -> C[I, K]", explain.stdout)
         self.assertIn("alternative 1", explain.stdout)
         self.assertIn("result: correct", explain.stdout)
+        self.assertIn("worker memory: peak", explain.stdout)
 
     def test_bad_matmul_arguments(self):
         self.up("--topology", "v5p:2x4")
@@ -320,6 +322,7 @@ class MatmulTest(Pod):
             (["A[I, J] * B[J, K] -> C[I, L]", "--dims", "I=8,J=8,K=8,L=8"], "output dimension L is in neither"),
             (["A[I, J] * B[J, K] -> C[I, K]", "--dims", "I=8,J=8,K=8", "--mesh", "X=w"], "--mesh"),
             (["A[I, J] * B[J, K] -> C[I, K]", "--dims", "I=8,J=8,K=8", "--values", "gauss"], "--values 'gauss'"),
+            (["A[I, J] * B[J, K] -> C[I, K]", "--dims", "I=8,J=8,K=8", "--slices", "3"], "--slices 3: only with --topology"),
         ]
         for args, needle in cases:
             r = self.cli("matmul", *args)

@@ -99,6 +99,9 @@ class PodRestartTest(Pod):
         self.assertNotEqual(new_pid, before["coordinator_process"]["pid"])
         self.assertTrue(running(new_pid))
         self.assert_runs_a_job()
+        traced = os.path.join(self.home, "trace.json")
+        self.assertEqual(self.cli("trace", "job-1", "-o", traced).returncode, 0)
+        os.remove(traced)
         # A coordinator that still runs is stopped first, then started again;
         # the command returns once the pod is ready, not seconds later (a
         # client kept in gRPC's reconnect backoff from the calls made while the
@@ -109,6 +112,12 @@ class PodRestartTest(Pod):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertFalse(running(new_pid))
         self.assertLess(took, 8, "restart-coordinator waited long after the pod was ready")
+        # Traces are kept in memory: the job's is gone, which `trace` says rather than
+        # writing an empty trace.
+        r = self.cli("trace", "job-1", "-o", traced)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("job-1 has no spans kept: the coordinator keeps traces in memory", r.stderr)
+        self.assertFalse(os.path.exists(traced))
         newest = self.pids()[0]
         self.assertEqual(self.cli("cluster", "down").returncode, 0)
         self.assertFalse(running(newest))

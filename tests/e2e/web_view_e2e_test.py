@@ -141,7 +141,15 @@ class WebViewTest(Pod):
         for link, (b, stroke) in drawn.items():
             self.assertEqual(stroke in IDLE_COLOURS, b == 0, f"{link}: {b} bytes drawn {stroke}")
         page.screenshot(os.path.join(SCREENSHOTS, "hot-links-all-gather-x.png"))
+        # A collective is one step, done once it succeeded (it showed 0 of 1).
+        row = next(j for j in json.loads(fetch(port, "/api/jobs", self.token()))["jobs"] if j["id"] == result["job"])
+        self.assertEqual((row["steps_done"], row["steps_total"]), (1, 1))
         page.evaluate("window.testMark = 'not reloaded'")
+        # A job the coordinator does not keep (a bookmark from another pod): said so, and the
+        # coordinator still counts as live.
+        page.evaluate("location.hash = 'job=job-77'")
+        page.wait_for("document.querySelector('#links-of').textContent.includes('job-77 is not kept by this coordinator')")
+        self.assertEqual(page.evaluate("document.querySelector('#live').textContent"), "live")
 
         # Three long training jobs, one slice each, all running at once.
         long_job = os.path.join(self.home, "long.yaml")

@@ -19,7 +19,7 @@ const SPAN_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#e
 // What the page knows; exposed for users' scripts and the tests
 // (tests/e2e/web_view_e2e_test.py): `polls` counts the updates it applied.
 const view = {
-  pod: null, podKey: "", jobs: [], job: null, links: {}, linksKey: "", linksAt: 0,
+  pod: null, podKey: "", jobs: [], job: null, missing: "", links: {}, linksKey: "", linksAt: 0,
   trace: null, traceLinks: null, stepShown: -1, traceKey: "", traceAt: 0, polls: 0, errors: 0, lastError: "",
 };
 window.tpuemuView = view;
@@ -81,11 +81,22 @@ export function formatSeconds(s) {
   return `${s.toPrecision(4)} s`;
 }
 
+// An answer other than 200, its status kept: a job that is gone (404) is
+// not an unreachable coordinator.
+class HttpError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
+
 async function get(path) {
   const r = await fetch(path, { cache: "no-store" });
-  const body = await r.json();
-  if (!r.ok) throw new Error(`${path}: ${body.error || r.status}`);
-  return body;
+  if (!r.ok) {
+    const body = await r.json().catch(() => ({}));
+    throw new HttpError(`${path}: ${body.error || r.status}`, r.status);
+  }
+  return r.json();
 }
 
 // ---- the pod ------------------------------------------------------------
@@ -230,7 +241,7 @@ function colourLinks() {
   const job = view.job;
   $("#links-of").textContent = job ? `of ${job.id} (${metric === "bytes" ? "emulated bytes" : "emulated busy time"}` +
     `${job.kind !== "train" ? "" : view.stepShown >= 0 ? `, step ${view.stepShown}` : ", every step the coordinator kept"})`
-    : "of no job: choose one in the list";
+    : `of no job: ${view.missing ? `${view.missing}; ` : ""}choose one in the list`;
 }
 
 // ---- jobs ---------------------------------------------------------------
@@ -436,12 +447,18 @@ async function refresh() {
   showJobs(view.jobs);
 
   const id = selectedId();
-  if (!id) {
+  const job = id ? await get(`/api/jobs/${id}?steps=${STEPS_SHOWN}`).catch((e) => {
+    if (e.status !== 404) throw e;
+    view.missing = `${id} is not kept by this coordinator (it keeps the latest finished jobs)`;
+    return null;
+  }) : null;
+  if (!job) {
+    if (!id) view.missing = "";
     view.job = null;
     view.links = {};
     $("#job-section").hidden = true;
   } else {
-    const job = await get(`/api/jobs/${id}?steps=${STEPS_SHOWN}`);
+    view.missing = "";
     view.job = job;
     showJob(job);
     // A running job's links and trace are asked for at most every 2 s;
