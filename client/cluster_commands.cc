@@ -27,6 +27,22 @@
 namespace tpuemu {
 namespace {
 
+// The coordinator's web view, on its host ("" when it serves none).
+std::string WebAddress(const v1::ClusterStatus& s, const std::string& coordinator) {
+  if (s.web_port() <= 0) return "";
+  return absl::StrCat("http://", coordinator.substr(0, coordinator.rfind(':')), ":", s.web_port(), "/");
+}
+
+// The web view's address with the read token a browser gives it once, for
+// the local pod at `coordinator` (another pod's token is not on this host).
+std::string WebAddressWithToken(const v1::ClusterStatus& s, const std::string& coordinator) {
+  std::string web = WebAddress(s, coordinator);
+  auto local = LoadPodState();
+  if (web.empty() || !local.ok() || local->coordinator != coordinator || local->tls_dir.empty()) return web;
+  auto token = ReadSecretFile(local->tls_dir + "/read.token", "the local pod's read token");
+  return token.ok() && !token->empty() ? absl::StrCat(web, "?token=", *token) : web;
+}
+
 nlohmann::json StatusJson(const v1::ClusterStatus& s, const std::string& address) {
   nlohmann::json workers = nlohmann::json::array();
   for (const auto& w : s.workers()) {
@@ -42,6 +58,7 @@ nlohmann::json StatusJson(const v1::ClusterStatus& s, const std::string& address
           {"alive_workers", std::count_if(s.workers().begin(), s.workers().end(), [](const auto& w) { return w.alive(); })},
           {"ready", s.ready()}, {"jobs_running", s.jobs_running()},
           {"heartbeat_timeout_s", s.heartbeat_timeout_s()},
+          {"web", WebAddress(s, address)},  // "" when none; a local pod's read token is in TPUEMU_HOME/tls/read.token
           {"workers", workers}};
 }
 
@@ -72,7 +89,11 @@ void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
                                                               : std::string("0 (unpaced)"))
             << "\n"
             << "state:       " << StateLine(s) << "\n"
-            << "heartbeats:  " << s.heartbeat_timeout_s() << " s timeout\n\n";
+            << "heartbeats:  " << s.heartbeat_timeout_s() << " s timeout\n";
+  if (const std::string web = WebAddressWithToken(s, address); !web.empty()) {
+    std::cout << "web view:    " << web << " (metrics at /metrics)\n";
+  }
+  std::cout << "\n";
   // MEMORY: the worker's resident memory at its last heartbeat (a job's
   // memory is given back once the worker has been idle for --keep-memory-for).
   std::printf("%-5s %-6s %-22s %-7s %-9s %s\n", "HOST", "SLICE", "ADDRESS", "ALIVE", "MEMORY", "CHIPS");
@@ -132,13 +153,7 @@ int ClusterUp(const ClusterUpOptions& o) {
   const PodState& state = pod->state;
   const v1::ClusterStatus& status = pod->status;
   const std::string& logs = state.log_dir;
-  // The web view's address, with the read token a browser needs once.
-  std::string web;
-  if (o.http_port > 0) {
-    auto token = state.tls_dir.empty() ? absl::StatusOr<std::string>("")
-                                       : ReadSecretFile(state.tls_dir + "/read.token", "the local pod's read token");
-    web = absl::StrCat("http://127.0.0.1:", o.http_port, "/", token.ok() && !token->empty() ? "?token=" + *token : "");
-  }
+  const std::string web = WebAddressWithToken(status, state.coordinator);
   if (o.json) {
     std::cout << StatusJson(status, state.coordinator).dump(2) << "\n";
   } else {

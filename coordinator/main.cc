@@ -148,13 +148,6 @@ int main(int argc, char** argv) {
     spdlog::error("{}", WithFlagNames(coordinator.status().message()));
     return 2;
   }
-  CoordinatorServiceImpl service(coordinator->get());
-  auto server = StartServer(listen, {&service}, ServerPeers::kMembersAndClients);
-  if (!server.ok()) {
-    spdlog::error("{}", std::string(server.status().message()));
-    return 1;
-  }
-  SetReady(*server, false);
   std::unique_ptr<HttpServer> http;
   if (http_port >= 0) {
     const std::string host = listen.substr(0, listen.rfind(':'));
@@ -169,6 +162,14 @@ int main(int argc, char** argv) {
     http = *std::move(started);
     spdlog::info("web view at http://{}:{}/, metrics at /metrics", host, http->port());
   }
+  // The web view first: the pod's status says where it is.
+  CoordinatorServiceImpl service(coordinator->get(), http ? http->port() : 0);
+  auto server = StartServer(listen, {&service}, ServerPeers::kMembersAndClients);
+  if (!server.ok()) {
+    spdlog::error("{}", std::string(server.status().message()));
+    return 1;
+  }
+  SetReady(*server, false);
   spdlog::info("coordinator for {} serving on port {}; job store {}", (*coordinator)->topology().Describe(),
                server->port, options.data_dir.empty() ? "in memory only" : options.data_dir + "/jobs.db");
   if (!port_file.empty()) {

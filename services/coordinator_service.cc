@@ -41,6 +41,7 @@ grpc::Status CoordinatorServiceImpl::GetClusterStatus(grpc::ServerContext* ctx, 
                                                       v1::ClusterStatus* resp) {
   TPUEMU_AUTHORIZE(ctx, kRead, "read the pod's status");
   *resp = backend_->ClusterStatus();
+  resp->set_web_port(web_port_);
   return grpc::Status::OK;
 }
 

@@ -55,7 +55,10 @@ class CoordinatorBackend {
 
 class CoordinatorServiceImpl : public v1::CoordinatorService::Service {
  public:
-  explicit CoordinatorServiceImpl(CoordinatorBackend* backend) : backend_(backend) {}
+  // `web_port`: where the coordinator's web view listens (0: nowhere), for
+  // the pod's status.
+  explicit CoordinatorServiceImpl(CoordinatorBackend* backend, int web_port = 0)
+      : backend_(backend), web_port_(web_port) {}
   grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
                               v1::RegisterWorkerResponse* resp) override;
   grpc::Status StreamJobTrace(grpc::ServerContext*, const v1::GetJobRequest* req,
@@ -75,6 +78,7 @@ class CoordinatorServiceImpl : public v1::CoordinatorService::Service {
 
  private:
   CoordinatorBackend* backend_;
+  const int web_port_;
 };
 
 bool IsTerminal(v1::JobState state);

@@ -71,6 +71,16 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
       res.set_content(std::move(response.body), response.content_type.c_str());
     });
   }
+  // No route, or a method other than GET: said in words (the answer was an
+  // empty body). Every other error already says what it is.
+  server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_content(req.method != "GET" && req.method != "HEAD"
+                        ? absl::StrCat(req.method, " ", req.path, ": only GET is served here\n")
+                        : absl::StrCat("no page ", req.path, " here (docs/web-view.md lists them)\n"),
+                    "text/plain; charset=utf-8");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
   const int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
   if (bound < 0) {
     return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", host, ":", port,

@@ -80,6 +80,10 @@ class WebViewTest(Pod):
         port = free_port()
         out = self.up(*args, "--http-port", str(port)).stdout
         self.assertIn(f"web view at http://127.0.0.1:{port}/?token={self.token()}", out)
+        # `cluster status` says it again; --json without the token.
+        status = self.cli("cluster", "status")
+        self.assertIn(f"web view:    http://127.0.0.1:{port}/?token={self.token()}", status.stdout)
+        self.assertEqual(json.loads(self.cli("cluster", "status", "--json").stdout)["web"], f"http://127.0.0.1:{port}/")
         return port
 
     def token(self):
@@ -211,6 +215,16 @@ class WebViewTest(Pod):
         latest = json.loads(fetch(port, f"/api/jobs/{ids[0]}/trace.json?steps=2", self.token()))
         steps = {e["name"].split(":")[0] for e in latest["traceEvents"] if e.get("ph") == "X"}
         self.assertTrue(1 <= len(steps) <= 2, steps)
+        # A page that does not exist, or another method than GET, is answered in words.
+        with self.assertRaises(urllib.error.HTTPError) as missing:
+            fetch(port, "/api/nope", self.token())
+        self.assertEqual(missing.exception.code, 404)
+        self.assertIn("no page /api/nope here", missing.exception.read().decode())
+        posted = urllib.request.Request(f"http://127.0.0.1:{port}/api/pod", data=b"{}", method="POST",
+                                        headers={"Authorization": f"Bearer {self.token()}"})
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(posted, timeout=30)
+        self.assertIn("POST /api/pod: only GET is served here", refused.exception.read().decode())
         with self.assertRaises(urllib.error.HTTPError) as refused:
             fetch(port, f"/api/jobs/{ids[0]}/trace.json?steps=0", self.token())
         self.assertEqual(refused.exception.code, 400)
