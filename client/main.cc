@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
       "         --token-file tpuemu-credentials/admin.token submit examples/jobs/dp.yaml --wait\n\n"
       "Every command takes --help."};
   app.require_subcommand(1);
+  // The options below go before or after the command (`tpuemu jobs
+  // --verbose`): a command passes on those it does not take itself.
+  app.fallthrough();
   app.set_version_flag("--version", absl::StrCat("tpuemu ", TPUEMU_VERSION, " (gRPC ", grpc::Version(), ")"));
   // `tpuemu --coordinator HOST:PORT submit ...`: one address for whichever
   // command follows (the commands read TPUEMU_COORDINATOR when not given one).

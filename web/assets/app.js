@@ -224,7 +224,11 @@ function heat(t) {
 // The selected job's links (a training job's: the link spans of the step the
 // timeline shows, or of every step kept) from light orange to red at its busiest.
 function colourLinks() {
-  const metric = $("#colour-by").value;
+  const job = view.job;
+  // A collective's or matmul's result counts each link's bytes, not its busy time.
+  const bytesOnly = job && job.kind !== "train";
+  const asked = $("#colour-by").value;
+  const metric = bytesOnly ? "bytes" : asked;
   const links = (view.job?.kind === "train" ? view.traceLinks : view.links) || {};
   const values = Object.values(links).map((l) => l[metric] || 0);
   const max = Math.max(0, ...values);
@@ -238,8 +242,8 @@ function colourLinks() {
       `${formatBytes(use.bytes || 0)}` + (use.busy_s ? `, busy ${formatSeconds(use.busy_s)}` : "");
     if (v > 0) path.parentNode.appendChild(path);  // hot links drawn on top
   }
-  const job = view.job;
   $("#links-of").textContent = job ? `of ${job.id} (${metric === "bytes" ? "emulated bytes" : "emulated busy time"}` +
+    `${bytesOnly && asked !== metric ? `: a ${job.kind}'s result counts no busy time` : ""}` +
     `${job.kind !== "train" ? "" : view.stepShown >= 0 ? `, step ${view.stepShown}` : ", every step the coordinator kept"})`
     : `of no job: ${view.missing ? `${view.missing}; ` : ""}choose one in the list`;
 }
