@@ -165,8 +165,9 @@ absl::StatusOr<Faults> Scheduler::AddFaults(const std::string& id, const Faults&
     auto record = store_.Get(id);
     if (!record.ok()) return record.status();
     return absl::FailedPreconditionError(absl::StrCat(
-        id, " is ", JobStateName(record->state), ", not running: faults join a running training job (a job file "
-        "takes them from the start, in its faults: key)"));
+        id, " is a ", record->spec.kind(), " job, ", JobStateName(record->state),
+        ": faults join a running training job (a job file takes them from the start, in its faults: key; a "
+        "collective or a matmul takes them when submitted)"));
   }
   Running& job = *running->second;
   return job.planned->AddFaults(faults, std::max(from_step, job.next_step));

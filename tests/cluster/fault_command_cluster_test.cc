@@ -80,7 +80,7 @@ TEST(FaultCommandClusterTest, WhatCannotTakeFaultsIsRefusedNamingWhy) {
   const v1::Job collective = pod.Run(spec);
   auto finished = pod.coordinator().AddFaults(Request(collective.id(), "x@0.5", ""));
   ASSERT_FALSE(finished.ok());
-  EXPECT_THAT(std::string(finished.status().message()), HasSubstr("is succeeded, not running"));
+  EXPECT_THAT(std::string(finished.status().message()), HasSubstr("is a collective job, succeeded: faults join a running training job"));
   EXPECT_EQ(pod.coordinator().AddFaults(Request("job-99", "x@0.5", "")).status().code(), absl::StatusCode::kNotFound);
   auto none = pod.coordinator().AddFaults(Request(collective.id(), "", ""));
   EXPECT_THAT(std::string(none.status().message()), HasSubstr("faults: none given"));

@@ -145,6 +145,16 @@ class WebViewTest(Pod):
         for link, (b, stroke) in drawn.items():
             self.assertEqual(stroke in IDLE_COLOURS, b == 0, f"{link}: {b} bytes drawn {stroke}")
         page.screenshot(os.path.join(SCREENSHOTS, "hot-links-all-gather-x.png"))
+        # Asked for busy time, which a collective's result does not count: still its bytes, and why.
+        page.evaluate("const s = document.querySelector('#colour-by'); s.value = 'busy_s';"
+                      "s.dispatchEvent(new Event('change'))")
+        self.assertIn("a collective's result counts no busy time", page.evaluate(
+            "document.querySelector('#links-of').textContent"))
+        strokes = page.evaluate("[...document.querySelectorAll('#torus [data-link]')].filter(e => +e.dataset.bytes > 0)"
+                                ".map(e => e.getAttribute('stroke'))")
+        self.assertTrue(strokes and not set(strokes) & IDLE_COLOURS, strokes)
+        page.evaluate("const t = document.querySelector('#colour-by'); t.value = 'bytes';"
+                      "t.dispatchEvent(new Event('change'))")
         # A collective is one step, done once it succeeded (it showed 0 of 1).
         row = next(j for j in json.loads(fetch(port, "/api/jobs", self.token()))["jobs"] if j["id"] == result["job"])
         self.assertEqual((row["steps_done"], row["steps_total"]), (1, 1))
