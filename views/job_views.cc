@@ -14,7 +14,38 @@ namespace tpuemu {
 namespace {
 
 int OneStep(const v1::Job&) { return 1; }
-void PrintNothing(const v1::Job&) {}
+
+std::string Correctness(bool correct, const std::string& detail) {
+  return correct ? absl::StrCat("correct", detail) : absl::StrCat("WRONG", detail);
+}
+
+// A finished collective in a line or two: what `bench collective` tabulates.
+void PrintCollectiveResult(const v1::Job& job) {
+  if (!job.has_result()) return;
+  const v1::CollectiveResult& r = job.result();
+  std::printf("%s of %s over %s (%d chips, %s): emulated %s, predicted %s (ratio %.4f)%s\n", r.op().c_str(),
+              FormatBytes(r.bytes()).c_str(), r.axes().c_str(), r.n(), r.algorithm().c_str(),
+              FormatSeconds(r.emulated_s()).c_str(), FormatSeconds(r.predicted_s()).c_str(), r.ratio(),
+              r.seed_formula_s() > 0 ? absl::StrFormat(", seed's rule %s (x%.4f)", FormatSeconds(r.seed_formula_s()),
+                                                       r.seed_ratio()).c_str()
+                                     : "");
+  std::printf("result: %s; wall %s, busbw %.3f GB/s\n",
+              Correctness(r.correct(), r.correct() ? "" : absl::StrCat(" (", r.mismatches(), " mismatches)")).c_str(),
+              FormatSeconds(r.wall_s()).c_str(), r.busbw_gbps());
+  if (r.faults_size() > 0) std::printf("faults and contention: %s\n", absl::StrJoin(r.faults(), "; ").c_str());
+}
+
+// A finished matmul in a line or two: what `matmul` prints after its plan.
+void PrintMatmulResult(const v1::Job& job) {
+  if (!job.has_matmul_result()) return;
+  const v1::MatmulResult& r = job.matmul_result();
+  std::printf("%s: emulated %s = compute %s + communication %s (predicted %s, ratio %.3f)\n", r.expr().c_str(),
+              FormatSeconds(r.emulated_s()).c_str(), FormatSeconds(r.compute_s()).c_str(),
+              FormatSeconds(r.comm_s()).c_str(), FormatSeconds(r.predicted_s()).c_str(), r.ratio());
+  std::printf("result: %s against a one-device BLIS product; wall %s\n",
+              Correctness(r.correct(), absl::StrFormat(", max relative error %.3g", r.max_rel_err())).c_str(),
+              FormatSeconds(r.wall_s()).c_str());
+}
 
 void PrintPerLayer(const v1::TrainSummary& summary) {
   if (summary.per_layer_size() == 0) return;
@@ -82,8 +113,8 @@ const JobView kCollective = {
     [](const v1::Job& j, nlohmann::json& out) {
       if (j.has_result()) out["result"] = CollectiveJson(j);
     },
-    PrintNothing,
-    PrintNothing,
+    PrintCollectiveResult,
+    PrintCollectiveResult,
 };
 
 const JobView kMatmul = {
@@ -93,8 +124,8 @@ const JobView kMatmul = {
     [](const v1::Job& j, nlohmann::json& out) {
       if (j.has_matmul_result()) out["result"] = MatmulJson(j.matmul_result(), j.id());
     },
-    PrintNothing,
-    PrintNothing,
+    PrintMatmulResult,
+    PrintMatmulResult,
 };
 
 const JobView kTrain = {

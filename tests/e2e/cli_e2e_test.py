@@ -156,6 +156,11 @@ class ClusterLifecycleTest(Pod):
         # The seed's rule for a line (its v5e example): 3 hops of a quarter of V.
         self.assertAlmostEqual(big["seed_formula_s"], 3 * (8 << 20) / 4 / 4.5e10, delta=1e-9)
         self.assertAlmostEqual(big["seed_ratio"], big["emulated_s"] / big["seed_formula_s"], delta=1e-9)
+        # `status` in text says what the collective did (it showed only the workers' memory).
+        status = self.cli("status", big["job"])
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertIn("all-gather of 8MiB over x (4 chips, line): emulated", status.stdout)
+        self.assertIn("result: correct; wall", status.stdout)
 
         table = self.cli("bench", "collective", "--op", "all-reduce", "--axes", "x,y", "--bytes", "1MiB")
         self.assertEqual(table.returncode, 0, table.stderr)
