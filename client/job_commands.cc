@@ -95,10 +95,8 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
     }
     if (total == 0) total = std::max(1, ViewOf(job).steps(job));
     const int width = 30, done = static_cast<int>(std::min<int64_t>(width, width * StepsDone(job) / total));
-    const std::string waiting = Waiting(job);
-    const std::string text = absl::StrCat(id, " [", std::string(done, '#'), std::string(width - done, '.'), "] ",
-                                          StepsDone(job), "/", total, " steps", waiting);
-    waiting.empty() ? progress.Update(text) : progress.Note(text);
+    ShowJobProgress(progress, job, absl::StrCat(id, " [", std::string(done, '#'), std::string(width - done, '.'),
+                                                "] ", StepsDone(job), "/", total, " steps"));
   });
   progress.Done();
   return last;
@@ -207,7 +205,8 @@ int Status(const JobOptions& o) {
   std::printf("%s (%s): %s%s\n", job->id().c_str(), view.kind, JobState(*job).c_str(),
               job->error().empty() ? "" : (": " + WithFlagNames(job->error())).c_str());
   if (job->queue_position() > 0) {
-    std::printf("queued #%d: waiting for %s\n", job->queue_position(), job->waiting_for().c_str());
+    std::printf("queued #%d: %s\n", job->queue_position(),
+                job->waiting_for().empty() ? "starting now" : ("waiting for " + job->waiting_for()).c_str());
   } else if (job->started_unix_s() > 0) {
     std::printf("%s on %s\n", job->state() == v1::JOB_STATE_RUNNING ? "runs" : "ran", PlacementText(*job).c_str());
   }

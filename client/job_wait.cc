@@ -20,9 +20,21 @@ absl::StatusOr<v1::Job> WaitForJob(CoordinatorClient& client, const std::string&
   return last;
 }
 
+namespace {
+
+// " (queued #2: ...)" for a pending job, " (starting)" for one that waits
+// for nothing, else "".
 std::string Waiting(const v1::Job& job) {
   if (job.state() != v1::JOB_STATE_PENDING) return "";
-  return absl::StrCat(" (queued #", job.queue_position(), job.waiting_for().empty() ? "" : ": ", job.waiting_for(), ")");
+  if (job.waiting_for().empty()) return " (starting)";
+  return absl::StrCat(" (queued #", job.queue_position(), ": ", job.waiting_for(), ")");
+}
+
+}  // namespace
+
+void ShowJobProgress(Progress& progress, const v1::Job& job, const std::string& text) {
+  const std::string line = absl::StrCat(text, Waiting(job));
+  job.state() == v1::JOB_STATE_PENDING && !job.waiting_for().empty() ? progress.Note(line) : progress.Update(line);
 }
 
 absl::StatusOr<v1::Job> RunJob(CoordinatorClient& client, const v1::SubmitJobRequest& request, const std::string& what) {
@@ -36,11 +48,8 @@ absl::StatusOr<v1::Job> RunJob(CoordinatorClient& client, const v1::SubmitJobReq
                  cancelled ? "cancelled" : "may still run: `tpuemu cancel` it");
   });
   Progress progress(true);
-  auto done = WaitForJob(client, job->id(), [&](const v1::Job& j) {
-    const std::string waiting = Waiting(j);
-    const std::string text = absl::StrCat(j.id(), ": ", what, waiting);
-    waiting.empty() ? progress.Update(text) : progress.Note(text);
-  });
+  auto done = WaitForJob(client, job->id(),
+                         [&](const v1::Job& j) { ShowJobProgress(progress, j, absl::StrCat(j.id(), ": ", what)); });
   progress.Done();
   if (!done.ok()) return done.status();
   if (done->state() != v1::JOB_STATE_SUCCEEDED) {

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/coordinator_client.h"
+#include "client/progress.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {
@@ -15,8 +16,10 @@ namespace tpuemu {
 absl::StatusOr<v1::Job> WaitForJob(CoordinatorClient& client, const std::string& id,
                                    const std::function<void(const v1::Job&)>& on_change);
 
-// " (queued #2: waiting for ...)" for a pending job, else "".
-std::string Waiting(const v1::Job& job);
+// `text` and, for a pending job, what it waits for (" (queued #2: the whole
+// pod, while ...)") on `progress`: a line of its own when it waits in the
+// queue (Progress::Note), else the progress line.
+void ShowJobProgress(Progress& progress, const v1::Job& job, const std::string& text);
 
 // Submits, then waits with a progress line showing `what`. A job that did
 // not succeed is an error naming it and why. Interrupted (Ctrl-C), it

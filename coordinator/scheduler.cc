@@ -262,7 +262,7 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
     if (auto lost = registry_.FirstLost(all)) {
       absl::StrAppend(&why, "; ", *lost, ", and its hosts wait for it");
     } else if (running_.empty()) {
-      why = "nothing: it is starting";
+      why = "";  // nothing: it starts now
     }
   }
   if (position > 1) why = absl::StrCat(why, ", then ", position - 1, " queued ahead of it (", queue_.front().id,
