@@ -36,7 +36,14 @@ if [[ "${1:-all}" == all || "${1:-all}" == collectives ]]; then
   if [[ "$cc" != system && "$cc" != "$default_cc" ]]; then
     ns="tpuemu-bench-$$"
     if [[ $EUID -eq 0 ]] && command -v ip >/dev/null && ip netns add "$ns" 2>/dev/null; then
-      trap 'ip netns del "$ns" 2>/dev/null || true' EXIT
+      # A namespace other than the machine's takes only the congestion controls the machine
+      # allows (net.ipv4.tcp_allowed_congestion_control): the choice joins them for this run.
+      allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+      restore="ip netns del $ns 2>/dev/null || true"
+      if [[ " $allowed " != *" $cc "* ]] && sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed $cc"; then
+        restore="$restore; sysctl -qw net.ipv4.tcp_allowed_congestion_control='$allowed'"
+      fi
+      trap "$restore" EXIT
       ip -n "$ns" link set lo up
       for c in "$default_cc" "$cc"; do
         { ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$c" &&
