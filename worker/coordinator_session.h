@@ -1,7 +1,8 @@
 // A worker's standing with its coordinator: registers (retrying until the
 // coordinator answers, as compose and Kubernetes start services in any
 // order), then heartbeats on a thread of its own (and, over gRPC, a
-// connection of its own), paced by the pod's heartbeat timeout. When the coordinator comes
+// connection that carries only its registrations and heartbeats), paced by
+// the pod's heartbeat timeout. When the coordinator comes
 // back without knowing this worker (it restarted), the worker registers again
 // for the place it held; when another process has taken its place, the
 // session ends. It speaks to the coordinator through a Registrar: the gRPC
