@@ -28,14 +28,19 @@ struct Key {
   const char* name;
   int64_t ModelShape::*field;
   int64_t min;
+  int64_t max;  // far beyond any model planned: a typo, not a model
 };
 
 const std::vector<Key>& Keys() {
   static const auto* keys = new std::vector<Key>{
-      {"base_num_decoder_layers", &ModelShape::layers, 1}, {"base_emb_dim", &ModelShape::emb_dim, 1},
-      {"base_mlp_dim", &ModelShape::mlp_dim, 1},           {"base_num_query_heads", &ModelShape::query_heads, 1},
-      {"base_num_kv_heads", &ModelShape::kv_heads, 1},     {"head_dim", &ModelShape::head_dim, 1},
-      {"vocab_size", &ModelShape::vocab, 1},               {"max_target_length", &ModelShape::seq_len, 1},
+      {"base_num_decoder_layers", &ModelShape::layers, 1, 100000},
+      {"base_emb_dim", &ModelShape::emb_dim, 1, 1 << 20},
+      {"base_mlp_dim", &ModelShape::mlp_dim, 1, 1 << 22},
+      {"base_num_query_heads", &ModelShape::query_heads, 1, 1 << 16},
+      {"base_num_kv_heads", &ModelShape::kv_heads, 1, 1 << 16},
+      {"head_dim", &ModelShape::head_dim, 1, 1 << 16},
+      {"vocab_size", &ModelShape::vocab, 1, 1 << 24},
+      {"max_target_length", &ModelShape::seq_len, 1, 1 << 24},
   };
   return *keys;
 }
@@ -75,17 +80,33 @@ absl::StatusOr<ModelShape> ParseModelYaml(const std::string& text, const std::st
     return absl::InvalidArgumentError(absl::StrCat(source, ": not YAML: ", e.what()));
   }
   if (!root.IsMap()) return absl::InvalidArgumentError(absl::StrCat(source, ": expected keys and values"));
+  // Keys and values are single words or numbers; a list or a map in either
+  // place is refused by name (yaml-cpp throws converting one to a scalar).
+  std::vector<std::string> seen;
+  for (const auto& entry : root) {
+    if (!entry.first.IsScalar()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": a key must be a word, not a list or a map"));
+    }
+    const std::string key = entry.first.Scalar();
+    if (!entry.second.IsScalar()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, ": must be a single value, not a list or a map"));
+    }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, " is given twice"));
+    }
+    seen.push_back(key);
+  }
   ModelShape shape;
   shape.name = source;
   if (root["model"]) {
-    auto preset = ModelPreset(root["model"].as<std::string>());
+    auto preset = ModelPreset(root["model"].Scalar());
     if (!preset.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", preset.status().message()));
     shape = *preset;
   }
   std::vector<std::string> allowed = {"model", "mlp_matrices"};
   for (const Key& k : Keys()) allowed.push_back(k.name);
   for (const auto& entry : root) {
-    const std::string key = entry.first.as<std::string>();
+    const std::string key = entry.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat(source, ": key '", key, "' is not a model key; allowed: ", absl::StrJoin(allowed, ", ")));
@@ -109,8 +130,9 @@ absl::StatusOr<ModelShape> ParseModelYaml(const std::string& text, const std::st
     }
     for (const Key& k : Keys()) {
       if (key != k.name) continue;
-      if (value < k.min) {
-        return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, " ", value, ": must be at least ", k.min));
+      if (value < k.min || value > k.max) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(source, ": ", key, " ", value, ": must be from ", k.min, " to ", k.max));
       }
       shape.*k.field = value;
     }

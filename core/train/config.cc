@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/base/utf8.h"
 #include "core/plan/model_shape.h"
 #include "core/train/pod_part.h"
 #include "yaml-cpp/yaml.h"
@@ -227,6 +228,7 @@ absl::Status CheckWord(const std::string& source, const std::string& key, const 
   if (word.size() > kMaxJobFileBytes) {
     return KeyError(source, key, absl::StrCat(word.size(), " bytes; at most ", kMaxJobFileBytes, " (1 MiB)"));
   }
+  if (!IsValidUtf8(word)) return KeyError(source, key, "not valid UTF-8 text: save the file as UTF-8");
   static const auto* const kAllowed = new std::map<std::string, std::vector<std::string>>{
       {"opt_type", {"adam", "sgd"}},
       {"activation", {"relu", "gelu", "silu", "tanh", "linear"}},

@@ -375,9 +375,13 @@ class ReferenceTest(Pod):
                               "did you mean learning_rate"),
                              ("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nopt_type: lion\n",
                               "opt_type: 'lion': allowed: adam, sgd"),
-                             ("emb_dim: 8\nmlp_dim: 8\n", "global_batch_tokens: missing")]:
-            with open(path, "w") as f:
-                f.write(text)
+                             ("emb_dim: 8\nmlp_dim: 8\n", "global_batch_tokens: missing"),
+                             # Not UTF-8: `reference --json` aborted in the JSON writer after the
+                             # whole job, `submit` printed "error: " and nothing else.
+                             (b"name: \xff\xfe\nemb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\n",
+                              "name: not valid UTF-8 text")]:
+            with open(path, "wb") as f:
+                f.write(text if isinstance(text, bytes) else text.encode())
             r = self.cli("reference", path)
             self.assert_fails(r, needle, "bad.yaml")
             self.assertEqual(r.returncode, 2)

@@ -125,11 +125,19 @@ class PlanTest(Pod):
             self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
             self.assertIn(needle, r.stderr, args)
         bad = os.path.join(self.home, "bad.yaml")
-        with open(bad, "w") as f:
-            f.write("model: llama2-13b\nbase_emb: 4096\n")
-        r = self.cli("plan", "--model", bad, "--topology", "v5p:4x4", "--batch-tokens", "1M")
-        self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertIn("key 'base_emb' is not a model key", r.stderr)
+        for text, needle in [
+            ("model: llama2-13b\nbase_emb: 4096\n", "key 'base_emb' is not a model key"),
+            # Lists and maps where a word goes crashed the CLI (a yaml-cpp conversion error, exit 134).
+            ("model: [a, b]\n", "model: must be a single value, not a list or a map"),
+            ("[1, 2]: 3\n", "a key must be a word, not a list or a map"),
+            ("model: llama2-7b\nhead_dim: 64\nhead_dim: 128\n", "head_dim is given twice"),
+            ("model: llama2-7b\nhead_dim: 1000000000000\n", "head_dim 1000000000000: must be from 1 to 65536"),
+        ]:
+            with open(bad, "w") as f:
+                f.write(text)
+            r = self.cli("plan", "--model", bad, "--topology", "v5p:4x4", "--batch-tokens", "1M")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(needle, r.stderr)
 
 
 if __name__ == "__main__":

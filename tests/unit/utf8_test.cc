@@ -1,0 +1,29 @@
+#include "core/base/utf8.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace tpuemu {
+namespace {
+
+TEST(Utf8Test, TakesTextAndRefusesWhatIsNotUtf8) {
+  for (const std::string ok : {"", "dp-small", "v5p:2x4", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x99\x82"}) {
+    EXPECT_TRUE(IsValidUtf8(ok)) << ok;
+  }
+  for (const std::string bad : {
+           "\xff\xfe",          // never in UTF-8
+           "\xc3",              // cut short
+           "ab\xe2\x82",        // cut short at the end
+           "\xc0\xaf",          // '/' encoded in two bytes (overlong)
+           "\xe0\x80\xaf",      // overlong in three
+           "\xed\xa0\x80",      // a UTF-16 surrogate
+           "\xf4\x90\x80\x80",  // beyond U+10FFFF
+           "\x80",              // a continuation byte first
+       }) {
+    EXPECT_FALSE(IsValidUtf8(bad));
+  }
+}
+
+}  // namespace
+}  // namespace tpuemu
