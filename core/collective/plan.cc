@@ -247,12 +247,16 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
   plan.num_parts_ = k;
   const uint64_t v = spec.elements();
   const bool a2a = spec.op == CollectiveOp::kAllToAll;
-  const uint64_t unit = a2a ? static_cast<uint64_t>(n) * n * k * 2 : static_cast<uint64_t>(n) * k;
-  if (spec.bytes == 0 || spec.bytes % spec.dtype_bytes != 0 || v % unit != 0) {
+  // A gather's or reduction's parts are sized by their share of the links
+  // (axis_parts.h), not equal: each chip's shard need only hold an element
+  // for each part. An AllToAll's blocks split evenly into parts and halves.
+  const uint64_t unit = a2a ? static_cast<uint64_t>(n) * n * k * 2 : static_cast<uint64_t>(n);
+  if (spec.bytes == 0 || spec.bytes % spec.dtype_bytes != 0 || v % unit != 0 || v / n < static_cast<uint64_t>(k)) {
     return absl::InvalidArgumentError(absl::StrCat(
         Field("bytes"), " ", spec.bytes, ": the array must split evenly over the ", n, " chips of the group",
-        a2a ? absl::StrCat(" into ", n, "x", n, " blocks") : "", k > 1 ? absl::StrCat(" and ", k, " axis parts") : "",
-        a2a ? " and halves" : "", "; use a multiple of ", unit * spec.dtype_bytes, " bytes"));
+        a2a ? absl::StrCat(" into ", n, "x", n, " blocks") : "", a2a && k > 1 ? absl::StrCat(" and ", k, " axis parts") : "",
+        a2a ? " and halves" : "", !a2a && k > 1 ? absl::StrCat(", at least ", k, " elements each (one per axis part)") : "",
+        "; use a multiple of ", unit * spec.dtype_bytes, " bytes"));
   }
   plan.virtual_len_ = v;
 

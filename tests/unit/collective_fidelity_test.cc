@@ -101,6 +101,27 @@ TEST_P(MultiAxisTest, ReachesThePerLinkBoundAndTheSeedsRule) {
   }
 }
 
+// Three axes with a power-of-two array (no factor of 3 for the three axis
+// parts): FSDP over x,y,z of any model with power-of-two sizes. The parts are
+// sized by the links' shares anyway, so they need not be equal.
+TEST(MultiAxisTest, PartsNeedNotBeEqual) {
+  auto topo = Topology::Create({"v5p:4x4x4", 1, 1, "auto"});
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  InProcessPod pod(*topo, 0);
+  for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce}) {
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.axes = {Axis::kX, Axis::kY, Axis::kZ};
+    spec.bytes = 16 << 20;  // bandwidth-bound, as the cases below
+    spec.dtype_bytes = 4;
+    spec.chunk_bytes = 16 << 10;
+    auto r = RunReport<CollectiveReport>(pod, spec);
+    ASSERT_TRUE(r.ok()) << OpName(op) << ": " << r.status();
+    EXPECT_TRUE(r->correct) << OpName(op) << ": " << r->mismatches << " mismatches";
+    EXPECT_NEAR(r->ratio, 1.0, 0.03) << OpName(op);
+  }
+}
+
 std::vector<MultiAxisCase> Cases() {
   const std::vector<Axis> xy = {Axis::kX, Axis::kY}, xyz = {Axis::kX, Axis::kY, Axis::kZ};
   std::vector<MultiAxisCase> cases;

@@ -94,7 +94,9 @@ TEST(CollectivePlanTest, APlanForNoChipsChecksTheSpecAndPlansNothing) {
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_TRUE(none->transfers().empty());
   EXPECT_EQ(none->num_steps(), CollectivePlan::Create(*topo, spec)->num_steps());
-  spec.bytes = 4 * 64 * 16;  // no factor of 3 for the three axis parts
+  spec.bytes = 4 * 63 * 16;  // does not split over the 64 chips
+  EXPECT_FALSE(CollectivePlan::CreateFor(*topo, spec, {}).ok());
+  spec.bytes = spec.dtype_bytes * 64 * 2;  // two elements per chip for three axis parts
   EXPECT_FALSE(CollectivePlan::CreateFor(*topo, spec, {}).ok());
 }
 

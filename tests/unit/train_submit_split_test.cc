@@ -21,18 +21,21 @@ absl::StatusOr<TrainJob> Plan(const std::string& sizes) {
   return PlanTrainJob(*spec, *topo, 0);
 }
 
-TEST(TrainSubmitSplitTest, AGradientThreeAxesCannotSplitIsRefusedWithTheRightHint) {
-  // Data parallel over x, y and z: a layer's 64 x 256 gradient in 8 chips
-  // and 3 axis parts needs a multiple of 24 elements (48 bytes in bf16).
-  auto job = Plan("emb_dim: 64\nmlp_dim: 256\n");
+TEST(TrainSubmitSplitTest, AGradientThatCannotSplitIsRefusedWithTheRightHint) {
+  // Data parallel over x, y and z: a layer's 3 x 3 gradient does not split
+  // over 8 chips.
+  auto job = Plan("emb_dim: 3\nmlp_dim: 3\n");
   ASSERT_FALSE(job.ok());
-  EXPECT_THAT(job.status().message(), HasSubstr("dp3d: a layer's gradient all-reduce over data (16384 elements"));
-  EXPECT_THAT(job.status().message(), HasSubstr("3 axis parts; use a multiple of 48 bytes"));
+  EXPECT_THAT(job.status().message(), HasSubstr("dp3d: a layer's gradient all-reduce over data (9 elements"));
+  EXPECT_THAT(job.status().message(), HasSubstr("split evenly over the 8 chips of the group"));
   EXPECT_THAT(job.status().message(), HasSubstr("Its size comes from emb_dim and mlp_dim"));
   EXPECT_THAT(job.status().message(), testing::Not(HasSubstr("factors of 2")));
 }
 
-TEST(TrainSubmitSplitTest, SizesWithTheFactorOfThreeArePlanned) {
+TEST(TrainSubmitSplitTest, PowerOfTwoSizesArePlannedOverThreeAxes) {
+  // The three axis parts are sized by their links' shares, not equal: no
+  // factor of 3 is needed (before, every power-of-two model was refused).
+  EXPECT_TRUE(Plan("emb_dim: 64\nmlp_dim: 256\n").ok());
   EXPECT_TRUE(Plan("emb_dim: 96\nmlp_dim: 256\n").ok());
 }
 
