@@ -44,8 +44,8 @@ v1::JobTrace StepPiece(int step, double clock_s, const std::vector<ChipRunResult
 
 struct SimulateOptions {
   std::string path, topology, engine = "auto", trace;
-  int slices = 1;
-  bool json = false;
+  int slices = 1, chips_per_host = 4;
+  bool json = false, chips_per_host_given = false;
 };
 
 int RunSimulate(const SimulateOptions& o) {
@@ -53,8 +53,8 @@ int RunSimulate(const SimulateOptions& o) {
   // simulates as its shape.
   auto spec = ReadJobFile(o.path, /*shape_only=*/true);
   if (!spec.ok()) return Fail(spec.status());
-  auto topo = Topology::Create({o.topology, o.slices, 4, "auto"});
-  if (!topo.ok()) return Fail(topo.status());
+  auto topo = Topology::Create({o.topology, o.slices, o.chips_per_host, "auto"});
+  if (!topo.ok()) return Fail(SayingTheDefaultChipsPerHost(topo.status(), o.chips_per_host, o.chips_per_host_given));
   // One chip for all where the chips are alike, else every chip.
   const absl::Status alike = CheckOneChipStandsForAll(*spec, *topo);
   const bool one_for_all = o.engine == "one-chip" || (o.engine == "auto" && alike.ok());
@@ -151,12 +151,17 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
       "the loss is none. No pod is needed; memory and time grow with the chips, not the model's\n"
       "size. Prints the steps as `tpuemu submit --wait` does; --json prints the finished job as\n"
       "`submit --wait --json` does, with a \"simulation\" object (wall time, peak memory). Examples:\n"
-      "  tpuemu simulate examples/jobs/fsdp_tp.yaml --topology v5p:4x4x4\n"
-      "  tpuemu simulate examples/jobs/dp.yaml --topology v5p:2x4 --slices 2 --json\n"
+      "  tpuemu simulate examples/jobs/fsdp_tp.yaml --topology v5p:2x4\n"
+      "  tpuemu simulate examples/jobs/dp.yaml --topology v5p:4x4x4 --slices 2 --json\n"
+      "--chips-per-host as the pod's (`cluster up`'s): with several slices each host's DCN bandwidth is\n"
+      "shared by its chips, so the step's DCN time depends on it.\n"
       "docs/simulate.md");
   c->add_option("job", o->path, "JOB.yaml, the job file (its `values` key is taken as none)")->required();
   c->add_option("--topology", o->topology, "CHIP:SHAPE of each slice, e.g. v5p:4x4x4 or v5e:16x16")->required();
   c->add_option("--slices", o->slices, "slices joined over DCN")->check(CLI::Range(1, 64))->capture_default_str();
+  c->add_option("--chips-per-host", o->chips_per_host, "chips per host (each host's DCN bandwidth is shared by them)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   c->add_option("--engine", o->engine,
                 "one-chip: one chip runs and stands for all, when they are alike (a torus that wraps on every "
                 "axis, no pipeline, no faults); every-chip: a thread per chip; auto: one-chip where it can")
@@ -166,7 +171,10 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
   c->add_option("--trace", o->trace,
                 "write a Chrome / Perfetto trace of every step to FILE: compute, collectives and waits per chip, "
                 "a span per collective and link (not per chunk); with one chip for all, that chip's");
-  c->callback([o, exit_code] { *exit_code = RunSimulate(*o); });
+  c->callback([o, c, exit_code] {
+    o->chips_per_host_given = c->count("--chips-per-host") > 0;
+    *exit_code = RunSimulate(*o);
+  });
 }
 
 }  // namespace tpuemu
