@@ -725,8 +725,10 @@ absl::Status ValidateTrainConfig(const TrainConfig& config, const std::string& s
         source, ": emb_dim=", c.emb_dim, ", mlp_dim=", c.mlp_dim, ", num_layers=", c.num_layers,
         ", global_batch_tokens=", c.global_batch_tokens, c.embeddings() ? absl::StrCat(", vocab_size=", c.vocab_size) : "",
         " need ", static_cast<int64_t>(bytes / (1 << 20)),
-        " MiB of host memory for the one-device reference; the limit is ", kMaxReferenceBytes / (1 << 20),
-        " MiB: make the model or the batch smaller"));
+        " MiB of host memory for the one-device reference that real values are checked against; the limit is ",
+        kMaxReferenceBytes / (1 << 20),
+        " MiB: make the model or the batch smaller, or give `values: none` to run it shape-only (every emulated "
+        "figure, no values; `tpuemu simulate` needs no pod)"));
   }
   return absl::OkStatus();
 }

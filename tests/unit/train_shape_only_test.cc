@@ -133,7 +133,11 @@ TEST(ShapeOnlyConfigTest, RefusesCheckpointsAndUnknownValues) {
 TEST(ShapeOnlyConfigTest, ShapeOnlyIsNotBoundByTheReferencesHostMemory) {
   // 2 GiB of weights: too big for a one-device reference, fine shape-only.
   const std::string big = "emb_dim: 16384\nmlp_dim: 65536\nnum_layers: 4\nglobal_batch_tokens: 65536\n";
-  EXPECT_FALSE(ParseTrainSpec(big, "job.yaml").ok());
+  auto refused = ParseTrainSpec(big, "job.yaml");
+  ASSERT_FALSE(refused.ok());
+  // The refusal says how to run it anyway.
+  EXPECT_NE(refused.status().message().find("give `values: none` to run it shape-only"), std::string::npos)
+      << refused.status();
   EXPECT_TRUE(ParseTrainSpec(big + "values: none\n", "job.yaml").ok());
 }
 
