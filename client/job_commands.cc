@@ -338,8 +338,8 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   };
   auto* submit = app.add_subcommand("submit", "submit a training job file to the pod");
   submit->footer(
-      "Seed 001's model trained with the data, fsdp and tensor parallelism its mesh keys ask for (the\n"
-      "seed's algorithms), every step reported. Example:\n"
+      "Seed 001's model trained with the data, fsdp, tensor and pipeline parallelism its mesh keys ask\n"
+      "for (the seeds' algorithms), every step reported. Example:\n"
       "  tpuemu submit examples/jobs/dp.yaml --wait\n"
       "Details: docs/jobs.md\n\n" +
       JobKeysHelp());

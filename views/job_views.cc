@@ -93,6 +93,9 @@ void PrintTrainStatus(const v1::Job& job) {
                 static_cast<long long>(job.steps_dropped() - 1), job.steps_size());
   }
   for (const v1::TrainStep& s : job.steps()) std::printf("%s\n", StepLine(s).c_str());
+  if (const double l2 = job.train_summary().param_l2(); job.state() == v1::JOB_STATE_SUCCEEDED && l2 > 0) {
+    std::printf("final parameters L2 %.9g\n", l2);
+  }
   PrintBubbleNote(job);
   PrintPerLayer(job.train_summary());
 }

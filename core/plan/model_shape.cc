@@ -1,6 +1,7 @@
 #include "core/plan/model_shape.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -157,6 +158,11 @@ absl::Status CheckModelShape(const ModelShape& shape, const std::string& source)
 
 absl::StatusOr<ModelShape> LoadModel(const std::string& preset_or_path) {
   if (Presets().count(preset_or_path) > 0) return ModelPreset(preset_or_path);
+  std::error_code error;
+  if (std::filesystem::is_directory(preset_or_path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", preset_or_path, "': a directory; give a preset (",
+                                                   absl::StrJoin(ModelPresetNames(), ", "), ") or a model file"));
+  }
   std::ifstream in(preset_or_path);
   if (!in) {
     return absl::InvalidArgumentError(absl::StrCat("model '", preset_or_path, "': neither a preset (",

@@ -409,6 +409,8 @@ class TrainJobTest(Pod):
         self.assertEqual(job["steps"][0]["comm_bytes_per_chip"]["data"], 8 * 256 * 1024 * 7 // 8 * 2)
         status = json.loads(self.cli("status", job["id"], "--json").stdout)
         self.assertEqual(status, job)
+        # In text too, the final parameters' norm (only `watch` and `submit --wait` said it).
+        self.assertIn(f"final parameters L2 {job['summary']['param_l2']:.9g}", self.cli("status", job["id"]).stdout)
         jobs = json.loads(self.cli("jobs", "--json").stdout)["jobs"]
         self.assertEqual([j["id"] for j in jobs], [job["id"]])
         out = os.path.join(self.home, "trace.json")

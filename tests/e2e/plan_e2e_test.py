@@ -125,6 +125,7 @@ class PlanTest(Pod):
             (["--model", "llama2-7b", "--topology", "v5p:1x1", "--batch-tokens", "1M"],
              "(4 is the default: give --chips-per-host N)"),
             (["--model", "llama2-13b", "--topology", "tpu9:4x4", "--batch-tokens", "1M"], "tpu9"),
+            (["--model", self.home, "--topology", "v5p:4x4", "--batch-tokens", "1M"], "': a directory; give a preset"),
         ]:
             r = self.cli("plan", *args)
             self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
