@@ -211,8 +211,11 @@ int Status(const JobOptions& o) {
     std::printf("%s on %s\n", job->state() == v1::JOB_STATE_RUNNING ? "runs" : "ran", PlacementText(*job).c_str());
   }
   if (job->checkpoint_step() > 0) {
-    std::printf("checkpoint: after step %d (checkpoint_every: %d)\n", job->checkpoint_step(),
-                job->train().config().checkpoint_every());
+    // checkpoint_step counts the steps done; the step lines count from 0.
+    const bool resumable = IsTerminal(job->state()) && job->state() != v1::JOB_STATE_SUCCEEDED;
+    std::printf("checkpoint: steps 0-%d done (checkpoint_every: %d)%s\n", job->checkpoint_step() - 1,
+                job->train().config().checkpoint_every(),
+                resumable ? absl::StrCat("; `tpuemu resume` starts at step ", job->checkpoint_step()).c_str() : "");
   }
   if (job->restarts() > 0) {
     std::printf("resumed %d time(s), the last: %s\n", job->restarts(), WithFlagNames(job->restart_reason()).c_str());

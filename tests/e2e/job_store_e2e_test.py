@@ -269,6 +269,9 @@ class JobStoreTest(Pod):
         self.assertEqual(self.cli("cancel", job_id).returncode, 0)
         before = json.loads(self.status_json(job_id))
         self.assertIn("on v5p:2x4", before["checkpoint_layout"])
+        done = before["checkpoint_step"]  # steps done; the step lines count from 0
+        self.assertIn(f"checkpoint: steps 0-{done - 1} done (checkpoint_every: 2); `tpuemu resume` starts at step {done}",
+                      self.cli("status", job_id).stdout)
         self.cli("cluster", "down")
 
         # Eight chips again, as two slices: the job plans, but its shards are another size.
