@@ -265,8 +265,10 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
       why = "";  // nothing: it starts now
     }
   }
-  if (position > 1) why = absl::StrCat(why, ", then ", position - 1, " queued ahead of it (", queue_.front().id,
-                                       position > 2 ? " first)" : ")");
+  if (position > 1) {
+    why = absl::StrCat(why, why.empty() ? "" : ", then ", position - 1, " queued ahead of it (", queue_.front().id,
+                       position > 2 ? " first)" : ")");
+  }
   return {position, why};
 }
 
