@@ -48,6 +48,20 @@ inline CLI::Validator ZeroOrMore() {
       "N");
 }
 
+// A whole number from `low` to `high` (CLI11's own refusal of "abc" for an
+// int, "Could not convert", names neither the kind of value nor the range).
+inline CLI::Validator WholeNumberFrom(int64_t low, int64_t high) {
+  return CLI::Validator(
+      [low, high](std::string& text) -> std::string {
+        int64_t value;
+        return absl::SimpleAtoi(text, &value) && value >= low && value <= high
+                   ? ""
+                   : "'" + text + "': expected a whole number from " + std::to_string(low) + " to " +
+                         std::to_string(high);
+      },
+      "N");
+}
+
 // Seconds to wait: above 0 and finite.
 inline CLI::Validator PositiveSeconds() {
   return CLI::Validator(

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "views/chrome_trace.h"
 #include "client/cli_checks.h"
+#include "core/job/record.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
 #include "services/flag_names.h"
@@ -352,6 +353,7 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   submit->add_option("--priority", o->priority,
                      "place in the queue: higher goes ahead of queued jobs of lower priority, never of running "
                      "ones (-1000 to 1000)")
+      ->check(WholeNumberFrom(-kMaxPriority, kMaxPriority))
       ->default_val(0);
   coordinator(submit);
   submit->callback([o, exit_code] { *exit_code = Submit(*o); });

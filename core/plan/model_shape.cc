@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/flat_yaml.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tpuemu {
@@ -74,35 +75,17 @@ absl::StatusOr<ModelShape> ModelPreset(const std::string& name) {
 }
 
 absl::StatusOr<ModelShape> ParseModelYaml(const std::string& text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": not YAML: ", e.what()));
-  }
-  if (!root.IsMap()) return absl::InvalidArgumentError(absl::StrCat(source, ": expected keys and values"));
-  // Keys and values are single words or numbers; a list or a map in either
-  // place is refused by name (yaml-cpp throws converting one to a scalar).
-  std::vector<std::string> seen;
-  for (const auto& entry : root) {
-    if (!entry.first.IsScalar()) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": a key must be a word, not a list or a map"));
-    }
-    const std::string key = entry.first.Scalar();
-    if (!entry.second.IsScalar()) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, ": must be a single value, not a list or a map"));
-    }
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, " is given twice"));
-    }
-    seen.push_back(key);
-  }
+  auto loaded = LoadFlatYamlMap(text, source);
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node& root = *loaded;
   ModelShape shape;
   shape.name = source;
   if (root["model"]) {
     auto preset = ModelPreset(root["model"].Scalar());
     if (!preset.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", preset.status().message()));
     shape = *preset;
+    // A preset with keys changed is no longer that model: its header names the file.
+    if (root.size() > 1) shape.name = absl::StrCat(source, " (from ", preset->name, ")");
   }
   std::vector<std::string> allowed = {"model", "mlp_matrices"};
   for (const Key& k : Keys()) allowed.push_back(k.name);

@@ -1,11 +1,15 @@
 #include "core/pod/profile.h"
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "core/base/flat_yaml.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tpuemu {
@@ -123,19 +127,17 @@ absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path) {
         "profile file '", path, "': ", std::filesystem::exists(path, error) ? "not a regular file" : "no such file",
         "; give the path of a chip profile file (docs/topology.md) or a preset: ", absl::StrJoin(PresetNames(), ", ")));
   }
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': ", e.what()));
-  }
-  if (!root.IsMap()) {
-    return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': expected a map of keys"));
-  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': cannot read it"));
+  auto loaded = LoadFlatYamlMap(text.str(), absl::StrCat("profile file '", path, "'"));
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node& root = *loaded;
   ChipProfile p;
   if (root["base"]) {
-    auto base = PresetProfile(root["base"].as<std::string>());
-    if (!base.ok()) return base.status();
+    auto base = PresetProfile(root["base"].Scalar());
+    if (!base.ok()) return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': base: ", base.status().message()));
     p = *base;
   }
   p.name = path;
@@ -145,10 +147,10 @@ absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path) {
       {"ici_hop_latency", &p.ici_hop_latency}, {"dcn_bw_per_host_dir", &p.dcn_bw_per_host_dir},
       {"dcn_latency", &p.dcn_latency}};
   for (const auto& kv : root) {
-    const auto key = kv.first.as<std::string>();
+    const std::string key = kv.first.Scalar();
     try {
       if (key == "base") continue;
-      if (key == "name") { p.name = kv.second.as<std::string>(); continue; }
+      if (key == "name") { p.name = kv.second.Scalar(); continue; }
       if (key == "max_torus_dims") { p.max_torus_dims = kv.second.as<int>(); continue; }
       if (key == "ici_link_efficiency") {
         p.ici_link_efficiency = kv.second.as<double>();
@@ -169,7 +171,7 @@ absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path) {
         continue;
       }
       if (key == "wraparound") {
-        auto rule = ParseWrapRule(kv.second.as<std::string>());
+        auto rule = ParseWrapRule(kv.second.Scalar());
         if (!rule.ok()) return rule.status();
         p.wrap = *rule;
         continue;
@@ -183,9 +185,9 @@ absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path) {
                                                        "'; allowed: ", absl::StrJoin(allowed, ", ")));
       }
       *it->second = kv.second.as<double>();
-      if (*it->second <= 0) {
+      if (!(*it->second > 0) || !std::isfinite(*it->second)) {
         return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': key '", key,
-                                                       "' must be > 0, got ", *it->second));
+                                                       "' must be a number above 0, got ", kv.second.Scalar()));
       }
     } catch (const YAML::Exception& e) {
       return absl::InvalidArgumentError(

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/base/flat_yaml.h"
 #include "core/base/utf8.h"
 #include "core/plan/model_shape.h"
 #include "core/train/pod_part.h"
@@ -512,43 +513,8 @@ const std::vector<TrainKey>& TrainKeys() {
   return keys;
 }
 
-namespace {
-
-// The line (from 1) where a second YAML document's content starts, or 0.
-// YAML::Load reads only the first, and would leave the rest unread. Found in
-// the text, not by YAML::LoadAll: yaml-cpp 0.7's LoadAll ran without end,
-// allocating, on a 193-byte fuzzer input. A document marker is `---` or `...`
-// at the start of a line (alone or before a space); no value of a flat file
-// can hold one there.
-int SecondDocumentLine(const std::string& text) {
-  bool content = false, ended = false;
-  int number = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    ++number;
-    absl::ConsumeSuffix(&line, "\r");
-    const auto marker = [&](absl::string_view m) {
-      return absl::StartsWith(line, m) && (line.size() == m.size() || line[m.size()] == ' ' || line[m.size()] == '\t');
-    };
-    if (marker("...")) {
-      ended = ended || content;
-      continue;
-    }
-    if (marker("---")) {
-      ended = ended || content;
-      line.remove_prefix(3);  // `--- key: value` starts a document with content
-    }
-    const size_t first = line.find_first_not_of(" \t");
-    if (first == absl::string_view::npos || line[first] == '#') continue;
-    if (ended) return number;
-    content = true;
-  }
-  return 0;
-}
-
-}  // namespace
-
 absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& source, bool shape_only) {
-  if (const int line = SecondDocumentLine(text); line > 0) {
+  if (const int line = SecondYamlDocumentLine(text); line > 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": line ", line, " starts a second YAML document (after `---` or `...`); a job file is one"));
   }

@@ -217,6 +217,12 @@ TEST(PlanSeedTest, BadModelsAreRefusedNamingTheKey) {
   EXPECT_EQ(overridden->layers, 20);
   EXPECT_EQ(overridden->mlp_matrices, 2);
   EXPECT_EQ(overridden->emb_dim, 5120);
+  // No longer the preset: the header names the file (it named llama2-13b).
+  EXPECT_EQ(overridden->name, "m.yaml (from llama2-13b)");
+  EXPECT_EQ(ParseModelYaml("model: llama2-13b\n", "m.yaml")->name, "llama2-13b");
+  auto second = ParseModelYaml("model: llama2-13b\n---\nhead_dim: 3\n", "m.yaml");
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("line 3 starts a second YAML document"), std::string::npos);
 }
 
 }  // namespace

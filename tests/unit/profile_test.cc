@@ -46,7 +46,14 @@ TEST(ProfileTest, BadFilesSayWhatIsWrong) {
     EXPECT_NE(p.status().message().find(needle), std::string::npos) << p.status();
   };
   expect("base: v5p\nici_bandwidth: 1\n", "unknown key 'ici_bandwidth'");
-  expect("base: v5p\nhbm_bw: -1\n", "must be > 0");
+  expect("base: v5p\nhbm_bw: -1\n", "must be a number above 0, got -1");
+  expect("base: v5p\nhbm_bw: .nan\n", "must be a number above 0, got .nan");
+  // Each of these threw out of the loader (the CLI died of yaml-cpp's exception).
+  expect("base: [v5p]\n", "base: must be a single value");
+  expect("[a, b]: 1\nbase: v5p\n", "a key must be a word");
+  expect("base: v9\n", "base: chip 'v9' is not a preset");
+  expect("base: v5p\n---\nhbm_bw: 1\n", "line 3 starts a second YAML document");
+  expect("base: v5p\nhbm_bw: 1\nhbm_bw: 2\n", "hbm_bw is given twice");
   expect("base: v5p\nhbm_bw: fast\n", "wrong type");
   expect("name: x\n", "is missing");
   expect("base: v5p\nwraparound: sometimes\n", "allowed: multiple-of-4");

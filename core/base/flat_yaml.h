@@ -1,0 +1,21 @@
+// Small YAML files of one flat map (a chip profile, a model's shape), read
+// with every refusal as a message rather than a yaml-cpp exception, and the
+// one check every YAML file of ours needs (one document).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "yaml-cpp/yaml.h"
+
+namespace tpuemu {
+
+// The line (from 1) where a second YAML document's content starts, or 0.
+// YAML::Load reads only the first and leaves the rest unread, silently.
+int SecondYamlDocumentLine(const std::string& text);
+
+// `text` as one map whose keys are words and whose values are single words or
+// numbers, no key twice, all of it UTF-8. `source` starts every message.
+absl::StatusOr<YAML::Node> LoadFlatYamlMap(const std::string& text, const std::string& source);
+
+}  // namespace tpuemu
