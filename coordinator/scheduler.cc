@@ -32,7 +32,7 @@ absl::Status CheckpointFits(const JobRecord& r, const PlannedJob& planned, const
   const std::string here = CheckpointLayout(planned, pod);
   if (here == r.checkpoint_layout) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
-      r.id, "'s checkpoint after step ", r.checkpoint_step, " was written by ", r.checkpoint_layout,
+      r.id, "'s checkpoint (steps 0-", r.checkpoint_step - 1, " done) was written by ", r.checkpoint_layout,
       "; this pod would run it as ", here,
       ". A checkpoint resumes only on the mesh and pod that wrote it: bring up a pod of that shape on this job "
       "store, or submit the job file again to start from step 0"));
@@ -141,7 +141,7 @@ absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why)
   store_.Rewind(r.id, done, [&](JobRecord& job) {
     job.spec = *spec;
     job.state = JobState::kPending;
-    job.restart_reason = absl::StrCat(why, "; from ", done > 0 ? absl::StrCat("the checkpoint after step ", done)
+    job.restart_reason = absl::StrCat(why, "; from ", done > 0 ? absl::StrCat("its checkpoint (steps 0-", done - 1, " done), at step ", done)
                                                                 : std::string("the start (no checkpoint yet)"),
                                       r.error.empty() ? "" : absl::StrCat("; it had ended: ", r.error));
     job.error.clear();

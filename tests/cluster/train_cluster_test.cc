@@ -194,7 +194,8 @@ TEST(TrainClusterTest, ACancelledJobResumesFromItsCheckpointBitForBit) {
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(resumed->restarts(), 1);
   EXPECT_THAT(resumed->restart_reason(),
-              ::testing::HasSubstr(absl::StrCat("from the checkpoint after step ", cancelled.checkpoint_step())));
+              ::testing::HasSubstr(absl::StrCat("from its checkpoint (steps 0-", cancelled.checkpoint_step() - 1,
+                                                " done), at step ", cancelled.checkpoint_step())));
   const v1::Job done = pod.Wait(job->id());
   ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
   ASSERT_EQ(done.steps_size(), whole.steps_size());

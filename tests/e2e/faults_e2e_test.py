@@ -101,7 +101,7 @@ class WorkerFaultsTest(Pod):
         self.assertEqual(job["state"], "succeeded", job.get("error"))
         self.assertEqual(job["restarts"], 1)
         self.assertIn("was lost", job["restart_reason"])
-        self.assertIn("from the checkpoint after step 2", job["restart_reason"])
+        self.assertIn("from its checkpoint (steps 0-1 done), at step 2", job["restart_reason"])
         self.assertEqual([s["loss"] for s in job["steps"]], healthy)
 
     def test_a_worker_frozen_at_a_step_comes_back_by_itself_and_the_job_resumes(self):
@@ -115,7 +115,7 @@ class WorkerFaultsTest(Pod):
               f"{job.get('restart_reason')}", file=sys.stderr)
         self.assertEqual(job["state"], "succeeded", job.get("error"))
         self.assertEqual(job["restarts"], 1)
-        self.assertIn("from the checkpoint after step 2", job["restart_reason"])
+        self.assertIn("from its checkpoint (steps 0-1 done), at step 2", job["restart_reason"])
         self.assertEqual([s["loss"] for s in job["steps"]], healthy)
         # The same process came back: frozen, not replaced.
         self.assertTrue(alive(frozen))

@@ -227,7 +227,7 @@ class JobStoreTest(Pod):
             self.assertEqual(job["state"], "succeeded", job.get("error"))
             self.assertEqual(job["restarts"], 1)
             self.assertIn(reason, job["restart_reason"])
-            self.assertIn("from the checkpoint after step", job["restart_reason"])
+            self.assertIn("from its checkpoint (steps 0-", job["restart_reason"])
             self.assertEqual([s["loss"] for s in job["steps"]], [s["loss"] for s in whole["steps"]])
             self.assertEqual(job["summary"]["param_l2"], whole["summary"]["param_l2"])
 
@@ -278,7 +278,7 @@ class JobStoreTest(Pod):
         self.up("--topology", "v5p:2x2", "--slices", "2", "--chips-per-host", "4")
         r = self.cli("resume", job_id)
         self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn(f"{job_id}'s checkpoint after step {before['checkpoint_step']} was written by mesh", r.stderr)
+        self.assertIn(f"{job_id}'s checkpoint (steps 0-{before['checkpoint_step'] - 1} done) was written by mesh", r.stderr)
         self.assertIn("this pod would run it as mesh data=dcn(2)", r.stderr)
         self.assertIn("submit the job file again to start from step 0", r.stderr)
         after = json.loads(self.status_json(job_id))
