@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/cli_checks.h"
 #include "client/cli_errors.h"
 #include "client/coordinator_client.h"
@@ -26,6 +27,13 @@ absl::StatusOr<StartedProcess> Replace(PodState& state, StartedProcess& old) {
   return *started;
 }
 
+void WaitUntilAnswering(const std::string& coordinator, absl::Duration within) {
+  for (const absl::Time deadline = absl::Now() + within; absl::Now() < deadline;) {
+    if (CoordinatorClient(coordinator).Status(1).ok()) return;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
 int RestartCoordinator(double timeout_s) {
   auto state = LoadPodState();
   if (!state.ok()) return Fail(state.status());
@@ -35,6 +43,16 @@ int RestartCoordinator(double timeout_s) {
   auto started = Replace(*state, state->coordinator_process);
   if (!started.ok()) return Fail(started.status());
   auto status = WaitUntilReady(*state, timeout_s, progress);
+  if (!status.ok() && IsRunning(state->coordinator_process)) {
+    // What is missing is a worker that is gone: the coordinator is said to
+    // be back once it answers, so that the next command finds it.
+    WaitUntilAnswering(state->coordinator, absl::Seconds(10));
+    return Fail(absl::Status(status.status().code(),
+                             absl::StrCat("the coordinator restarted (pid ", started->pid, ") at ", state->coordinator,
+                                          ", but the pod is not ready: ", status.status().message(),
+                                          "\nStart a worker that is not running again with `tpuemu cluster "
+                                          "restart-worker HOST`; `tpuemu cluster status` shows the pod")));
+  }
   if (!status.ok()) return Fail(status.status());
   std::cout << "coordinator restarted (pid " << started->pid << ") at " << state->coordinator << "; "
             << status->workers_size() << "/" << status->expected_workers() << " workers registered again\n";

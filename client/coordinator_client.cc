@@ -148,8 +148,20 @@ absl::Status CoordinatorClient::Watch(const std::string& id, const std::function
   req.set_id(id);
   auto reader = stub_->WatchJob(&ctx, req);
   v1::JobEvent event;
-  while (reader->Read(&event)) on_change(event.job());
+  bool answered = false;
+  while (reader->Read(&event)) {
+    answered = true;
+    on_change(event.job());
+  }
   grpc::Status s = reader->Finish();
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && answered) {
+    // A connection that carried the job's events broke: the coordinator
+    // went away (a closed socket is not plaintext meeting TLS here).
+    return absl::UnavailableError(absl::StrCat(
+        "the coordinator at ", address_, " stopped answering while the job was followed (", s.error_message(),
+        "): `tpuemu cluster status` says whether it runs; a local pod's: `tpuemu cluster restart-coordinator`, "
+        "then `tpuemu watch ", id, "` again"));
+  }
   if (!s.ok()) return Explain(s, address_);
   return absl::OkStatus();
 }

@@ -156,10 +156,12 @@ absl::StatusOr<v1::ClusterStatus> WaitUntilReady(const PodState& state, double t
       return absl::InternalError(absl::StrCat("the coordinator exited; its log says:\n",
                                               TailOfLastStart(state.coordinator_process.log, 10)));
     }
-    for (const PodWorker& w : state.workers) {
+    for (size_t global = 0; global < state.workers.size(); ++global) {
+      const PodWorker& w = state.workers[global];
       if (!IsRunning(w.process)) {
-        return absl::InternalError(absl::StrCat("worker slice ", w.slice, " host ", w.host,
-                                                " exited; its log says:\n", TailOfLastStart(w.process.log, 10)));
+        return absl::InternalError(absl::StrCat("worker slice ", w.slice, " host ", w.host, " (HOST ", global,
+                                                " in `tpuemu cluster status`) is not running; its log says:\n",
+                                                TailOfLastStart(w.process.log, 10)));
       }
     }
     if (std::chrono::steady_clock::now() > deadline) {

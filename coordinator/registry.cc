@@ -118,7 +118,7 @@ GrantedPlace Registry::TakePlaceLocked(int global, const PlaceRequest& req) {
   w.host = global;
   w.slice = topo_.SliceOfHost(global);
   w.address = req.address;
-  w.live.Reset(absl::Now());
+  w.live.Reset(awake_.Now());
   w.incarnation = next_incarnation_++;
   w.client = factory_(req.address);
   w.place_source = PlaceSource(req);
@@ -143,7 +143,7 @@ absl::Status Registry::Heartbeat(int global_host, uint64_t incarnation, uint64_t
     return absl::FailedPreconditionError(absl::StrCat("host ", global_host, " is now held by the worker at ",
                                                       it->second.address, "; this registration was replaced"));
   }
-  it->second.live.Heartbeat(absl::Now());
+  it->second.live.Heartbeat(awake_.Now());
   it->second.resident_bytes = resident_bytes;
   return absl::OkStatus();
 }
@@ -151,7 +151,7 @@ absl::Status Registry::Heartbeat(int global_host, uint64_t incarnation, uint64_t
 std::vector<RegisteredWorker> Registry::Workers() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<RegisteredWorker> out;
-  const absl::Time now = absl::Now();
+  const absl::Time now = awake_.Now();
   for (const auto& [host, w] : workers_) {
     out.push_back({host, w.slice, w.address, w.incarnation, w.client, w.live.SinceHeartbeat(now), AliveLocked(w),
                    w.live.Slow(now, heartbeat_timeout_), w.resident_bytes});
@@ -211,10 +211,10 @@ std::string Registry::WorkerName(int host) const {
   return WorkerNameLocked(host);
 }
 
-bool Registry::AliveLocked(const Worker& w) const { return w.live.Alive(absl::Now(), heartbeat_timeout_); }
+bool Registry::AliveLocked(const Worker& w) const { return w.live.Alive(awake_.Now(), heartbeat_timeout_); }
 
 std::string Registry::LostReasonLocked(const Worker& w) const {
-  return w.live.LostReason(absl::Now(), heartbeat_timeout_);
+  return w.live.LostReason(awake_.Now(), heartbeat_timeout_);
 }
 
 void Registry::WatchLoop() {
@@ -222,7 +222,7 @@ void Registry::WatchLoop() {
   while (!stop_) {
     cv_.wait_for(lock, std::chrono::milliseconds(100));
     if (stop_) return;
-    const absl::Time now = absl::Now();
+    const absl::Time now = awake_.Now();
     for (auto& [host, w] : workers_) {
       // A dropped connection is asked about at once: a process that exited
       // refuses the new one, and is lost within milliseconds.
@@ -241,7 +241,7 @@ void Registry::Probed(int host, uint64_t incarnation, const absl::Status& answer
   auto it = workers_.find(host);
   if (it == workers_.end() || it->second.incarnation != incarnation) return;  // the place changed hands meanwhile
   Worker& w = it->second;
-  const absl::Time now = absl::Now();
+  const absl::Time now = awake_.Now();
   const bool was_alive = w.live.Alive(now, heartbeat_timeout_);
   w.live.Probed(now, answer, waited);
   if (!answer.ok() && was_alive) {  // once, not at every question to a worker still gone

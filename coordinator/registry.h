@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "coordinator/awake_clock.h"
 #include "coordinator/liveness.h"
 #include "coordinator/probes.h"
 #include "core/cluster/registrar.h"
@@ -107,6 +108,9 @@ class Registry : public Registrar {
   const ClientFactory factory_;
 
   mutable std::mutex mu_;
+  // Every liveness time is read from it, under mu_ (WatchLoop reads it
+  // every tenth of a second, so a longer gap is the coordinator's own).
+  mutable AwakeClock awake_;
   std::condition_variable cv_;
   std::map<int, Worker> workers_;
   int64_t configured_generation_ = -1;  // registration generation the pod was configured for

@@ -82,8 +82,9 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
   if (!registry_.Configured()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the pod is not ready: ", AliveWorkers(), " of ", pod_.num_hosts(),
-        " workers registered and alive; see `tpuemu cluster status`, or restart it with `tpuemu cluster down` "
-        "and `tpuemu cluster up`"));
+        " workers registered and alive since the coordinator started; `tpuemu cluster status` lists those there. "
+        "Start the missing ones again (a local pod's: `tpuemu cluster restart-worker HOST`; a container or Pod "
+        "restarts by itself)"));
   }
   auto record = store_.Add(spec, priority);
   if (!record.ok()) return record.status();
@@ -458,6 +459,17 @@ absl::Status Scheduler::WorkerFailed(const Queued& job, int host, const absl::St
     registry_.MarkLost(host, because);
     running.worker_lost = true;
     error = absl::UnavailableError(absl::StrCat(registry_.WorkerName(host), " was lost: ", because));
+  } else if (auto lost = registry_.FirstLost(running.hosts)) {
+    // A worker telling of a link that broke, when the worker at its other
+    // end is already known to be gone: the loss is the news.
+    running.worker_lost = true;
+    error = absl::UnavailableError(*lost);
+  } else if (failure.code() == absl::StatusCode::kAborted) {
+    // A live worker whose link to a peer would not connect or broke (or
+    // whose disk refused a checkpoint): the peer, if it is gone, is found
+    // lost by its own heartbeats; the job may restart as after a loss.
+    running.worker_lost = true;
+    error = absl::AbortedError(absl::StrCat(registry_.WorkerName(host), " failed: ", failure.message()));
   } else {
     error = absl::Status(failure.code(), absl::StrCat(registry_.WorkerName(host), " failed: ", failure.message()));
   }

@@ -1,5 +1,6 @@
 #include "services/grpc_fabric.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <thread>
@@ -265,13 +266,18 @@ std::string WhyNotConnected(const std::shared_ptr<grpc::Channel>& channel) {
 
 }  // namespace
 
-absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_chips, absl::Duration within) {
+absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_chips, const std::vector<int>& job_chips,
+                                absl::Duration within) {
   local_ = &local;
+  const auto in_job = [&](int chip) {
+    return job_chips.empty() || std::binary_search(job_chips.begin(), job_chips.end(), chip);
+  };
   // Every link starts connecting at once; all share one deadline.
   std::vector<Link> links;
   for (int chip : local_chips) {
+    if (!in_job(chip)) continue;
     for (const auto& out : topo_.OutgoingLinks(chip)) {
-      if (topo_.HostOf(out.peer) == my_host_) continue;
+      if (topo_.HostOf(out.peer) == my_host_ || !in_job(out.peer)) continue;
       auto link = LinkFor(chip, out.peer);
       if (!link.ok()) return link.status();
       link->channel->GetState(/*try_to_connect=*/true);

@@ -24,7 +24,8 @@ class GrpcFabric : public HostFabric {
   GrpcFabric(const Topology& topo, int my_host, std::map<int, std::string> host_addresses,
              std::shared_ptr<PeerQueue> queue);
   ~GrpcFabric() override;
-  absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips, absl::Duration within) override;
+  absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips, const std::vector<int>& job_chips,
+                       absl::Duration within) override;
   absl::Status Deliver(Frame&& frame) override;
   void Send(Frame&& frame, SentFn sent) override;
   void Disconnect() override;

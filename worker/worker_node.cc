@@ -1,5 +1,7 @@
 #include "worker/worker_node.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/base/process_memory.h"
 #include "core/job/kinds.h"
@@ -16,6 +18,15 @@ namespace {
 // the coordinator configures a worker as soon as it has registered it, which
 // may be before the answer has reached the worker.
 constexpr auto kRegistrationAnswerWait = std::chrono::seconds(2);
+
+// A worker that answers is not lost. To the coordinator kUnavailable means
+// the call did not reach the worker (WorkerInterface), so an answer's own
+// (a link to a peer that would not connect or broke, a checkpoint the disk
+// refused) goes back as kAborted, its message naming what failed: it once
+// had a live worker counted lost in place of the dead peer.
+absl::Status Answered(absl::Status status) {
+  return absl::IsUnavailable(status) ? absl::AbortedError(status.message()) : status;
+}
 
 bool SamePod(const TopologyRequest& a, const TopologyRequest& b) {
   return a.topology == b.topology && a.slices == b.slices && a.chips_per_host == b.chips_per_host &&
@@ -104,7 +115,9 @@ absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
   auto pod = std::make_shared<Pod>(Pod{*topo, make_fabric_(config, *topo, host), nullptr, nullptr});
   pod->net = std::make_unique<HostNetwork>(*topo, topo->ChipsOfHost(host), config.time_scale, pod->fabric.get());
   // 5 s: Configure answers within the coordinator's 10 s whatever the peers do.
-  if (auto s = pod->fabric->Connect(pod->net->mailbox(), pod->net->local_chips(), absl::Seconds(5)); !s.ok()) return s;
+  if (auto s = pod->fabric->Connect(pod->net->mailbox(), pod->net->local_chips(), {}, absl::Seconds(5)); !s.ok()) {
+    return s;
+  }
   // An idle worker's connections hold their last read buffers (1-2 MiB
   // each); they are closed with the rest of what it gives back, and opened
   // again when the next job is prepared.
@@ -148,7 +161,14 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec, const Placem
   // timed. Preparing has no deadline of its own, so a slow connection
   // between containers (a CI run saw one miss 5 s after a peer restarted)
   // gets 15 s before the job fails.
-  if (auto s = p->fabric->Connect(p->net->mailbox(), p->net->local_chips(), absl::Seconds(15)); !s.ok()) return s;
+  std::vector<int> job_chips;
+  if (!placement.whole_pod()) {
+    job_chips = PlacedChips(p->topo, placement);
+    std::sort(job_chips.begin(), job_chips.end());
+  }
+  if (auto s = p->fabric->Connect(p->net->mailbox(), p->net->local_chips(), job_chips, absl::Seconds(15)); !s.ok()) {
+    return s;
+  }
   const uint64_t resident_before = ResidentBytes();
   ResetPeakResident();
   RunOptions options;
@@ -270,7 +290,7 @@ void WorkerNode::ShutDown(const std::string& reason) {
 
 absl::Status WorkerNode::Configure(uint64_t incarnation, const PodConfig& config) {
   if (auto s = CheckIncarnation(incarnation, "Configure"); !s.ok()) return s;
-  return ConfigurePod(config);
+  return Answered(ConfigurePod(config));
 }
 
 absl::Status WorkerNode::PrepareJob(uint64_t incarnation, uint64_t job, const JobSpec& spec, const Placement& placement,
@@ -278,7 +298,7 @@ absl::Status WorkerNode::PrepareJob(uint64_t incarnation, uint64_t job, const Jo
   if (auto s = CheckIncarnation(incarnation, "PrepareJob"); !s.ok()) return s;
   absl::Status prepared = Prepare(job, spec, placement);
   prepared.ok() ? metrics_.Succeeded(WorkerMetrics::kPrepare) : metrics_.Failed(WorkerMetrics::kPrepare);
-  return prepared;
+  return Answered(prepared);
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnation, uint64_t job, int step,
@@ -290,6 +310,7 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnati
     metrics_.StepRan(*ran);
   } else {
     metrics_.Failed(WorkerMetrics::kRun);
+    return Answered(ran.status());
   }
   return ran;
 }
@@ -297,7 +318,11 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::RunJob(uint64_t incarnati
 absl::StatusOr<HostCheck> WorkerNode::CheckJob(uint64_t incarnation, uint64_t job, Cancellation&) {
   if (auto s = CheckIncarnation(incarnation, "CheckJob"); !s.ok()) return s;
   auto checked = Check(job);
-  checked.ok() ? metrics_.Succeeded(WorkerMetrics::kCheck) : metrics_.Failed(WorkerMetrics::kCheck);
+  if (!checked.ok()) {
+    metrics_.Failed(WorkerMetrics::kCheck);
+    return Answered(checked.status());
+  }
+  metrics_.Succeeded(WorkerMetrics::kCheck);
   return checked;
 }
 

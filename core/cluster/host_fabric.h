@@ -20,9 +20,13 @@ class HostFabric : public Fabric {
  public:
   // Frames for this host's own chips go to `local`. Opens the links from
   // `local_chips` to chips on other hosts now, so that no job pays for
-  // connecting them, and fails if one is not up within `within`.
-  // Called again before each job: it opens what Disconnect closed.
-  virtual absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips, absl::Duration within) = 0;
+  // connecting them, and fails if one is not up within `within`. Called
+  // again before each job, for the links it uses: those to `job_chips`
+  // (sorted pod ids; all chips when empty), so that a job on a part of the
+  // pod neither waits for nor fails on a host outside it. Links not opened
+  // here open when first used.
+  virtual absl::Status Connect(Mailbox& local, const std::vector<int>& local_chips, const std::vector<int>& job_chips,
+                               absl::Duration within) = 0;
   // Closes the links to other hosts and frees what they hold (a connection's
   // read buffers live as long as it does), while no job uses them.
   virtual void Disconnect() {}

@@ -14,7 +14,7 @@ class InMemoryFabric::End : public HostFabric {
     if (it != fabric_->mailboxes_.end() && it->second == local_) fabric_->mailboxes_.erase(it);
   }
 
-  absl::Status Connect(Mailbox& local, const std::vector<int>&, absl::Duration) override {
+  absl::Status Connect(Mailbox& local, const std::vector<int>&, const std::vector<int>&, absl::Duration) override {
     std::lock_guard<std::mutex> lock(fabric_->mu_);
     local_ = &local;
     fabric_->mailboxes_[host_] = local_;

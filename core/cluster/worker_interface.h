@@ -43,6 +43,9 @@ struct WorkerStatusView {
 // incarnation the coordinator gave it): a worker refuses calls meant for a
 // process that held its place before, or after, it.
 //
+// kUnavailable means a call did not reach the worker, and the coordinator
+// counts it lost; a worker's own answers never carry that code.
+//
 // A job's calls last as long as the job's share of work on the worker, so
 // they have no deadline: a client gives up on them when `cancel` (the job's,
 // driven by its abort) is cancelled, and the worker ends the work itself

@@ -26,7 +26,7 @@ class GrpcFabricTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = *std::move(s);
     fabric_ = std::make_unique<GrpcFabric>(topo_, 0, std::map<int, std::string>{{1, absl::StrCat("127.0.0.1:", server_.port)}}, peer_.queue());
-    ASSERT_TRUE(fabric_->Connect(mailbox_, {0}, absl::Seconds(5)).ok());
+    ASSERT_TRUE(fabric_->Connect(mailbox_, {0}, {}, absl::Seconds(5)).ok());
   }
   void TearDown() override {
     fabric_.reset();
@@ -149,7 +149,7 @@ TEST_F(GrpcFabricTest, FramesForChipsOnThisHostGoToItsMailboxAndLeaveAtOnce) {
   Topology one_host = *Topology::Create({"v5p:2", 1, 2, "none"});
   GrpcFabric local(one_host, 0, {}, peer_.queue());
   Mailbox mailbox;
-  ASSERT_TRUE(local.Connect(mailbox, {0, 1}, absl::Seconds(1)).ok());
+  ASSERT_TRUE(local.Connect(mailbox, {0, 1}, {}, absl::Seconds(1)).ok());
   mailbox.OpenJob(7, 1 << 20);
   Frame f = Numbered(3, 4);
   f.header.job = 7;
@@ -169,7 +169,7 @@ TEST_F(GrpcFabricTest, ALinkThatCannotConnectSaysWhy) {
   probe->server->Shutdown(std::chrono::system_clock::now());
   GrpcFabric fabric(topo_, 0, {{1, absl::StrCat("127.0.0.1:", closed_port)}}, peer_.queue());
   Mailbox mailbox;
-  const absl::Status s = fabric.Connect(mailbox, {0}, absl::Milliseconds(300));
+  const absl::Status s = fabric.Connect(mailbox, {0}, {}, absl::Milliseconds(300));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(s.message().find(absl::StrCat("cannot connect link chip 0 -> chip 1 (worker host 1 at 127.0.0.1:", closed_port,
                                           ") within 300ms (the connection is ")),

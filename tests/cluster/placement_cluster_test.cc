@@ -280,6 +280,32 @@ TEST(PlacementClusterTest, WhileAWorkerIsLostJobsStartOnTheOtherSlices) {
   pod.Resume(3);
 }
 
+// A job opens only the links between its own chips: a one-slice job on
+// slice 1 once waited 15 s for a link over DCN to a worker of slice 0 that
+// had exited, failed, and had its own, live, worker counted lost.
+TEST(PlacementClusterTest, AJobOnOtherSlicesNeitherWaitsForNorBlamesAWorkerThatExited) {
+  TestPod pod({"v5p:2x2", 2, 2, "auto"}, 0, {.heartbeat_timeout = absl::Seconds(1), .retention = {}});
+  pod.Kill(0);  // slice 0's first worker
+  const auto alive = [&](int host) {
+    const v1::ClusterStatus status = pod.coordinator().ClusterStatus();
+    for (const v1::WorkerInfo& w : status.workers()) {
+      if (w.host() == host) return w.alive();
+    }
+    return false;
+  };
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); alive(0) && absl::Now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(alive(0));
+  const TrainSpec small = Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 3);
+  const absl::Time start = absl::Now();
+  const v1::Job done = pod.Run(small);
+  ExpectEqualsReference(done, small);
+  EXPECT_EQ(done.placement().first_slice(), 1);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  for (int host : {1, 2, 3}) EXPECT_TRUE(alive(host)) << "host " << host;
+}
+
 TEST(PlacementClusterTest, AResumedJobGoesBackToTheSlicesItsCheckpointIsOn) {
   TestPod pod({"v5p:2x2", 2, 2, "auto"}, 0);
   char pattern[] = "/tmp/tpuemu-placement-ckpt-XXXXXX";

@@ -163,6 +163,26 @@ class PodRestartTest(Pod):
         self.assertEqual(self.cli("cluster", "down").returncode, 0)
         self.assertFalse(running(newest))
 
+    def test_restart_coordinator_with_a_worker_gone_says_the_coordinator_runs_and_which_worker_to_start(self):
+        self.up(*TOPOLOGY)
+        pids = self.pids()
+        self.kill9(pids[2])  # worker host 1
+        self.kill9(pids[0])
+        r = self.cli("cluster", "restart-coordinator", "--timeout", "60")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("the coordinator restarted", r.stderr)
+        self.assertIn("(HOST 1 in `tpuemu cluster status`) is not running", r.stderr)
+        self.assertIn("tpuemu cluster restart-worker HOST", r.stderr)
+        # It answers at once (it was said to have restarted), refusing jobs
+        # until the worker is back, and saying how to bring it back.
+        r = self.cli("submit", JOB)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("the pod is not ready", r.stderr)
+        self.assertIn("cluster restart-worker HOST", r.stderr)
+        r = self.cli("cluster", "restart-worker", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_runs_a_job()
+
     def test_down_stops_a_worker_restarted_by_hand(self):
         self.up(*TOPOLOGY)
         worker = self.pids()[2]

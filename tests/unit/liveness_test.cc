@@ -2,6 +2,7 @@
 // heartbeats make it asked, an answer keeps it (slow), a question pending
 // is not a verdict, no answer within the timeout or a connection gone makes
 // it lost, and a heartbeat brings it back.
+#include "coordinator/awake_clock.h"
 #include "coordinator/liveness.h"
 
 #include "gmock/gmock.h"
@@ -101,6 +102,24 @@ TEST(LivenessTest, AConnectionResetLosesTheWorkerAtOnceUntilItsNextHeartbeat) {
   EXPECT_FALSE(live.NeedsProbe(At(5), kTimeout)) << "lost: nothing more to ask";
   live.Heartbeat(At(2));
   EXPECT_TRUE(live.Alive(At(2), kTimeout));
+}
+
+// The coordinator stopped for 6 s (SIGSTOP) read no heartbeats meanwhile:
+// on the clock it judges by, those 6 s did not pass, so its workers are
+// alive when it wakes; a worker that has really gone is lost a timeout of
+// the coordinator's waking time later.
+TEST(LivenessTest, TimeTheCoordinatorSleptIsNotCountedAgainstItsWorkers) {
+  AwakeClock clock;
+  Liveness live;
+  live.Reset(clock.Read(kStart));
+  for (double t = 0.1; t <= 1.0; t += 0.1) clock.Read(At(t));  // the watch loop's readings
+  live.Heartbeat(clock.Read(At(1)));
+  EXPECT_TRUE(live.Alive(clock.Read(At(7)), kTimeout)) << "6 s asleep";
+  EXPECT_EQ(clock.slept(), absl::Seconds(6));
+  for (double t = 7.1; t < 9.0; t += 0.1) clock.Read(At(t));
+  EXPECT_TRUE(live.Alive(clock.Read(At(9)), kTimeout));
+  for (double t = 9.1; t < 10.1; t += 0.1) clock.Read(At(t));
+  EXPECT_FALSE(live.Alive(clock.Read(At(10.1)), kTimeout)) << "3.1 s awake without a heartbeat";
 }
 
 TEST(LivenessTest, ProbesGetHalfTheTimeoutAndAtMostFiveSeconds) {
