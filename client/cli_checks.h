@@ -22,7 +22,7 @@ inline CLI::Validator WholeNumber64() {
       "UINT64");
 }
 
-// A job id as `jobs` shows it ("job-3"), or its number alone ("3");
+// A job id as `jobs` shows it ("job-3"), or its number alone ("3", "03");
 // anything else is a usage error, not a job that does not exist.
 inline CLI::Validator JobId() {
   return CLI::Validator(
@@ -31,7 +31,11 @@ inline CLI::Validator JobId() {
           return !s.empty() && s.size() <= 19 && s.find_first_not_of("0123456789") == std::string::npos;
         };
         if (digits(text)) text = "job-" + text;
-        if (text.rfind("job-", 0) == 0 && digits(text.substr(4))) return "";
+        uint64_t number;
+        if (text.rfind("job-", 0) == 0 && digits(text.substr(4)) && absl::SimpleAtoi(text.substr(4), &number)) {
+          text = "job-" + std::to_string(number);  // job-01 is job-1
+          return "";
+        }
         return "'" + text + "': expected a job id such as job-3, or its number, 3 (`tpuemu jobs` lists them)";
       },
       "JOB");

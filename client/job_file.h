@@ -1,7 +1,6 @@
-// Reading a job file for `submit` and `reference`: at most kMaxJobFileBytes,
-// whatever the path names (a huge file, /dev/zero, a pipe), so a wrong path
-// is a clear error instead of a process that grows until it is killed. The
-// file is parsed here, once; the job travels typed from here on.
+// Reading a job file for `submit`, `reference`, `simulate` and `plan`: at
+// most kMaxJobFileBytes (core/base/bounded_file.h). The file is parsed here,
+// once; the job travels typed from here on.
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "core/base/bounded_file.h"
 #include "services/credentials.h"
 
 namespace tpuemu {
@@ -73,14 +74,20 @@ class TokenProcessor : public grpc::AuthMetadataProcessor {
 }  // namespace
 
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) {
+  if (std::ifstream in(path); !in) {
     return absl::NotFoundError(absl::StrCat(what, " '", path, "': cannot read it (made by `tpuemu credentials "
                                                               "create DIR`, or by `tpuemu cluster up` for a local pod)"));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string out = text.str();
+  // Certificates and tokens are a few KiB; a CA bundle a few hundred.
+  auto text = ReadFileAtMost(path, 1 << 20, what);
+  if (!text.ok()) return text.status();
+  std::string out = *std::move(text);
+  if (absl::EndsWith(path, ".pem") || absl::StrContains(what, "CA")) {
+    if (!absl::StrContains(out, "-----BEGIN ")) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': not PEM (no -----BEGIN line); the pod's "
+                                                     "certificates and keys are made by `tpuemu credentials create DIR`"));
+    }
+  }
   if (absl::EndsWith(path, ".token")) out = std::string(absl::StripAsciiWhitespace(out));
   if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': empty"));
   return out;

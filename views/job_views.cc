@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "views/job_json.h"
 #include "core/base/units.h"
+#include "core/base/utf8.h"
 
 namespace tpuemu {
 namespace {
@@ -134,7 +135,7 @@ const JobView kMatmul = {
 const JobView kTrain = {
     "train",
     [](const v1::Job& j) { return j.train().config().steps(); },
-    [](const v1::Job& j) { return j.train().source(); },
+    [](const v1::Job& j) { return PrintableText(j.train().source()); },  // a file name from anyone
     AddTrainJson,
     PrintTrainStatus,
     PrintTrainSucceeded,

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/base/bounded_file.h"
 #include "core/base/flat_yaml.h"
 #include "yaml-cpp/yaml.h"
 
@@ -146,14 +147,13 @@ absl::StatusOr<ModelShape> LoadModel(const std::string& preset_or_path) {
     return absl::InvalidArgumentError(absl::StrCat("model '", preset_or_path, "': a directory; give a preset (",
                                                    absl::StrJoin(ModelPresetNames(), ", "), ") or a model file"));
   }
-  std::ifstream in(preset_or_path);
-  if (!in) {
+  if (std::ifstream in(preset_or_path); !in) {
     return absl::InvalidArgumentError(absl::StrCat("model '", preset_or_path, "': neither a preset (",
                                                    absl::StrJoin(ModelPresetNames(), ", "), ") nor a file that opens"));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseModelYaml(text.str(), preset_or_path);
+  auto text = ReadFileAtMost(preset_or_path, kMaxModelFileBytes, "model file");
+  if (!text.ok()) return text.status();
+  return ParseModelYaml(*text, preset_or_path);
 }
 
 }  // namespace tpuemu

@@ -44,5 +44,6 @@ absl::StatusOr<ModelShape> ParseModelYaml(const std::string& text, const std::st
 absl::Status CheckModelShape(const ModelShape& shape, const std::string& source);
 // A preset's name, or a YAML file's path.
 absl::StatusOr<ModelShape> LoadModel(const std::string& preset_or_path);
+inline constexpr size_t kMaxModelFileBytes = size_t{1} << 20;
 
 }  // namespace tpuemu

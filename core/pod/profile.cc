@@ -2,13 +2,12 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "core/base/bounded_file.h"
 #include "core/base/flat_yaml.h"
 #include "yaml-cpp/yaml.h"
 
@@ -127,11 +126,9 @@ absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path) {
         "profile file '", path, "': ", std::filesystem::exists(path, error) ? "not a regular file" : "no such file",
         "; give the path of a chip profile file (docs/topology.md) or a preset: ", absl::StrJoin(PresetNames(), ", ")));
   }
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': cannot read it"));
-  auto loaded = LoadFlatYamlMap(text.str(), absl::StrCat("profile file '", path, "'"));
+  auto text = ReadFileAtMost(path, 1 << 20, "profile file");
+  if (!text.ok()) return text.status();
+  auto loaded = LoadFlatYamlMap(*text, absl::StrCat("profile file '", path, "'"));
   if (!loaded.ok()) return loaded.status();
   const YAML::Node& root = *loaded;
   ChipProfile p;

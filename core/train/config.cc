@@ -1,6 +1,7 @@
 #include "core/train/config.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <utility>
 #include <variant>
@@ -180,30 +181,33 @@ std::string DtypeName(int bytes) {
 
 // What each key allows of its value, however the value arrived (read from a
 // file, or typed in a request): written once, for both.
-absl::Status CheckInt(const std::string& source, const std::string& key, int64_t n) {
+// `shown`: the value as the file wrote it (one too large for 64 bits is
+// checked as the largest or least there is), else n.
+absl::Status CheckInt(const std::string& source, const std::string& key, int64_t n, std::string shown = "") {
+  if (shown.empty()) shown = absl::StrCat(n);
   if (key == "emb_dim" || key == "mlp_dim" || key == "global_batch_tokens") {
-    if (n <= 0 || n > (int64_t{1} << 24)) return KeyError(source, key, absl::StrCat(n, ": must be between 1 and 16777216"));
+    if (n <= 0 || n > (int64_t{1} << 24)) return KeyError(source, key, absl::StrCat(shown, ": must be between 1 and 16777216"));
     return absl::OkStatus();
   }
   if (key == "base_num_query_heads" || key == "base_num_kv_heads" || key == "head_dim" ||
       key == "max_target_length") {  // 0: no attention, or the default
     const int64_t most = key == "max_target_length" ? (int64_t{1} << 20) : 65536;
-    if (n < 0 || n > most) return KeyError(source, key, absl::StrCat(n, ": must be between 0 and ", most));
+    if (n < 0 || n > most) return KeyError(source, key, absl::StrCat(shown, ": must be between 0 and ", most));
     return absl::OkStatus();
   }
   if (key == "vocab_size") {  // 0: no embedding and no vocabulary projection
-    if (n < 0 || n > (int64_t{1} << 20)) return KeyError(source, key, absl::StrCat(n, ": must be between 0 and 1048576"));
+    if (n < 0 || n > (int64_t{1} << 20)) return KeyError(source, key, absl::StrCat(shown, ": must be between 0 and 1048576"));
     return absl::OkStatus();
   }
   if (key == "checkpoint_every" || key == "max_restarts") {
     const int64_t most = key == "max_restarts" ? 200 : 1000000;
-    if (n < 0 || n > most) return KeyError(source, key, absl::StrCat(n, ": must be between 0 and ", most));
+    if (n < 0 || n > most) return KeyError(source, key, absl::StrCat(shown, ": must be between 0 and ", most));
     return absl::OkStatus();
   }
   const bool parallelism = key.find("parallelism") != std::string::npos || key == "num_pipeline_microbatches";
   const bool ok = parallelism ? (n == -1 || (n >= 1 && n <= 65536)) : (n >= 1 && n <= 1000000);
   if (!ok) {
-    return KeyError(source, key, absl::StrCat(n, parallelism ? ": must be -1 (the rest) or a count from 1 to 65536"
+    return KeyError(source, key, absl::StrCat(shown, parallelism ? ": must be -1 (the rest) or a count from 1 to 65536"
                                                              : ": must be a whole number from 1 to 1000000"));
   }
   return absl::OkStatus();
@@ -295,11 +299,21 @@ absl::Status ReadMlpActivations(const YAML::Node& v, const std::string& source, 
 // when the text is not of the key's type.
 absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std::string& key, FieldRef field) {
   const std::string raw = v.Scalar();
+  const bool digits = !raw.empty() && raw.find_first_not_of("+-0123456789") == std::string::npos;
+  // YAML reads 010 as the octal 8: said, rather than run as 8 steps.
+  const size_t first_digit = raw.find_first_not_of("+-");
+  const bool leading_zero = digits && first_digit + 1 < raw.size() && raw[first_digit] == '0';
   auto integer = [&](int64_t& n) -> absl::Status {
+    if (leading_zero) {
+      return KeyError(source, key, absl::StrCat("'", raw, "': write it without the leading zero (YAML reads a number "
+                                                          "with one as octal)"));
+    }
     if (!YAML::convert<int64_t>::decode(v, n)) {
-      // A whole number too big for 64 bits is not "not an integer".
-      const bool digits = !raw.empty() && raw.find_first_not_of("+-0123456789") == std::string::npos;
-      return KeyError(source, key, absl::StrCat("'", raw, digits ? "' is out of range" : "' is not an integer"));
+      if (!digits) return KeyError(source, key, absl::StrCat("'", raw, "' is not an integer"));
+      // Too big for 64 bits: refused by the key's own range.
+      n = absl::StartsWith(raw, "-") ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+      absl::Status range = CheckInt(source, key, n, raw);
+      return range.ok() ? KeyError(source, key, absl::StrCat("'", raw, "' is out of range")) : range;
     }
     return absl::OkStatus();
   };
@@ -317,11 +331,12 @@ absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std
             return s.ok() ? CheckInt(source, key, *p) : s;
           },
           [&](uint64_t* p) {
+            if (!leading_zero && !absl::StartsWith(raw, "-") && YAML::convert<uint64_t>::decode(v, *p)) {
+              return absl::OkStatus();
+            }
             int64_t n = 0;
-            if (absl::Status s = integer(n); !s.ok()) return s;
-            if (n < 0) return KeyError(source, key, absl::StrCat(n, ": must be >= 0"));
-            *p = static_cast<uint64_t>(n);
-            return absl::OkStatus();
+            if (leading_zero || !digits) return integer(n);  // its message
+            return KeyError(source, key, absl::StrCat(raw, ": must be a whole number from 0 to 18446744073709551615"));
           },
           [&](double* p) {
             *p = v.as<double>();

@@ -623,6 +623,12 @@ class TrainJobTest(Pod):
             self.assertEqual(r.returncode, 2, f"{bad!r}: {r.stderr}")
             self.assertIn("expected a job id such as job-3", r.stderr)
         self.assertEqual(self.cli("status", "job-999").returncode, 1)
+        # Leading zeros name the same job (they read as a dropped record).
+        number = done[0].split("-")[1]
+        for same in (f"job-0{number}", f"00{number}"):
+            r = self.cli("status", same, "--json")
+            self.assertEqual(r.returncode, 0, f"{same}: {r.stderr}")
+            self.assertEqual(json.loads(r.stdout)["id"], done[0])
 
     def test_bad_job_files_are_refused(self):
         self.up("--topology", "v5p:2x4")
@@ -647,7 +653,7 @@ class TrainJobTest(Pod):
             self.assertIn(needle, r.stderr)
         r = self.cli("submit", "--priority", "1001", self.JOB)
         self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertIn("--priority 1001: must be from -1000 to 1000", r.stderr)
+        self.assertIn("--priority: '1001': expected a whole number from -1000 to 1000", r.stderr)
         self.assertEqual(json.loads(self.cli("jobs", "--json").stdout)["jobs"], [])
 
     def test_pipeline_job_reports_its_bubble_and_equals_the_reference(self):

@@ -33,6 +33,21 @@ class JobFileTest(Pod):
         # Input of no known size is read only up to the limit.
         self.assert_refused("/dev/zero", "not a regular file", f"at most {LIMIT} bytes")
 
+    def test_every_file_the_cli_reads_is_read_only_up_to_a_limit(self):
+        # plan --model read /dev/zero until memory ran out; a CA file, 2 GB.
+        r = self.cli("plan", "--model", "/dev/zero", "--topology", "v5p:2x4", "--batch-tokens", "1M", timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("model file '/dev/zero': more than the limit", r.stderr)
+        self.env["TPUEMU_TLS_CA"] = "/dev/zero"
+        r = self.cli("jobs", "--coordinator", "127.0.0.1:1", timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("TPUEMU_TLS_CA '/dev/zero': more than the limit", r.stderr)
+        not_pem = self.write("ca.pem", "hello\n")
+        self.env["TPUEMU_TLS_CA"] = not_pem
+        r = self.cli("jobs", "--coordinator", "127.0.0.1:1", timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("not PEM", r.stderr)
+
     def test_a_job_file_at_the_limit_is_read(self):
         text = "emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 1\n"
         path = self.write("padded.yaml", text + "#" * (LIMIT - len(text) - 1) + "\n")

@@ -44,7 +44,12 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nfsdp_prefetch: maybe\n", "'maybe' is not true or false"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nici_data_parallelism: 0\n", "must be -1 (the rest) or a count from 1 to 65536"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 1000001\n", "steps: 1000001: must be a whole number from 1 to 1000000"},
-      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 99999999999999999999\n", "'99999999999999999999' is out of range"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 99999999999999999999\n",
+       "global_batch_tokens: 99999999999999999999: must be between 1 and 16777216"},
+      // YAML reads 010 as octal 8: refused, not run as 8 steps.
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 010\n", "steps: '010': write it without the leading zero"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nseed: 99999999999999999999\n",
+       "seed: 99999999999999999999: must be a whole number from 0 to 18446744073709551615"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nlearning_rate: 1000\n", "learning_rate: 1000: must be above 0 and below 1000"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nhbm_bytes: 2e15\n", "hbm_bytes: 2e15: must be at least 0 and below 1e15"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 2\nsteps: 3\n", "steps: given twice (lines 4 and 5); give it once"},

@@ -22,7 +22,15 @@ TEST(Utf8Test, TakesTextAndRefusesWhatIsNotUtf8) {
            "\x80",              // a continuation byte first
        }) {
     EXPECT_FALSE(IsValidUtf8(bad));
+    EXPECT_TRUE(IsValidUtf8(PrintableText(bad))) << PrintableText(bad);
   }
+}
+
+TEST(Utf8Test, PrintableTextEscapesBadBytesAndControlsAndKeepsTheRest) {
+  EXPECT_EQ(PrintableText("j\xff.yaml"), "j\\xFF.yaml");
+  EXPECT_EQ(PrintableText("we\"ird\nname\t\x1b[31mred"), "we\"ird\\x0Aname\\x09\\x1B[31mred");
+  EXPECT_EQ(PrintableText("caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");
+  EXPECT_EQ(PrintableText("\xe2\x82"), "\\xE2\\x82");  // cut short
 }
 
 }  // namespace
