@@ -42,8 +42,10 @@ absl::Status Coordinator::RestoreJobs() {
   for (const JobRecord& r : restored->interrupted) {
     auto planned = Plan(r.spec);
     if (!planned.ok() || r.restarts >= (*planned)->max_restarts()) continue;
-    auto resumed = scheduler_.Resume(r.id, absl::StrCat("restart ", r.restarts + 1, " of ", (*planned)->max_restarts(),
-                                                        " (max_restarts): the coordinator restarted"));
+    auto resumed = scheduler_.Resume(r.id,
+                                     absl::StrCat("restart ", r.restarts + 1, " of ", (*planned)->max_restarts(),
+                                                  " (max_restarts): the coordinator restarted"),
+                                     /*ahead=*/true);
     if (!resumed.ok()) spdlog::warn("{} could not resume: {}", r.id, std::string(resumed.status().message()));
   }
   for (const JobRecord& r : restored->pending) {

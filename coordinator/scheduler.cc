@@ -98,7 +98,9 @@ absl::StatusOr<JobRecord> Scheduler::Submit(JobSpec spec, const JobKind& kind,
 }
 
 void Scheduler::EnqueueLocked(Queued job) {
-  auto behind = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.priority < job.priority; });
+  auto behind = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) {
+    return !q.ahead && (job.ahead || q.priority < job.priority);
+  });
   queue_.insert(behind, std::move(job));
   cv_.notify_all();
 }
@@ -112,7 +114,7 @@ absl::Status Scheduler::Requeue(const JobRecord& record, std::shared_ptr<const P
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::string& why) {
+absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::string& why, bool ahead) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
   auto record = store_.Get(id);
@@ -122,11 +124,11 @@ absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::st
         id, " is ", record->state == JobState::kSucceeded ? "finished: it succeeded" : "still pending or running",
         "; only a failed, cancelled or interrupted job resumes"));
   }
-  if (auto s = ResumeLocked(*record, why); !s.ok()) return s;
+  if (auto s = ResumeLocked(*record, why, ahead); !s.ok()) return s;
   return store_.Get(id);
 }
 
-absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why) {
+absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why, bool ahead) {
   if (r.restarts + 1 >= kMaxAttempts) {
     return absl::FailedPreconditionError(
         absl::StrCat(r.id, " was resumed ", r.restarts, " times already, the most a job may be; submit it again"));
@@ -149,7 +151,7 @@ absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why)
     ++job.restarts;
   });
   EnqueueLocked(Queued{r.id, r.number, r.restarts + 1, *kind, *std::move(spec), *std::move(planned),
-                       CheckpointPlace(r), r.priority});
+                       CheckpointPlace(r), r.priority, ahead});
   return absl::OkStatus();
 }
 
@@ -381,7 +383,8 @@ bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure)
   if (!record.ok() || record->restarts >= job.planned->max_restarts()) return false;
   if (record->error.empty()) record->error = std::string(failure.message());
   const absl::Status resumed = ResumeLocked(
-      *record, absl::StrCat("restart ", record->restarts + 1, " of ", job.planned->max_restarts(), " (max_restarts)"));
+      *record, absl::StrCat("restart ", record->restarts + 1, " of ", job.planned->max_restarts(), " (max_restarts)"),
+      /*ahead=*/true);
   if (!resumed.ok()) spdlog::warn("{} could not resume: {}", job.id, std::string(resumed.message()));
   return resumed.ok();
 }

@@ -54,8 +54,10 @@ class Scheduler {
   // as they will be in force (their steps moved).
   absl::StatusOr<Faults> AddFaults(const std::string& id, const Faults& faults, int from_step);
   // Queues a finished job again from its latest complete checkpoint (from
-  // the start if it has none), `why` kept as its restart_reason: `tpuemu resume`.
-  absl::StatusOr<JobRecord> Resume(const std::string& id, const std::string& why);
+  // the start if it has none), `why` kept as its restart_reason: `tpuemu
+  // resume` in priority order; a job that was running and restarts by
+  // itself (max_restarts) `ahead` of every queued job, whatever their priority.
+  absl::StatusOr<JobRecord> Resume(const std::string& id, const std::string& why, bool ahead = false);
   // Stops taking jobs (SIGTERM). With a durable store the queue stays as it
   // is and the running jobs are stopped with their records left running, so
   // that the next coordinator on the store interrupts or resumes them as
@@ -81,6 +83,7 @@ class Scheduler {
     // there wrote the checkpoint.
     std::optional<Placement> pinned;
     int priority = 0;
+    bool ahead = false;  // a running job restarting by itself: before every other queued job
   };
   struct Running {
     std::string id;
@@ -113,7 +116,7 @@ class Scheduler {
   void WatchWorkersLoop();
   void CancelLocked(const std::string& id, const std::string& why);
   // Queues job `r` again from its latest checkpoint, `why` recorded as the reason.
-  absl::Status ResumeLocked(const JobRecord& r, const std::string& why);
+  absl::Status ResumeLocked(const JobRecord& r, const std::string& why, bool ahead);
   // A job that ended with `failure` because a worker was lost: queued again
   // from its checkpoint if max_restarts allows (true), else left to fail.
   bool TryRestartLocked(const Queued& job, const absl::Status& failure);
