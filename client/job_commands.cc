@@ -289,11 +289,19 @@ void SayWhatTheTraceKept(std::FILE* to, const ChromeTraceWriter& writer, const s
 }
 
 // Why a job's trace has no spans, and what to do.
-absl::Status NoSpans(CoordinatorClient& client, const std::string& id) {
+absl::Status NoSpans(CoordinatorClient& client, const std::string& id, const v1::TraceExtent& kept) {
   auto job = client.Get(id);
   if (job.ok() && job->state() == v1::JOB_STATE_PENDING) {
     return absl::FailedPreconditionError(
         absl::StrCat(id, " has not started, so it has no trace yet; `tpuemu watch ", id, "` follows it"));
+  }
+  if (job.ok() && StepsDone(*job) == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(id, " ended before its first step was done, so it has no trace; `tpuemu status ", id,
+                     "` says how it ended"));
+  }
+  if (kept.spans_dropped() > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(id, " has no spans kept: ", kept.dropped_why()));
   }
   return absl::FailedPreconditionError(absl::StrCat(
       id, " has no spans kept: the coordinator keeps traces in memory, so a job it ran before its last restart "
@@ -314,10 +322,10 @@ int Trace(const JobOptions& o) {
       return std::cout ? absl::OkStatus() : absl::InternalError("writing the trace to standard output failed");
     });
     if (!read.ok()) return Fail(read);
+    if (writer.spans() == 0) return Fail(NoSpans(**client, o.id, writer.extent()));  // nothing written
     writer.Finish();
     std::cout.flush();
     if (!std::cout) return Fail(absl::InternalError("writing the trace to standard output failed"));
-    if (writer.spans() == 0) return Fail(NoSpans(**client, o.id));
     SayWhatTheTraceKept(stderr, writer, o.id, "standard output");
     return 0;
   }
@@ -326,7 +334,7 @@ int Trace(const JobOptions& o) {
   absl::Status read = (*client)->Trace(o.id, [&](const v1::JobTrace& piece) { return file.Add(piece); });
   if (!read.ok()) return Fail(read);
   // Nothing is written rather than an empty trace.
-  if (file.writer().spans() == 0) return Fail(NoSpans(**client, o.id));
+  if (file.writer().spans() == 0) return Fail(NoSpans(**client, o.id, file.writer().extent()));
   if (auto s = file.Commit(); !s.ok()) return Fail(s);
   SayWhatTheTraceKept(stdout, file.writer(), o.id, o.output);
   return 0;

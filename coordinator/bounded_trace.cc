@@ -1,5 +1,6 @@
 #include "coordinator/bounded_trace.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,9 @@ void BoundedTrace::AddStep(int64_t step, double start_s, const std::vector<ChipR
     }
   }
   added->spans.shrink_to_fit();
+  added->end_s = start_s;
+  for (const ChipRunResult& chip : chips) added->end_s = std::max(added->end_s, start_s + chip.emulated_s);
+  end_s_ = added->end_s;
   ++steps_seen_;
   spans_ += static_cast<int64_t>(added->spans.size());
   steps_.push_back(std::move(added));
@@ -45,6 +49,15 @@ void BoundedTrace::Clear(const std::string& why) {
   Drop(spans_, why);
   steps_.clear();
   spans_ = 0;
+}
+
+void BoundedTrace::DropFrom(int64_t step) {
+  while (!steps_.empty() && steps_.back()->step >= step) {
+    spans_ -= static_cast<int64_t>(steps_.back()->spans.size());
+    end_s_ = steps_.back()->start_s;
+    steps_.pop_back();
+    --steps_seen_;
+  }
 }
 
 void BoundedTrace::Drop(uint64_t spans, const std::string& why) {

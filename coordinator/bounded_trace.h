@@ -29,6 +29,7 @@ class BoundedTrace {
   struct StepSpans {
     int64_t step = 0;
     double start_s = 0;  // on the job's clock
+    double end_s = 0;    // its slowest chip's end, where the next step starts
     std::vector<std::string> strings;
     std::vector<Span> spans;
   };
@@ -47,6 +48,12 @@ class BoundedTrace {
   void AddStep(int64_t step, double start_s, const std::vector<ChipRunResult>& chips);
   // Drops every span, saying why (the pod-wide budget needed the room).
   void Clear(const std::string& why);
+  // Forgets steps `step` on: a job resumed from its checkpoint runs them
+  // again, and its trace shows each step once, on one clock.
+  void DropFrom(int64_t step);
+  // Where the step after the last one added (or after DropFrom, step `step`)
+  // starts on the job's clock.
+  double end_s() const { return end_s_; }
   int64_t spans() const { return spans_; }
   // The kept steps, or only the latest `latest_steps` of them when that is
   // above 0 (what a page showing a running job needs, every poll). The extent
@@ -60,6 +67,7 @@ class BoundedTrace {
   std::deque<std::shared_ptr<const StepSpans>> steps_;
   int64_t spans_ = 0;
   int64_t steps_seen_ = 0;
+  double end_s_ = 0;
   uint64_t dropped_ = 0;
   std::string dropped_why_;
 };

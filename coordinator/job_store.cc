@@ -123,6 +123,10 @@ void JobStore::Rewind(const std::string& id, int done, const std::function<void(
   if (it == jobs_.end()) return;
   JobRecord& r = it->second.record;
   while (!r.steps.empty() && r.steps_dropped + static_cast<int64_t>(r.steps.size()) > done) r.steps.pop_back();
+  BoundedTrace& trace = it->second.trace;
+  trace_spans_ -= trace.spans();
+  trace.DropFrom(done);
+  trace_spans_ += trace.spans();
   if (r.steps.empty()) r.steps_dropped = std::min<int64_t>(r.steps_dropped, done);
   const bool was_finished = IsFinished(r.state);
   change(r);
@@ -194,6 +198,12 @@ void JobStore::AddTraceStep(const std::string& id, int64_t step, double start_s,
     trace_spans_ -= old.spans();
     old.Clear(why);
   }
+}
+
+double JobStore::TraceEnd(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? 0 : it->second.trace.end_s();
 }
 
 absl::StatusOr<BoundedTrace::Snapshot> JobStore::ReadTrace(const std::string& id, int64_t latest_steps) const {

@@ -396,7 +396,7 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& runni
   }
   // A cancel takes effect between steps (and aborts the step in flight).
   std::vector<ChipRunResult> last;
-  double traced_until_s = 0;  // where the next step's spans start
+  double traced_until_s = store_.TraceEnd(job.id);  // where the next step's spans start
   FanOutCalls fan;
   fan.job = running.run;
   fan.spec = &job.spec;

@@ -41,10 +41,12 @@ int Pid(const std::string& track) { return track.rfind("link", 0) == 0 ? 2 : 1; 
 
 }  // namespace
 
-ChromeTraceWriter::ChromeTraceWriter(std::ostream& out) : out_(out) { out_ << "{\"traceEvents\":["; }
+ChromeTraceWriter::ChromeTraceWriter(std::ostream& out) : out_(out) {}
 
+// The document starts with its first event: a trace with no spans, not
+// finished, writes nothing (`trace -o -` of such a job, into a pipe).
 void ChromeTraceWriter::Write(const std::string& event_json) {
-  if (!first_event_) out_ << ",\n";
+  out_ << (first_event_ ? "{\"traceEvents\":[" : ",\n");
   first_event_ = false;
   out_ << event_json;
 }

@@ -177,7 +177,8 @@ TEST(TrainClusterTest, ACancelledJobResumesFromItsCheckpointBitForBit) {
   ASSERT_TRUE(job.ok()) << job.status();
   int64_t version = -1;
   v1::Job seen;
-  while (seen.checkpoint_step() < 10) {
+  // Past a checkpoint by a step or more: the resumed run does those steps again.
+  while (seen.checkpoint_step() < 10 || seen.steps_size() <= seen.checkpoint_step()) {
     auto next = pod.coordinator().WaitJob(job->id(), version, absl::Seconds(5));
     ASSERT_TRUE(next.ok());
     std::tie(seen, version) = *next;
@@ -204,6 +205,20 @@ TEST(TrainClusterTest, ACancelledJobResumesFromItsCheckpointBitForBit) {
     EXPECT_EQ(done.steps(i).loss(), whole.steps(i).loss()) << "step " << i;  // bit for bit
   }
   EXPECT_EQ(done.train_summary().param_l2(), whole.train_summary().param_l2());
+  // Its trace has each step once, on one clock: the uninterrupted run's
+  // (the steps run twice were there twice, the second time from 0 again).
+  const auto spans = [&](const std::string& id) {
+    auto trace = pod.Trace(id);
+    EXPECT_TRUE(trace.ok()) << trace.status();
+    std::vector<std::tuple<std::string, std::string, double, double>> out;
+    for (const v1::TraceEvent& e : trace->events()) out.emplace_back(e.track(), e.name(), e.start_s(), e.end_s());
+    std::sort(out.begin(), out.end());
+    return std::make_pair(trace->extent().steps(), out);
+  };
+  const auto resumed_spans = spans(done.id()), whole_spans = spans(whole.id());
+  EXPECT_EQ(resumed_spans.first, whole_spans.first);
+  ASSERT_EQ(resumed_spans.second.size(), whole_spans.second.size());
+  EXPECT_TRUE(resumed_spans.second == whole_spans.second);
   std::filesystem::remove_all(dir);
 }
 

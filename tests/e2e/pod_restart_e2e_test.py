@@ -118,6 +118,9 @@ class PodRestartTest(Pod):
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("job-1 has no spans kept: the coordinator keeps traces in memory", r.stderr)
         self.assertFalse(os.path.exists(traced))
+        r = self.cli("trace", "job-1", "-o", "-")  # into a pipe: nothing, not an empty trace
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stdout, "")
         newest = self.pids()[0]
         self.assertEqual(self.cli("cluster", "down").returncode, 0)
         self.assertFalse(running(newest))

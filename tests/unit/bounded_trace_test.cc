@@ -52,6 +52,26 @@ TEST(BoundedTraceTest, KeepsTheLatestStepsWithinItsCapAndReportsTheDrops) {
   EXPECT_EQ(read.events(7).bytes(), 3u);
 }
 
+// A job resumed from its checkpoint after step 2 runs steps 3 on again:
+// its trace forgets the first run of them, and the second run goes on from
+// where step 2 ended (it started again from 0, on top of steps 0-2).
+TEST(BoundedTraceTest, DropFromForgetsTheStepsARunResumesAndItsClockGoesOnFromTheLastKept) {
+  BoundedTrace trace(100);
+  std::vector<ChipRunResult> step = Step(2);
+  step[0].emulated_s = 1.0;
+  for (int s = 0; s < 5; ++s) trace.AddStep(s, s * 1.0, step);
+  EXPECT_DOUBLE_EQ(trace.end_s(), 5.0);
+  trace.DropFrom(3);
+  EXPECT_EQ(trace.spans(), 6);
+  EXPECT_DOUBLE_EQ(trace.end_s(), 3.0);
+  for (int s = 3; s < 6; ++s) trace.AddStep(s, trace.end_s(), step);
+  const v1::JobTrace read = ReadWhole(trace, 1 << 20);
+  EXPECT_EQ(read.extent().steps(), 6);
+  EXPECT_EQ(read.extent().last_kept_step(), 5);
+  ASSERT_EQ(read.events_size(), 12);
+  for (int i = 0; i < 12; ++i) EXPECT_DOUBLE_EQ(read.events(i).start_s(), i / 2 + (i % 2) * 1e-6) << i;
+}
+
 TEST(BoundedTraceTest, AStepBiggerThanTheCapKeepsItsFirstSpans) {
   BoundedTrace trace(3);
   trace.AddStep(0, 0, Step(2));
