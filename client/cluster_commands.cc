@@ -95,12 +95,14 @@ void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
   }
   std::cout << "\n";
   // MEMORY: the worker's resident memory at its last heartbeat (a job's
-  // memory is given back once the worker has been idle for --keep-memory-for).
+  // memory is given back once the worker has been idle for --keep-memory-for);
+  // none for a lost worker, whose last figure says nothing of it now.
   std::printf("%-5s %-6s %-22s %-7s %-9s %s\n", "HOST", "SLICE", "ADDRESS", "ALIVE", "MEMORY", "CHIPS");
   for (const auto& w : s.workers()) {
     std::string chips;
     for (int c : w.chips()) chips += (chips.empty() ? "" : ",") + std::to_string(c);
-    const std::string memory = w.resident_bytes() > 0 ? absl::StrCat(w.resident_bytes() >> 20, " MiB") : "-";
+    const std::string memory =
+        w.alive() && w.resident_bytes() > 0 ? absl::StrCat(w.resident_bytes() >> 20, " MiB") : "-";
     std::printf("%-5d %-6d %-22s %-7s %-9s %s\n", w.host(), w.slice(), w.address().c_str(),
                 !w.alive() ? "NO" : w.slow() ? "slow" : "yes", memory.c_str(), chips.c_str());
   }

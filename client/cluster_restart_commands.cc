@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/cli_checks.h"
 #include "client/cli_errors.h"
@@ -11,6 +12,10 @@
 #include "client/pod_state.h"
 #include "client/processes.h"
 #include "client/progress.h"
+#include "core/pod/placement.h"
+#include "core/pod/topology.h"
+#include "services/proto_conv.h"
+#include "views/job_views.h"
 
 namespace tpuemu {
 namespace {
@@ -59,7 +64,24 @@ int RestartCoordinator(double timeout_s) {
   return 0;
 }
 
-int RestartWorker(int host, double timeout_s) {
+// The running jobs with a chip on global host `host`, as "job-3 (train)".
+std::vector<std::string> JobsRunningOn(CoordinatorClient& client, const v1::ClusterStatus& status, int host) {
+  auto pod = Topology::Create(FromProto(status.spec()));
+  auto jobs = client.List();
+  std::vector<std::string> out;
+  if (!pod.ok() || !jobs.ok()) return out;
+  for (const v1::Job& job : jobs->jobs()) {
+    if (job.state() != v1::JOB_STATE_RUNNING) continue;
+    for (int chip : PlacedChips(*pod, FromProto(job.placement()))) {
+      if (pod->HostOf(chip) != host) continue;
+      out.push_back(absl::StrCat(job.id(), " (", ViewOf(job).kind, ")"));
+      break;
+    }
+  }
+  return out;
+}
+
+int RestartWorker(int host, double timeout_s, bool force) {
   auto state = LoadPodState();
   if (!state.ok()) return Fail(state.status());
   const int hosts = static_cast<int>(state->workers.size());
@@ -70,9 +92,18 @@ int RestartWorker(int host, double timeout_s) {
   // Its address now, to know when the new process has taken the place: a
   // worker listens on a new port each time it starts.
   std::string old_address;
-  if (auto before = CoordinatorClient(state->coordinator).Status(2); before.ok()) {
+  CoordinatorClient client(state->coordinator);
+  if (auto before = client.Status(2); before.ok()) {
     for (const auto& w : before->workers()) {
       if (w.host() == host) old_address = w.address();
+    }
+    // Restarting a worker ends the jobs on it: said before, not after.
+    if (const auto running = JobsRunningOn(client, *before, host);
+        !force && !running.empty() && IsRunning(state->workers[host].process)) {
+      return Fail(absl::FailedPreconditionError(absl::StrCat(
+          "worker host ", host, " runs ", absl::StrJoin(running, ", "),
+          ": restarting it ends that (a job with max_restarts resumes from its checkpoint). Give --force to restart "
+          "it anyway, or `tpuemu cancel` the job first")));
     }
   }
   Progress progress(true);
@@ -105,6 +136,7 @@ void AddClusterRestartCommands(CLI::App& cluster, int* exit_code) {
   coordinator->callback([timeout, exit_code] { *exit_code = RestartCoordinator(*timeout); });
 
   auto host = std::make_shared<int>(-1);
+  auto force = std::make_shared<bool>(false);
   auto* worker = cluster.add_subcommand(
       "restart-worker",
       "start one worker of the pod `cluster up` started again, with the command line the pod file recorded\n"
@@ -115,7 +147,8 @@ void AddClusterRestartCommands(CLI::App& cluster, int* exit_code) {
   worker->add_option("--timeout", *timeout, "seconds to wait for the worker")
       ->capture_default_str()
       ->check(PositiveSeconds());
-  worker->callback([host, timeout, exit_code] { *exit_code = RestartWorker(*host, *timeout); });
+  worker->add_flag("--force", *force, "restart it even while a job runs on it (the job ends)");
+  worker->callback([host, timeout, force, exit_code] { *exit_code = RestartWorker(*host, *timeout, *force); });
 }
 
 }  // namespace tpuemu

@@ -34,19 +34,24 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(const Coordinat
 absl::Status Coordinator::RestoreJobs() {
   const std::string why = absl::StrCat("the coordinator stopped while it ran (started again at ",
                                        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(), absl::UTCTimeZone()),
-                                       "); `tpuemu resume` runs it again, from its latest checkpoint if it has one");
+                                       ")");
   auto restored = store_.Restore(why);
   if (!restored.ok()) return restored.status();
   // Jobs that may restart by themselves go on from their latest checkpoint,
-  // ahead of the queue: they were running.
+  // ahead of the queue: they were running. The others say what to do.
   for (const JobRecord& r : restored->interrupted) {
     auto planned = Plan(r.spec);
-    if (!planned.ok() || r.restarts >= (*planned)->max_restarts()) continue;
-    auto resumed = scheduler_.Resume(r.id,
-                                     absl::StrCat("restart ", r.restarts + 1, " of ", (*planned)->max_restarts(),
-                                                  " (max_restarts): the coordinator restarted"),
-                                     /*ahead=*/true);
-    if (!resumed.ok()) spdlog::warn("{} could not resume: {}", r.id, std::string(resumed.status().message()));
+    if (planned.ok() && r.restarts < (*planned)->max_restarts()) {
+      auto resumed = scheduler_.Resume(r.id,
+                                       absl::StrCat("restart ", r.restarts + 1, " of ", (*planned)->max_restarts(),
+                                                    " (max_restarts): the coordinator restarted"),
+                                       /*ahead=*/true);
+      if (resumed.ok()) continue;
+      spdlog::warn("{} could not resume: {}", r.id, std::string(resumed.status().message()));
+    }
+    store_.Update(r.id, [](JobRecord& job) {
+      absl::StrAppend(&job.error, "; `tpuemu resume` runs it again, from its latest checkpoint if it has one");
+    });
   }
   for (const JobRecord& r : restored->pending) {
     // Planned again: the pod this coordinator serves may differ from the last one's.

@@ -186,6 +186,17 @@ class PodRestartTest(Pod):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_runs_a_job()
 
+    def test_restart_worker_refuses_while_a_job_runs_on_it_unless_forced(self):
+        self.up(*TOPOLOGY)
+        job_id = self.submit_long_job()
+        r = self.cli("cluster", "restart-worker", "2")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn(f"worker host 2 runs {job_id} (train): restarting it ends that", r.stderr)
+        self.assertEqual(json.loads(self.cli("status", job_id, "--json").stdout)["state"], "running")
+        r = self.cli("cluster", "restart-worker", "2", "--force")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(self.cli("status", job_id, "--json").stdout)["state"], "failed")
+
     def test_down_stops_a_worker_restarted_by_hand(self):
         self.up(*TOPOLOGY)
         worker = self.pids()[2]
