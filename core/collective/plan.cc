@@ -575,6 +575,7 @@ double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo) {
 
 absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const CollectiveSpec& spec) {
   if (auto s = CheckFaults(spec.faults, topo, Field("faults")); !s.ok()) return s;
+  if (auto s = CheckFaultsBegin(spec.faults, 1, Field("faults")); !s.ok()) return s;
   if (!spec.faults.workers.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(Field("faults"), ": kill_worker and pause_worker are for training "
                                                    "jobs (a collective has one step)"));

@@ -283,6 +283,39 @@ absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::
   return absl::OkStatus();
 }
 
+absl::Status CheckFaultsBegin(const Faults& faults, int steps, const std::string& field) {
+  const std::string allowed =
+      steps == 1 ? "the job has one step, step 0: it would never happen"
+                 : absl::StrCat("the job's steps are 0 to ", steps - 1, ": it would never happen");
+  const auto check = [&](int first, const std::string& at) {
+    return first < steps ? absl::OkStatus() : Bad(at, absl::StrCat(first), allowed);
+  };
+  for (size_t i = 0; i < faults.slow_links.size(); ++i) {
+    if (auto bad = check(faults.slow_links[i].when.from_step, absl::StrCat(field, ": slow_link ", i + 1, " from"));
+        !bad.ok()) {
+      return bad;
+    }
+  }
+  for (size_t i = 0; i < faults.down_links.size(); ++i) {
+    if (auto bad = check(faults.down_links[i].when.from_step, absl::StrCat(field, ": down_link ", i + 1, " from"));
+        !bad.ok()) {
+      return bad;
+    }
+  }
+  for (size_t i = 0; i < faults.stragglers.size(); ++i) {
+    if (auto bad = check(faults.stragglers[i].when.from_step, absl::StrCat(field, ": straggler ", i + 1, " from"));
+        !bad.ok()) {
+      return bad;
+    }
+  }
+  for (size_t i = 0; i < faults.workers.size(); ++i) {
+    const WorkerFault& w = faults.workers[i];
+    const std::string at = absl::StrCat(field, ": ", w.kill ? "kill_worker " : "pause_worker ", i + 1, " at");
+    if (auto bad = check(w.at_step, at); !bad.ok()) return bad;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseSlowLink(const std::string& input, const std::string& flag, SlowLink* out) {
   static const char* kForms =
       "give LINKS@FRACTION[+LATENCY][ from STEP][ until STEP]: x@0.5, x+@0.5+2us, '0->1 x+@0.25 from 3 until 6'";

@@ -126,6 +126,11 @@ absl::Status CheckFaultValues(const Faults& faults, const std::string& field);
 // `field` ("faults" in job files), the entry, the value and what is allowed.
 absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::string& field);
 
+// OK when every fault begins within a job of `steps` steps (0 to steps - 1;
+// a collective is one step): one that would begin later never happens, and
+// is refused rather than silently ignored.
+absl::Status CheckFaultsBegin(const Faults& faults, int steps, const std::string& field);
+
 // The command line's forms: "x@0.5", "x+@0.5+2us", "0->1 x+@0.25" (a slow
 // link: which, @ its bandwidth fraction, + extra latency per hop), "3@2" (a
 // straggler: chip @ its slowdown) and "0->1 x+" (a down link), each

@@ -29,6 +29,7 @@ absl::StatusOr<TrainJob> PlanTrainJob(const TrainSpec& spec, const Topology& top
   if (!mesh.ok()) return mesh.status();
   if (auto s = CheckMemory(config, *mesh, topo); !s.ok()) return s;
   if (auto s = CheckFaults(config.faults, topo, "faults"); !s.ok()) return s;
+  if (auto s = CheckFaultsBegin(config.faults, config.steps, "faults"); !s.ok()) return s;
   if (auto s = CheckMeshCollectives(config, *mesh, topo); !s.ok()) return s;
   // A shape-only job holds no tensors' values on the host.
   const double host = config.shape_only() ? 0

@@ -68,6 +68,7 @@ class PlannedTraining : public PlannedJob {
     for (DownLink& d : faults.down_links) {
       if (auto bad = later(d.when); !bad.ok()) return bad;
     }
+    if (auto s = CheckFaultsBegin(faults, job_.config.steps, "faults"); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(added_mu_);
     added_ = added_.With(faults);
     return faults;

@@ -142,6 +142,21 @@ TEST(FaultsTest, FaultsMustNameWhatThePodHas) {
   EXPECT_TRUE(CheckFaults(faults({ParsedLink("0->1 x+@0.5")}, {{15, 2, {}}}), *topo, "faults").ok());
 }
 
+// A fault that would begin after the job's last step never happens: refused,
+// not ignored (`kill_worker: 1 at 99999` in a one-step job was accepted).
+TEST(FaultsTest, AFaultBeginningAfterTheLastStepIsRefused) {
+  Faults f;
+  f.slow_links = {ParsedLink("x@0.5 from 9")};
+  EXPECT_TRUE(CheckFaultsBegin(f, 10, "faults").ok());
+  EXPECT_THAT(std::string(CheckFaultsBegin(f, 9, "faults").message()),
+              HasSubstr("faults: slow_link 1 from '9': the job's steps are 0 to 8: it would never happen"));
+  EXPECT_THAT(std::string(CheckFaultsBegin(f, 1, "faults").message()), HasSubstr("the job has one step, step 0"));
+  Faults kill;
+  kill.workers = {{true, 1, 99999, 0}};
+  EXPECT_THAT(std::string(CheckFaultsBegin(kill, 1, "faults").message()),
+              HasSubstr("faults: kill_worker 1 at '99999'"));
+}
+
 CollectiveReport RunAllGather(const std::vector<SlowLink>& slow) {
   auto topo = Topology::Create({"v5p:8", 1, 1, "auto"});
   EXPECT_TRUE(topo.ok());
