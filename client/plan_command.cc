@@ -36,12 +36,14 @@ absl::StatusOr<double> ParseTokens(const std::string& text) {
   double v = 0;
   // At most a trillion: real global batches are millions of tokens, and 1e30
   // printed 1e26-GB rows.
-  if (!absl::SimpleAtod(s, &v) || !(v * scale >= 1) || !(v * scale <= 1e12)) {
+  const bool parsed = absl::SimpleAtod(s, &v);
+  v = std::round(v * scale * 1e6) / 1e6;  // 1.1M is 1100000, not 1100000.0000000002
+  if (!parsed || !(v >= 1) || !(v <= 1e12) || v != std::floor(v)) {
     return absl::InvalidArgumentError(absl::StrCat("--batch-tokens '", text,
-                                                   "': the global batch in tokens, from 1 to 1e12, such as 3M, "
+                                                   "': the global batch in whole tokens, from 1 to 1e12, such as 3M, "
                                                    "1.5e6 or 16000000"));
   }
-  return v * scale;
+  return v;
 }
 
 std::string Tokens(double t) {

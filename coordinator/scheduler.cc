@@ -449,6 +449,21 @@ absl::Status Scheduler::PublishStep(const Queued& job, int step, const std::vect
 }
 
 absl::Status Scheduler::WorkerFailed(const Queued& job, int host, const absl::Status& failure) {
+  if (failure.code() == absl::StatusCode::kAborted) {
+    // A live worker whose link to a peer broke: a peer that died is found
+    // lost within moments (its connection drops and it answers nothing), so
+    // the verdict is awaited briefly, outside the lock, to name the worker
+    // that was lost rather than the one that noticed.
+    std::vector<int> hosts;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      hosts = running_.at(job.id)->hosts;
+    }
+    for (const absl::Time until = absl::Now() + absl::Seconds(2);
+         !registry_.FirstLost(hosts) && absl::Now() < until;) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   Running& running = *running_.at(job.id);
   if (running.calls->cancelled()) {

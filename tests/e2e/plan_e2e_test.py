@@ -122,6 +122,8 @@ class PlanTest(Pod):
             (["--model", "llama2-13b", "--topology", "v5p:4x4", "--batch-tokens", "0"], "--batch-tokens '0'"),
             (["--model", "llama2-13b", "--topology", "v5p:4x4", "--batch-tokens", "lots"], "--batch-tokens 'lots'"),
             (["--model", "llama2-13b", "--topology", "v5p:4x4", "--batch-tokens", "1e30"], "from 1 to 1e12"),
+            (["--model", "llama2-13b", "--topology", "v5p:4x4", "--batch-tokens", "1.5"], "in whole tokens"),
+            (["--model", "/dev/zero", "--topology", "v5p:4x4", "--batch-tokens", "1M"], "more than the limit"),
             (["--model", "llama2-7b", "--topology", "v5p:1x1", "--batch-tokens", "1M"],
              "(4 is the default: give --chips-per-host N)"),
             (["--model", "llama2-13b", "--topology", "tpu9:4x4", "--batch-tokens", "1M"], "tpu9"),
@@ -134,8 +136,8 @@ class PlanTest(Pod):
         for text, needle in [
             ("model: llama2-13b\nbase_emb: 4096\n", "key 'base_emb' is not a model key"),
             # Lists and maps where a word goes crashed the CLI (a yaml-cpp conversion error, exit 134).
-            ("model: [a, b]\n", "model: must be a single value, not a list or a map"),
-            ("[1, 2]: 3\n", "a key must be a word, not a list or a map"),
+            ("model: [a, b]\n", "model: must be a single value, not a list, a map or empty"),
+            ("[1, 2]: 3\n", "a key must be a word, not a list, a map or empty"),
             ("model: llama2-7b\nhead_dim: 64\nhead_dim: 128\n", "head_dim is given twice"),
             ("model: llama2-7b\nhead_dim: 1000000000000\n", "head_dim 1000000000000: must be from 1 to 65536"),
         ]:
