@@ -23,12 +23,14 @@ class Parser {
     SkipSpace();
     if (!Eat('*')) return Error(absl::StrCat("expected '*' after ", expr.a.name, "[...]"));
     if (auto s = Tensor(expr.b, "second operand"); !s.ok()) return s;
+    if (auto s = NewName(expr.b, {&expr.a}); !s.ok()) return s;
     SkipSpace();
     if (!(Peek() == '-' && pos_ + 1 < Size() && text_[pos_ + 1] == '>')) {
       return Error(absl::StrCat("expected '->' and the output after ", expr.b.name, "[...]"));
     }
     pos_ += 2;
     if (auto s = Tensor(expr.out, "output"); !s.ok()) return s;
+    if (auto s = NewName(expr.out, {&expr.a, &expr.b}); !s.ok()) return s;
     SkipSpace();
     if (Peek() == '{') {
       if (auto s = Unreduced(expr.out); !s.ok()) return s;
@@ -50,6 +52,18 @@ class Parser {
     return true;
   }
   absl::Status Error(const std::string& what) const { return ExprError(text_, pos_, what); }
+
+  // Each tensor has a name of its own: --dims A.J=8 and the reports name
+  // tensors by it.
+  absl::Status NewName(const ExprTensor& t, std::initializer_list<const ExprTensor*> before) const {
+    for (const ExprTensor* other : before) {
+      if (other->name == t.name) {
+        return ExprError(text_, t.pos, absl::StrCat("'", t.name, "' names two tensors; give each its own name, as in "
+                                                                 "A[I, J] * B[J, K] -> C[I, K]"));
+      }
+    }
+    return absl::OkStatus();
+  }
 
   // A letter, then letters or digits.
   bool Name(std::string& out) {

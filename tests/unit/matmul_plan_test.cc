@@ -66,6 +66,12 @@ TEST(MatmulExprTest, SyntaxErrorsPointAtTheOffendingCharacter) {
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("^")) << bad;
   }
+  // One name for two tensors ran, and --dims A.J then named no dimension.
+  for (const char* twice : {"A[I, J] * A[J, K] -> C[I, K]", "A[I, J] * B[J, K] -> A[I, K]"}) {
+    auto r = ParseMatmulExpr(twice);
+    ASSERT_FALSE(r.ok()) << twice;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("'A' names two tensors")) << twice;
+  }
 }
 
 TEST(MatmulBindTest, BadExpressionsGetClearErrors) {
