@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/interrupt.h"
 #include "services/flag_names.h"
 
 namespace tpuemu {
@@ -21,6 +22,7 @@ inline absl::Status SayingTheDefaultChipsPerHost(const absl::Status& s, int chip
 }
 
 inline int Fail(const absl::Status& s) {
+  AwaitInterruptExit();  // an interrupt being handled owns the ending
   std::cerr << "error: " << WithFlagNames(s.message()) << "\n";
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }

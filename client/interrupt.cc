@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -15,6 +16,7 @@ namespace {
 
 std::mutex mu;
 std::function<void()> action;  // under mu
+std::atomic<bool> interrupting{false};
 
 sigset_t Interrupts() {
   sigset_t set;
@@ -32,6 +34,7 @@ void CatchInterrupts() {
   std::thread([set] {
     int signal = 0;
     sigwait(&set, &signal);
+    interrupting = true;
     std::function<void()> act;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -55,6 +58,10 @@ OnInterrupt::OnInterrupt(std::function<void()> act) {
 OnInterrupt::~OnInterrupt() {
   std::lock_guard<std::mutex> lock(mu);
   action = std::move(previous_);
+}
+
+void AwaitInterruptExit() {
+  while (interrupting) pause();  // woken by nothing: the handling thread exits the process
 }
 
 void UnblockInterruptsInChild() {

@@ -25,6 +25,12 @@ class OnInterrupt {
   std::function<void()> previous_;
 };
 
+// Once a signal is being handled, does not return: the handling thread ends
+// the process with 128 + the signal. The main thread calls it before it
+// reports an error or exits, so that a job its action cancelled is not
+// reported as failed, nor the process's status taken from under the action.
+void AwaitInterruptExit();
+
 // In a fork()ed child before exec: the signals as a new process has them.
 void UnblockInterruptsInChild();
 

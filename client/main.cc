@@ -123,5 +123,6 @@ int main(int argc, char** argv) {
     // input does (CLI11's own codes, 104-109, would tell a script nothing).
     return app.exit(e) == 0 ? 0 : 2;
   }
+  tpuemu::AwaitInterruptExit();  // the exit code of an interrupt being handled is 128 + its signal
   return exit_code;
 }

@@ -144,9 +144,10 @@ absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why,
   store_.Rewind(r.id, done, [&](JobRecord& job) {
     job.spec = *spec;
     job.state = JobState::kPending;
-    job.restart_reason = absl::StrCat(why, "; from ", done > 0 ? absl::StrCat("its checkpoint (steps 0-", done - 1, " done), at step ", done)
-                                                                : std::string("the start (no checkpoint yet)"),
-                                      r.error.empty() ? "" : absl::StrCat("; it had ended: ", r.error));
+    const std::string from = done > 0 ? absl::StrCat("its checkpoint (steps 0-", done - 1, " done), at step ", done)
+                                      : std::string("the start (no checkpoint yet)");
+    job.restart_reason =
+        absl::StrCat(why, "; from ", from, r.error.empty() ? "" : absl::StrCat("; it had ended: ", r.error));
     job.error.clear();
     ++job.restarts;
   });

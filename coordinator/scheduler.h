@@ -92,7 +92,8 @@ class Scheduler {
     std::vector<int> hosts;  // the pod's hosts of its placement
     bool holds(int host) const { return std::find(hosts.begin(), hosts.end(), host) != hosts.end(); }
     bool end_requested = false;
-    bool worker_lost = false;  // it ended because a worker or a link between workers was lost: max_restarts may resume it
+    // It ended because a worker, or a link between workers, was lost: max_restarts may resume it.
+    bool worker_lost = false;
     bool keep_record = false;  // stopped by a durable drain: its record stays as it was
     std::string cancel_why;  // a cancelled job: the reason it ends with
     std::shared_ptr<Cancellation> calls;  // its calls to workers

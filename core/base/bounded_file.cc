@@ -27,7 +27,9 @@ absl::StatusOr<std::string> ReadFileAtMost(const std::string& path, size_t limit
   } closer{fd};
   struct stat st {};
   if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(named + "a directory, not a file");
-  if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) > limit) return too_large(absl::StrCat(st.st_size, " bytes"));
+  if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) > limit) {
+    return too_large(absl::StrCat(st.st_size, " bytes"));
+  }
   // One byte past the limit tells "too large" from "exactly at the limit"
   // for input whose size is unknown ahead (devices, pipes).
   std::string text(limit + 1, '\0');

@@ -41,8 +41,8 @@ int SecondYamlDocumentLine(const std::string& text) {
 
 absl::StatusOr<YAML::Node> LoadFlatYamlMap(const std::string& text, const std::string& source) {
   if (const int line = SecondYamlDocumentLine(text); line > 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": line ", line, " starts a second YAML document (after `---` or `...`); the file must hold one"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": line ", line, " starts a second YAML document (after `---` or `...`); the file must hold one"));
   }
   if (!IsValidUtf8(text)) return absl::InvalidArgumentError(absl::StrCat(source, ": not UTF-8 text"));
   YAML::Node root;

@@ -134,7 +134,9 @@ absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path) {
   ChipProfile p;
   if (root["base"]) {
     auto base = PresetProfile(root["base"].Scalar());
-    if (!base.ok()) return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': base: ", base.status().message()));
+    if (!base.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': base: ", base.status().message()));
+    }
     p = *base;
   }
   p.name = path;

@@ -182,7 +182,7 @@ class SoakTest(unittest.TestCase):
             self.refused(self.cli("reference", path), "key.yaml")
         self.refused(self.cli("submit", "/dev/zero", timeout=30), "/dev/zero")
         big = self.job_file("big.yaml", "# " + "x" * (50 << 20) + "\nsteps: 1\n")
-        self.refused(self.cli("submit", big), "big.yaml", "1 MiB")
+        self.refused(self.cli("submit", big), "big.yaml", "at most 1048576 bytes (1MiB)")
         # 12. A chunk of one byte.
         self.refused(self.cli("matmul", "A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]", "--dims", "I=256,J=256,K=256",
                               "--chunk", "1B"), "--chunk 1B")
