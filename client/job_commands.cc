@@ -295,7 +295,12 @@ absl::Status NoSpans(CoordinatorClient& client, const std::string& id, const v1:
     return absl::FailedPreconditionError(
         absl::StrCat(id, " has not started, so it has no trace yet; `tpuemu watch ", id, "` follows it"));
   }
-  if (job.ok() && StepsDone(*job) == 0) {
+  const bool finished = job.ok() && job->state() != v1::JOB_STATE_PENDING && job->state() != v1::JOB_STATE_RUNNING;
+  if (job.ok() && job->state() == v1::JOB_STATE_RUNNING && StepsDone(*job) == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(id, " has not finished a step yet, so its trace is empty; try again in a moment"));
+  }
+  if (finished && StepsDone(*job) == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(id, " ended before its first step was done, so it has no trace; `tpuemu status ", id,
                      "` says how it ended"));

@@ -37,8 +37,11 @@ absl::StatusOr<double> ParseTokens(const std::string& text) {
   // At most a trillion: real global batches are millions of tokens, and 1e30
   // printed 1e26-GB rows.
   const bool parsed = absl::SimpleAtod(s, &v);
-  v = std::round(v * scale * 1e6) / 1e6;  // 1.1M is 1100000, not 1100000.0000000002
-  if (!parsed || !(v >= 1) || !(v <= 1e12) || v != std::floor(v)) {
+  // Whole within rounding: 1.1M is 1100000, not 1100000.0000000002.
+  const double whole = std::round(v * scale);
+  const bool is_whole = std::abs(v * scale - whole) <= 1e-9 * whole;
+  v = whole;
+  if (!parsed || !(v >= 1) || !(v <= 1e12) || !is_whole) {
     return absl::InvalidArgumentError(absl::StrCat("--batch-tokens '", text,
                                                    "': the global batch in whole tokens, from 1 to 1e12, such as 3M, "
                                                    "1.5e6 or 16000000"));

@@ -52,6 +52,17 @@ void BoundedTrace::Clear(const std::string& why) {
 }
 
 void BoundedTrace::DropFrom(int64_t step) {
+  if (steps_.empty() ? steps_seen_ > 0 : steps_.front()->step > step) {
+    // The steps before `step` are no longer kept (a cap dropped them), so
+    // where `step` began is not known: the trace starts again with it, at 0.
+    Drop(static_cast<uint64_t>(spans_), absl::StrCat("the job was resumed at step ", step,
+                                                     ", before the steps its trace still kept"));
+    steps_.clear();
+    spans_ = 0;
+    steps_seen_ = 0;
+    end_s_ = 0;
+    return;
+  }
   while (!steps_.empty() && steps_.back()->step >= step) {
     spans_ -= static_cast<int64_t>(steps_.back()->spans.size());
     end_s_ = steps_.back()->start_s;

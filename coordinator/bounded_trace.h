@@ -49,7 +49,9 @@ class BoundedTrace {
   // Drops every span, saying why (the pod-wide budget needed the room).
   void Clear(const std::string& why);
   // Forgets steps `step` on: a job resumed from its checkpoint runs them
-  // again, and its trace shows each step once, on one clock.
+  // again, and its trace shows each step once, on one clock. When the steps
+  // before `step` were dropped already, it forgets them all and starts again
+  // at 0 (where `step` began is not kept).
   void DropFrom(int64_t step);
   // Where the step after the last one added (or after DropFrom, step `step`)
   // starts on the job's clock.

@@ -385,7 +385,9 @@ bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure)
   if (record->error.empty()) record->error = std::string(failure.message());
   const absl::Status resumed = ResumeLocked(
       *record, absl::StrCat("restart ", record->restarts + 1, " of ", job.planned->max_restarts(), " (max_restarts)"),
-      /*ahead=*/true);
+      // In priority order: it waits for its lost worker, pinned to its
+      // checkpoint's hosts, and the queue's first job holds back the rest.
+      /*ahead=*/false);
   if (!resumed.ok()) spdlog::warn("{} could not resume: {}", job.id, std::string(resumed.message()));
   return resumed.ok();
 }
@@ -456,12 +458,14 @@ absl::Status Scheduler::WorkerFailed(const Queued& job, int host, const absl::St
     // the verdict is awaited briefly, outside the lock, to name the worker
     // that was lost rather than the one that noticed.
     std::vector<int> hosts;
+    std::shared_ptr<Cancellation> calls;
     {
       std::lock_guard<std::mutex> lock(mu_);
       hosts = running_.at(job.id)->hosts;
+      calls = running_.at(job.id)->calls;
     }
     for (const absl::Time until = absl::Now() + absl::Seconds(2);
-         !registry_.FirstLost(hosts) && absl::Now() < until;) {
+         !calls->cancelled() && !registry_.FirstLost(hosts) && absl::Now() < until;) {
       absl::SleepFor(absl::Milliseconds(20));
     }
   }

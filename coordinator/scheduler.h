@@ -54,9 +54,9 @@ class Scheduler {
   // as they will be in force (their steps moved).
   absl::StatusOr<Faults> AddFaults(const std::string& id, const Faults& faults, int from_step);
   // Queues a finished job again from its latest complete checkpoint (from
-  // the start if it has none), `why` kept as its restart_reason: `tpuemu
-  // resume` in priority order; a job that was running and restarts by
-  // itself (max_restarts) `ahead` of every queued job, whatever their priority.
+  // the start if it has none), `why` kept as its restart_reason: in priority
+  // order, or (a job that was running when the coordinator stopped) `ahead`
+  // of every queued job, whatever their priority.
   absl::StatusOr<JobRecord> Resume(const std::string& id, const std::string& why, bool ahead = false);
   // Stops taking jobs (SIGTERM). With a durable store the queue stays as it
   // is and the running jobs are stopped with their records left running, so
@@ -83,7 +83,7 @@ class Scheduler {
     // there wrote the checkpoint.
     std::optional<Placement> pinned;
     int priority = 0;
-    bool ahead = false;  // a running job restarting by itself: before every other queued job
+    bool ahead = false;  // running when the coordinator stopped: before every other queued job
   };
   struct Running {
     std::string id;

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -37,6 +38,20 @@ int SecondYamlDocumentLine(const std::string& text) {
     content = true;
   }
   return 0;
+}
+
+absl::StatusOr<int64_t> DecimalInteger(const std::string& text) {
+  const size_t first = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+  if (first == text.size() || text.find_first_not_of("0123456789", first) != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a whole number"));
+  }
+  if (text[first] == '0' && first + 1 < text.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "': write it without the leading zero (YAML reads a "
+                                                              "number with one as octal)"));
+  }
+  int64_t value;
+  if (!absl::SimpleAtoi(text, &value)) return absl::InvalidArgumentError(absl::StrCat("'", text, "' is too large"));
+  return value;
 }
 
 absl::StatusOr<YAML::Node> LoadFlatYamlMap(const std::string& text, const std::string& source) {

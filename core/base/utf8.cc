@@ -56,6 +56,14 @@ std::string PrintableText(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     const size_t n = SequenceAt(text, i);
     const auto byte = static_cast<uint8_t>(text[i]);
+    // C0 controls, DEL and C1 controls (U+0080-U+009F, 0xC2 0x80-0x9F):
+    // 0x9B alone is a terminal's control sequence introducer.
+    const bool c1 = n == 2 && byte == 0xC2 && static_cast<uint8_t>(text[i + 1]) < 0xA0;
+    if (c1) {
+      out += Escaped(byte) + Escaped(static_cast<uint8_t>(text[i + 1]));
+      i += 2;
+      continue;
+    }
     if (n == 0 || byte < 0x20 || byte == 0x7F) {
       out += Escaped(byte);
       ++i;

@@ -575,11 +575,11 @@ double CollectiveHostBytes(const CollectivePlan& plan, const Topology& topo) {
 
 absl::StatusOr<CollectivePlan> PlanCollectiveJob(const Topology& topo, const CollectiveSpec& spec) {
   if (auto s = CheckFaults(spec.faults, topo, Field("faults")); !s.ok()) return s;
-  if (auto s = CheckFaultsBegin(spec.faults, 1, Field("faults")); !s.ok()) return s;
   if (!spec.faults.workers.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(Field("faults"), ": kill_worker and pause_worker are for training "
                                                    "jobs (a collective has one step)"));
   }
+  if (auto s = CheckFaultsBegin(spec.faults, 1, Field("faults")); !s.ok()) return s;
   auto plan = CollectivePlan::CreateFor(topo, spec, {});
   if (!plan.ok()) return plan.status();
   if (auto s = CheckPodHostBytes(CollectiveHostBytes(*plan, topo), topo.num_chips(),

@@ -97,13 +97,9 @@ absl::StatusOr<ModelShape> ParseModelYaml(const std::string& text, const std::st
           absl::StrCat(source, ": key '", key, "' is not a model key; allowed: ", absl::StrJoin(allowed, ", ")));
     }
     if (key == "model") continue;
-    int64_t value = 0;
-    try {
-      value = entry.second.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, " '", entry.second.Scalar(),
-                                                     "' is not a whole number"));
-    }
+    auto parsed = DecimalInteger(entry.second.Scalar());
+    if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, " ", parsed.status().message()));
+    const int64_t value = *parsed;
     if (key == "mlp_matrices") {
       if (value != 2 && value != 3) {
         return absl::InvalidArgumentError(absl::StrCat(source, ": mlp_matrices ", value,

@@ -1,5 +1,6 @@
 #include "core/pod/profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -150,7 +151,15 @@ absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path) {
     try {
       if (key == "base") continue;
       if (key == "name") { p.name = kv.second.Scalar(); continue; }
-      if (key == "max_torus_dims") { p.max_torus_dims = kv.second.as<int>(); continue; }
+      if (key == "max_torus_dims") {
+        auto dims = DecimalInteger(kv.second.Scalar());
+        if (!dims.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': key 'max_torus_dims' ",
+                                                         dims.status().message()));
+        }
+        p.max_torus_dims = static_cast<int>(std::clamp<int64_t>(*dims, -1, 4));  // 1..3, checked below
+        continue;
+      }
       if (key == "ici_link_efficiency") {
         p.ici_link_efficiency = kv.second.as<double>();
         if (!(p.ici_link_efficiency > 0 && p.ici_link_efficiency <= 1)) {

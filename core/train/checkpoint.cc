@@ -117,7 +117,7 @@ absl::StatusOr<std::string> ReadCheckpoint(const std::string& dir, uint64_t job,
   const std::string path = CheckpointPath(dir, job, step, chip);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("checkpoint of chip ", chip, " after step ", step, " of job-", job,
+    return absl::NotFoundError(absl::StrCat("checkpoint of chip ", chip, " (steps 0-", step - 1, " done) of job-", job,
                                             " is missing: ", path, " (", std::strerror(errno),
                                             "); a resume needs the worker's --checkpoint-dir as it was"));
   }

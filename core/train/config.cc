@@ -299,9 +299,10 @@ absl::Status ReadMlpActivations(const YAML::Node& v, const std::string& source, 
 // when the text is not of the key's type.
 absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std::string& key, FieldRef field) {
   const std::string raw = v.Scalar();
-  const bool digits = !raw.empty() && raw.find_first_not_of("+-0123456789") == std::string::npos;
+  // A whole number as written: an optional sign, then digits.
+  const size_t first_digit = raw.empty() || (raw[0] != '+' && raw[0] != '-') ? 0 : 1;
+  const bool digits = first_digit < raw.size() && raw.find_first_not_of("0123456789", first_digit) == std::string::npos;
   // YAML reads 010 as the octal 8: said, rather than run as 8 steps.
-  const size_t first_digit = raw.find_first_not_of("+-");
   const bool leading_zero = digits && first_digit + 1 < raw.size() && raw[first_digit] == '0';
   auto integer = [&](int64_t& n) -> absl::Status {
     if (leading_zero) {

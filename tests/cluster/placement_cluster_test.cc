@@ -209,36 +209,6 @@ TEST(PlacementClusterTest, AHigherPriorityGoesAheadOfQueuedJobsButNotOfRunningOn
   EXPECT_GE(l.started_unix_s(), s.finished_unix_s());
 }
 
-// A running job that restarts by itself was running: it goes ahead of the
-// queued jobs, even of higher priority (they ran before it).
-TEST(PlacementClusterTest, AJobRestartingByItselfGoesAheadOfHigherPriorityQueuedJobs) {
-  TestPod pod({"v5p:2x2", 1, 2, "auto"}, 0, {.heartbeat_timeout = absl::Seconds(1), .retention = {}});
-  char pattern[] = "/tmp/tpuemu-restart-order-XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
-  for (int host = 0; host < pod.num_workers(); ++host) pod.node(host).set_checkpoint_dir(dir);
-  auto restarting = pod.Submit(Job("checkpoint_every: 1\nmax_restarts: 1\n", 100000), -5);
-  ASSERT_TRUE(restarting.ok()) << restarting.status();
-  pod.WaitForSteps(restarting->id(), 2);
-  auto queued = pod.Submit(Job("", 2), 7);
-  ASSERT_TRUE(queued.ok()) << queued.status();
-  pod.Stop(1);
-  int64_t version = -1;
-  for (v1::Job seen; seen.restarts() == 0;) {
-    auto next = pod.coordinator().WaitJob(restarting->id(), version, absl::Seconds(10));
-    ASSERT_TRUE(next.ok()) << next.status();
-    std::tie(seen, version) = *next;
-  }
-  EXPECT_EQ(pod.coordinator().GetJob(restarting->id())->queue_position(), 1);
-  EXPECT_EQ(pod.coordinator().GetJob(queued->id())->queue_position(), 2);
-  pod.Resume(1);
-  pod.WaitForSteps(restarting->id(), pod.coordinator().GetJob(restarting->id())->steps_size() + 1);
-  EXPECT_EQ(pod.coordinator().GetJob(queued->id())->state(), v1::JOB_STATE_PENDING);
-  ASSERT_TRUE(pod.coordinator().CancelJob(restarting->id()).ok());
-  EXPECT_EQ(pod.Wait(queued->id()).state(), v1::JOB_STATE_SUCCEEDED);
-  std::filesystem::remove_all(dir);
-}
-
 // Stopped, not killed: in this one-process pod a server's shutdown waits for
 // its calls in flight, and gRPC's callbacks of the other workers' servers
 // with it (tests/e2e kill real worker processes).

@@ -114,7 +114,10 @@ class JobStoreTest(Pod):
         with open(path, "w") as f:
             f.write(text)
         resumable = self.submit(path)
-        queued = [self.submit(self.write_job("small", 3)) for _ in range(2)]
+        # One of higher priority: the interrupted job still goes before it.
+        r = self.cli("submit", self.write_job("small", 3), "--priority", "5")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        queued = [r.stdout.split()[0], self.submit(self.write_job("small", 3))]
         deadline = time.time() + 60
         while json.loads(self.status_json(resumable)).get("checkpoint_step", 0) < 5:
             self.assertLess(time.time(), deadline, "no checkpoint in 60 s")
@@ -133,6 +136,7 @@ class JobStoreTest(Pod):
         while len(json.loads(self.status_json(resumable))["steps"]) < job["checkpoint_step"] + 3:
             self.assertLess(time.time(), deadline, "the resumed job ran no step in 60 s")
             time.sleep(0.1)
+        self.assertEqual(json.loads(self.status_json(queued[0]))["state"], "pending")
         self.assertEqual(self.cli("cancel", resumable).returncode, 0)
         jobs = self.wait_finished(queued)
         for i in queued:

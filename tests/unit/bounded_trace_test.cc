@@ -70,6 +70,19 @@ TEST(BoundedTraceTest, DropFromForgetsTheStepsARunResumesAndItsClockGoesOnFromTh
   EXPECT_EQ(read.extent().last_kept_step(), 5);
   ASSERT_EQ(read.events_size(), 12);
   for (int i = 0; i < 12; ++i) EXPECT_DOUBLE_EQ(read.events(i).start_s(), i / 2 + (i % 2) * 1e-6) << i;
+
+  // Resumed before the first step still kept (the cap dropped steps 0-3):
+  // where step 2 began is not known, so the trace starts again with it.
+  BoundedTrace capped(4);
+  for (int s = 0; s < 6; ++s) capped.AddStep(s, s * 1.0, step);
+  capped.DropFrom(2);
+  EXPECT_EQ(capped.spans(), 0);
+  EXPECT_DOUBLE_EQ(capped.end_s(), 0);
+  capped.AddStep(2, capped.end_s(), step);
+  const v1::TraceExtent kept = ReadWhole(capped, 1 << 20).extent();
+  EXPECT_EQ(kept.steps(), 1);
+  EXPECT_EQ(kept.first_kept_step(), 2);
+  EXPECT_THAT(kept.dropped_why(), HasSubstr("resumed at step 2"));
 }
 
 TEST(BoundedTraceTest, AStepBiggerThanTheCapKeepsItsFirstSpans) {

@@ -220,6 +220,10 @@ TEST(PlanSeedTest, BadModelsAreRefusedNamingTheKey) {
   // No longer the preset: the header names the file (it named llama2-13b).
   EXPECT_EQ(overridden->name, "m.yaml (from llama2-13b)");
   EXPECT_EQ(ParseModelYaml("model: llama2-13b\n", "m.yaml")->name, "llama2-13b");
+  auto octal = ParseModelYaml("model: llama2-13b\nhead_dim: 010\n", "m.yaml");  // yaml-cpp read it as 8
+  ASSERT_FALSE(octal.ok());
+  EXPECT_NE(octal.status().message().find("head_dim '010': write it without the leading zero"), std::string::npos)
+      << octal.status();
   auto second = ParseModelYaml("model: llama2-13b\n---\nhead_dim: 3\n", "m.yaml");
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find("line 3 starts a second YAML document"), std::string::npos);

@@ -31,6 +31,7 @@ TEST(Utf8Test, PrintableTextEscapesBadBytesAndControlsAndKeepsTheRest) {
   EXPECT_EQ(PrintableText("we\"ird\nname\t\x1b[31mred"), "we\"ird\\x0Aname\\x09\\x1B[31mred");
   EXPECT_EQ(PrintableText("caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");
   EXPECT_EQ(PrintableText("\xe2\x82"), "\\xE2\\x82");  // cut short
+  EXPECT_EQ(PrintableText("a\xc2\x9b[31m"), "a\\xC2\\x9B[31m");  // C1's control sequence introducer
 }
 
 }  // namespace
