@@ -1,5 +1,6 @@
 #include "client/cluster_restart_commands.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -64,7 +65,7 @@ int RestartCoordinator(double timeout_s) {
   return 0;
 }
 
-// The running jobs with a chip on global host `host`, as "job-3 (train)".
+// The running jobs on global host `host`, as "job-3 (train)".
 std::vector<std::string> JobsRunningOn(CoordinatorClient& client, const v1::ClusterStatus& status, int host) {
   auto pod = Topology::Create(FromProto(status.spec()));
   auto jobs = client.List();
@@ -72,10 +73,9 @@ std::vector<std::string> JobsRunningOn(CoordinatorClient& client, const v1::Clus
   if (!pod.ok() || !jobs.ok()) return out;
   for (const v1::Job& job : jobs->jobs()) {
     if (job.state() != v1::JOB_STATE_RUNNING) continue;
-    for (int chip : PlacedChips(*pod, FromProto(job.placement()))) {
-      if (pod->HostOf(chip) != host) continue;
+    const std::vector<int> hosts = PlacedHosts(*pod, FromProto(job.placement()));
+    if (std::find(hosts.begin(), hosts.end(), host) != hosts.end()) {
       out.push_back(absl::StrCat(job.id(), " (", ViewOf(job).kind, ")"));
-      break;
     }
   }
   return out;

@@ -182,14 +182,13 @@ void JobStore::RetireLocked(const std::string& id) {
   if (dropped) ReleaseFreedMemory();
 }
 
-void JobStore::AddTraceStep(const std::string& id, int64_t step, double start_s,
-                            const std::vector<ChipRunResult>& chips) {
+void JobStore::AddTraceStep(const std::string& id, int64_t step, const std::vector<ChipRunResult>& chips) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   BoundedTrace& trace = it->second.trace;
   const int64_t before = trace.spans();
-  trace.AddStep(step, start_s, chips);
+  trace.AddStep(step, trace.end_s(), chips);
   trace_spans_ += trace.spans() - before;
   const std::string why = absl::StrCat("the coordinator keeps at most ", retention_.trace_spans_total,
                                        " spans of traces; newer jobs' took the room");
@@ -198,12 +197,6 @@ void JobStore::AddTraceStep(const std::string& id, int64_t step, double start_s,
     trace_spans_ -= old.spans();
     old.Clear(why);
   }
-}
-
-double JobStore::TraceEnd(const std::string& id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(id);
-  return it == jobs_.end() ? 0 : it->second.trace.end_s();
 }
 
 absl::StatusOr<BoundedTrace::Snapshot> JobStore::ReadTrace(const std::string& id, int64_t latest_steps) const {

@@ -71,11 +71,9 @@ class JobStore {
   void Rewind(const std::string& id, int done, const std::function<void(JobRecord&)>& change);
   // Appends a finished step's report, keeping the latest step_records_per_job.
   void AddStep(const std::string& id, JobReport report);
-  // Adds a traced step's spans, the step starting at `start_s` on the job's clock.
-  void AddTraceStep(const std::string& id, int64_t step, double start_s, const std::vector<ChipRunResult>& chips);
-  // Where the job's next traced step starts on its clock: 0 for a new job,
-  // the end of the steps kept for one resumed (Rewind drops those it runs again).
-  double TraceEnd(const std::string& id) const;
+  // Adds a traced step's spans, the step starting on the job's clock where
+  // the last one kept ended (a resumed job's: Rewind dropped those it runs again).
+  void AddTraceStep(const std::string& id, int64_t step, const std::vector<ChipRunResult>& chips);
   absl::StatusOr<BoundedTrace::Snapshot> ReadTrace(const std::string& id, int64_t latest_steps = 0) const;
   // Wakes every waiter for good (shutting down).
   void Close();

@@ -399,7 +399,6 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& runni
   }
   // A cancel takes effect between steps (and aborts the step in flight).
   std::vector<ChipRunResult> last;
-  double traced_until_s = store_.TraceEnd(job.id);  // where the next step's spans start
   FanOutCalls fan;
   fan.job = running.run;
   fan.spec = &job.spec;
@@ -409,7 +408,7 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& runni
   fan.calls = running.calls.get();
   fan.on_step = [&](int step, std::vector<ChipRunResult>&& chips) {
     last = std::move(chips);
-    return PublishStep(job, step, last, traced_until_s);
+    return PublishStep(job, step, last);
   };
   fan.on_failure = [&](int host, const absl::Status& failure) { return WorkerFailed(job, host, failure); };
   fan.added_faults = [&](int step) {
@@ -432,17 +431,10 @@ absl::StatusOr<JobReport> Scheduler::Run(const Queued& job, const Running& runni
   return job.planned->Summarize(last, checks);
 }
 
-absl::Status Scheduler::PublishStep(const Queued& job, int step, const std::vector<ChipRunResult>& chips,
-                                    double& traced_until_s) {
+absl::Status Scheduler::PublishStep(const Queued& job, int step, const std::vector<ChipRunResult>& chips) {
   step_metrics_.RecordStep(job.kind->name(), chips);
   JobReport report = job.planned->SummarizeStep(chips);
-  if (job.kind->traced()) {
-    store_.AddTraceStep(job.id, step, traced_until_s, chips);
-    // The next step's spans start where this one's slowest chip ended.
-    double step_s = 0;
-    for (const ChipRunResult& c : chips) step_s = std::max(step_s, c.emulated_s);
-    traced_until_s += step_s;
-  }
+  if (job.kind->traced()) store_.AddTraceStep(job.id, step, chips);
   if (report.has_value()) store_.AddStep(job.id, std::move(report));
   // Every worker ran the step, so every host wrote its chips' checkpoint.
   if (job.planned->CheckpointAfter(step)) store_.Update(job.id, [&](JobRecord& r) { r.checkpoint_step = step + 1; });

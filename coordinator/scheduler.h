@@ -129,8 +129,7 @@ class Scheduler {
   absl::StatusOr<JobReport> Run(const Queued& job, const Running& running);
   // Publishes a finished step at once, so that `watch` sees it: its figures
   // and trace spans, if the kind has them.
-  absl::Status PublishStep(const Queued& job, int step, const std::vector<ChipRunResult>& chips,
-                           double& traced_until_s);
+  absl::Status PublishStep(const Queued& job, int step, const std::vector<ChipRunResult>& chips);
   // A worker's call failed: the job ends with the error this returns.
   absl::Status WorkerFailed(const Queued& job, int host, const absl::Status& failure);
 
