@@ -101,7 +101,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, const Topology& topo
     : options_(options),
       topo_(topo),
       store_(options.retention, std::move(db)),
-      registry_(topo, PodConfig{options.topology, options.time_scale, {}}, options.heartbeat_timeout,
+      registry_(topo, PodConfig{options.topology, options.time_scale, {}, {}}, options.heartbeat_timeout,
                 std::move(factory)),
       scheduler_(store_, registry_, topo, DcnFabric(topo, options.dcn_oversubscription),
                  [this](const JobSpec& spec) { return Plan(spec); }) {}

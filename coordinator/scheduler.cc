@@ -240,38 +240,43 @@ int Scheduler::AliveWorkers() const {
 
 std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == id; });
-  if (it == queue_.end()) return {0, ""};
-  const int position = static_cast<int>(it - queue_.begin()) + 1;
-  // What the first in the queue waits for; those behind it wait for it too.
-  std::string why;
+  auto self = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == id; });
+  if (self == queue_.end()) return {0, ""};
+  const int position = static_cast<int>(self - queue_.begin()) + 1;
   if (!registry_.Configured()) {
-    why = absl::StrCat("the pod to be ready (", AliveWorkers(), " of ", pod_.num_hosts(),
-                       " workers registered and alive)");
-  } else {
-    const Queued& first = queue_.front();
-    why = first.pinned ? absl::StrCat(DescribePlacement(*first.pinned), ", where its checkpoint is")
-                       : WantedText(pod_, first.planned->part());
-    std::vector<std::string> held;
-    for (const auto& [job, r] : running_) held.push_back(absl::StrCat(job, " on ", DescribePlacement(r->placement)));
-    if (!held.empty()) {
-      const std::string last = held.back();
-      held.pop_back();
-      absl::StrAppend(&why, ", while ", held.empty() ? "" : absl::StrCat(absl::StrJoin(held, ", "), " and "), last,
-                      held.empty() ? " runs" : " run");
+    std::string why = absl::StrCat("the pod to be ready (", AliveWorkers(), " of ", pod_.num_hosts(),
+                                   " workers registered and alive)");
+    if (position > 1) {
+      absl::StrAppend(&why, ", then ", position - 1, " queued ahead of it (", queue_.front().id,
+                      position > 2 ? " first)" : ")");
     }
-    // A lost worker's hosts take no job until it is back.
-    std::vector<int> all(pod_.num_hosts());
-    for (int h = 0; h < pod_.num_hosts(); ++h) all[h] = h;
-    if (auto lost = registry_.FirstLost(all)) {
-      absl::StrAppend(&why, "; ", *lost, ", and its hosts wait for it");
-    } else if (running_.empty()) {
-      why = "";  // nothing: it starts now
-    }
+    return {position, why};
   }
-  if (position > 1) {
-    why = absl::StrCat(why, why.empty() ? "" : ", then ", position - 1, " queued ahead of it (", queue_.front().id,
-                       position > 2 ? " first)" : ")");
+  // What holds it back: the first job ahead of it that waits for chips
+  // (NextToStartLocked), or what it waits for itself.
+  const auto first = WaitsForLostWorkerLocked(*self) ? self : HoldingBackLocked(self);
+  std::string why = first->pinned ? absl::StrCat(DescribePlacement(*first->pinned), ", where its checkpoint is")
+                                  : WantedText(pod_, first->planned->part());
+  std::vector<std::string> held;
+  for (const auto& [job, r] : running_) held.push_back(absl::StrCat(job, " on ", DescribePlacement(r->placement)));
+  if (!held.empty()) {
+    const std::string last = held.back();
+    held.pop_back();
+    absl::StrAppend(&why, ", while ", held.empty() ? "" : absl::StrCat(absl::StrJoin(held, ", "), " and "), last,
+                    held.empty() ? " runs" : " run");
+  }
+  // A lost worker's hosts take no job until it is back.
+  std::vector<int> all(pod_.num_hosts());
+  for (int h = 0; h < pod_.num_hosts(); ++h) all[h] = h;
+  if (auto lost = registry_.FirstLost(all)) {
+    absl::StrAppend(&why, "; ", *lost, ", and its hosts wait for it");
+  } else if (running_.empty()) {
+    why = "";  // nothing: it starts now
+  }
+  if (first != self) {
+    const auto ahead = std::count_if(first, self, [&](const Queued& q) { return !WaitsForLostWorkerLocked(q); });
+    absl::StrAppend(&why, why.empty() ? "" : ", then ", ahead, " queued ahead of it (", first->id,
+                    ahead > 1 ? " first)" : ")");
   }
   return {position, why};
 }
@@ -290,6 +295,18 @@ void Scheduler::WatchWorkersLoop() {
   }
 }
 
+std::vector<Placement> Scheduler::PlacementsOf(const Queued& job) const {
+  if (job.pinned) return {*job.pinned};
+  return CandidatePlacements(pod_, job.planned->part());
+}
+
+bool Scheduler::WaitsForLostWorkerLocked(const Queued& job) const {
+  for (const Placement& p : PlacementsOf(job)) {
+    if (registry_.HostsReady(PlacedHosts(pod_, p))) return false;
+  }
+  return true;
+}
+
 std::optional<Placement> Scheduler::FreePlacementLocked(const Queued& job) const {
   std::vector<bool> busy(pod_.num_hosts(), false);
   for (const auto& [_, r] : running_) {
@@ -297,16 +314,28 @@ std::optional<Placement> Scheduler::FreePlacementLocked(const Queued& job) const
   }
   // Free: no running job holds its hosts, and their workers are alive and
   // configured (a lost worker's hosts wait for it; the others take jobs).
-  auto free = [&](const Placement& p) {
+  for (const Placement& p : PlacementsOf(job)) {
     const std::vector<int> hosts = PlacedHosts(pod_, p);
-    for (int host : hosts) {
-      if (busy[host]) return false;
+    if (std::none_of(hosts.begin(), hosts.end(), [&](int host) { return busy[host]; }) &&
+        registry_.HostsReady(hosts)) {
+      return p;
     }
-    return registry_.HostsReady(hosts);
-  };
-  if (job.pinned) return free(*job.pinned) ? job.pinned : std::nullopt;
-  for (const Placement& p : CandidatePlacements(pod_, job.planned->part())) {
-    if (free(p)) return p;
+  }
+  return std::nullopt;
+}
+
+std::deque<Scheduler::Queued>::const_iterator Scheduler::HoldingBackLocked(
+    std::deque<Queued>::const_iterator until) const {
+  return std::find_if(queue_.begin(), until, [&](const Queued& q) { return !WaitsForLostWorkerLocked(q); });
+}
+
+std::optional<std::pair<std::deque<Scheduler::Queued>::iterator, Placement>> Scheduler::NextToStartLocked() {
+  // In queue order. A job waiting for chips that running jobs hold holds
+  // back those behind it (a large job is never starved by small ones); one
+  // waiting for a lost worker does not: the worker may never come back.
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (auto placement = FreePlacementLocked(*it)) return std::make_pair(it, *placement);
+    if (!WaitsForLostWorkerLocked(*it)) break;
   }
   return std::nullopt;
 }
@@ -318,27 +347,27 @@ void Scheduler::JobLoop() {
     // configured (a lost worker's hosts wait for it to come back, or be
     // replaced, rather than fail job after job) and no other job holds them.
     // Liveness lapses without a notify: look again every tick.
-    std::optional<Placement> placement;
-    while (!stop_ && (queue_.empty() || !registry_.Configured() || keep_queue_ ||
-                      !(placement = FreePlacementLocked(queue_.front())))) {
+    std::optional<std::pair<std::deque<Queued>::iterator, Placement>> next;
+    while (!stop_ && (queue_.empty() || !registry_.Configured() || keep_queue_ || !(next = NextToStartLocked()))) {
       cv_.wait_for(lock, std::chrono::milliseconds(200));
     }
     if (stop_) return;  // the destructor joins the ended jobs' threads
     std::vector<std::thread> ended;
     ended.swap(ended_threads_);
-    Queued job = std::move(queue_.front());
-    queue_.pop_front();
+    const Placement placement = next->second;
+    Queued job = std::move(*next->first);
+    queue_.erase(next->first);
     auto running = std::make_unique<Running>();
     running->id = job.id;
     running->run = RunNumber(job.number, job.attempt);
-    running->placement = *placement;
-    running->hosts = PlacedHosts(pod_, *placement);
+    running->placement = placement;
+    running->hosts = PlacedHosts(pod_, placement);
     running->calls = std::make_shared<Cancellation>();
     running->planned = job.planned;
     running->next_step = job.planned->first_step();
     store_.Update(job.id, [&](JobRecord& r) {
       r.state = JobState::kRunning;
-      r.placement = *placement;
+      r.placement = placement;
       r.checkpoint_layout = CheckpointLayout(*job.planned, pod_);
       r.started_unix_s = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
     });
@@ -385,8 +414,8 @@ bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure)
   if (record->error.empty()) record->error = std::string(failure.message());
   const absl::Status resumed = ResumeLocked(
       *record, absl::StrCat("restart ", record->restarts + 1, " of ", job.planned->max_restarts(), " (max_restarts)"),
-      // In priority order: it waits for its lost worker, pinned to its
-      // checkpoint's hosts, and the queue's first job holds back the rest.
+      // In priority order: pinned to its checkpoint's hosts, it waits for
+      // its lost worker, and jobs behind it that fit elsewhere pass it.
       /*ahead=*/false);
   if (!resumed.ok()) spdlog::warn("{} could not resume: {}", job.id, std::string(resumed.message()));
   return resumed.ok();

@@ -2,8 +2,9 @@
 // placed on the part of the pod it asks for (slices, and a block of hosts in
 // each; the first free placement, lowest slice and chip first; the whole pod
 // unless it asks for less), all or none of its hosts (gang scheduling),
-// strictly in queue order: a job that does not fit yet holds back those
-// behind it, so a large job is never starved by small ones. Jobs on
+// in queue order: a job waiting for chips that running jobs hold holds back
+// those behind it, so a large job is never starved by small ones; one
+// waiting for a lost worker does not (the worker may never come back). Jobs on
 // disjoint hosts run at the same time, each fanned out over the worker
 // contract (fan_out.h) to its own hosts. It ends a running job when one of
 // its workers is lost, the user cancels it or the coordinator drains, and
@@ -106,8 +107,17 @@ class Scheduler {
   void EnqueueLocked(Queued job);
   // Starts queued jobs as they fit, in order.
   void JobLoop();
-  // Where the queue's first job would run now, if it fits.
+  // Where `job` may run: its checkpoint's placement, or every one its part fits.
+  std::vector<Placement> PlacementsOf(const Queued& job) const;
+  // Where `job` would run now, if it fits.
   std::optional<Placement> FreePlacementLocked(const Queued& job) const;
+  // Every placement `job` may take has a lost (or unconfigured) worker.
+  bool WaitsForLostWorkerLocked(const Queued& job) const;
+  // The first queued job before `until` that does not wait for a lost
+  // worker (it holds back those behind it), or `until`.
+  std::deque<Queued>::const_iterator HoldingBackLocked(std::deque<Queued>::const_iterator until) const;
+  // The queued job to start now, and where.
+  std::optional<std::pair<std::deque<Queued>::iterator, Placement>> NextToStartLocked();
   // Runs `job` on its placement, then records how it ended.
   void RunJobThread(const Queued& job, Running* running);
   // Workers registered and alive now, for "not ready" messages.

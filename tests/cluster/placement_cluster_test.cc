@@ -270,14 +270,19 @@ TEST(PlacementClusterTest, WhileAWorkerIsLostJobsStartOnTheOtherSlices) {
   const v1::Job waiting = *pod.coordinator().GetJob(whole->id());
   EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
   EXPECT_THAT(waiting.waiting_for(), HasSubstr("the whole pod; worker host 3"));
-  ASSERT_TRUE(pod.coordinator().CancelJob(whole->id()).ok());
-  // A one-slice job runs on slice 0 now.
+  // A one-slice job queued behind it runs on slice 0 now: a job waiting for
+  // a lost worker holds back no job that fits elsewhere.
   const TrainSpec small = Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 3);
   const v1::Job done = pod.Run(small);
   ExpectEqualsReference(done, small);
   EXPECT_EQ(done.placement().first_slice(), 0);
   EXPECT_FALSE(alive(3));  // lost all along
+  const v1::Job still = *pod.coordinator().GetJob(whole->id());
+  EXPECT_EQ(still.state(), v1::JOB_STATE_PENDING);
+  EXPECT_THAT(still.waiting_for(), HasSubstr("the whole pod; worker host 3"));
+  // Back, the worker takes the whole-pod job.
   pod.Resume(3);
+  EXPECT_EQ(pod.Wait(whole->id()).state(), v1::JOB_STATE_SUCCEEDED);
 }
 
 // A job opens only the links between its own chips: a one-slice job on
