@@ -50,7 +50,7 @@ absl::StatusOr<int64_t> DecimalInteger(const std::string& text) {
                                                               "number with one as octal)"));
   }
   int64_t value;
-  if (!absl::SimpleAtoi(text, &value)) return absl::InvalidArgumentError(absl::StrCat("'", text, "' is too large"));
+  if (!absl::SimpleAtoi(text, &value)) return absl::OutOfRangeError(absl::StrCat("'", text, "' is too large"));
   return value;
 }
 

@@ -19,8 +19,9 @@ int SecondYamlDocumentLine(const std::string& text);
 absl::StatusOr<YAML::Node> LoadFlatYamlMap(const std::string& text, const std::string& source);
 
 // A whole number written in decimal (an optional sign, then digits), or an
-// error saying what is wrong with `text`: not a number, too large, or a
-// leading zero (YAML, and yaml-cpp's as<int>, read 010 as the octal 8).
+// error saying what is wrong with `text`: not a number, too large for 64
+// bits (OutOfRange), or a leading zero (YAML, and yaml-cpp's as<int>, read
+// 010 as the octal 8).
 absl::StatusOr<int64_t> DecimalInteger(const std::string& text);
 
 }  // namespace tpuemu

@@ -9,6 +9,7 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -299,24 +300,17 @@ absl::Status ReadMlpActivations(const YAML::Node& v, const std::string& source, 
 // when the text is not of the key's type.
 absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std::string& key, FieldRef field) {
   const std::string raw = v.Scalar();
-  // A whole number as written: an optional sign, then digits.
-  const size_t first_digit = raw.empty() || (raw[0] != '+' && raw[0] != '-') ? 0 : 1;
-  const bool digits = first_digit < raw.size() && raw.find_first_not_of("0123456789", first_digit) == std::string::npos;
-  // YAML reads 010 as the octal 8: said, rather than run as 8 steps.
-  const bool leading_zero = digits && first_digit + 1 < raw.size() && raw[first_digit] == '0';
+  const absl::StatusOr<int64_t> parsed = DecimalInteger(raw);
   auto integer = [&](int64_t& n) -> absl::Status {
-    if (leading_zero) {
-      return KeyError(source, key, absl::StrCat("'", raw, "': write it without the leading zero (YAML reads a number "
-                                                          "with one as octal)"));
+    if (parsed.ok()) {
+      n = *parsed;
+      return absl::OkStatus();
     }
-    if (!YAML::convert<int64_t>::decode(v, n)) {
-      if (!digits) return KeyError(source, key, absl::StrCat("'", raw, "' is not an integer"));
-      // Too big for 64 bits: refused by the key's own range.
-      n = absl::StartsWith(raw, "-") ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
-      absl::Status range = CheckInt(source, key, n, raw);
-      return range.ok() ? KeyError(source, key, absl::StrCat("'", raw, "' is out of range")) : range;
-    }
-    return absl::OkStatus();
+    if (!absl::IsOutOfRange(parsed.status())) return KeyError(source, key, std::string(parsed.status().message()));
+    // Too big for 64 bits: refused by the key's own range.
+    n = absl::StartsWith(raw, "-") ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+    absl::Status range = CheckInt(source, key, n, raw);
+    return range.ok() ? KeyError(source, key, std::string(parsed.status().message())) : range;
   };
   return std::visit(
       Overloaded{
@@ -332,11 +326,13 @@ absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std
             return s.ok() ? CheckInt(source, key, *p) : s;
           },
           [&](uint64_t* p) {
-            if (!leading_zero && !absl::StartsWith(raw, "-") && YAML::convert<uint64_t>::decode(v, *p)) {
+            if (parsed.ok() ? *parsed >= 0 : absl::IsOutOfRange(parsed.status()) && absl::SimpleAtoi(raw, p)) {
+              if (parsed.ok()) *p = static_cast<uint64_t>(*parsed);
               return absl::OkStatus();
             }
-            int64_t n = 0;
-            if (leading_zero || !digits) return integer(n);  // its message
+            if (!parsed.ok() && !absl::IsOutOfRange(parsed.status())) {
+              return KeyError(source, key, std::string(parsed.status().message()));
+            }
             return KeyError(source, key, absl::StrCat(raw, ": must be a whole number from 0 to 18446744073709551615"));
           },
           [&](double* p) {

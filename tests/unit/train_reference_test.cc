@@ -36,8 +36,8 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
   };
   const Case cases[] = {
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nlearning_rat: 0.1\n", "learning_rat: unknown key (did you mean learning_rate?)"},
-      {"emb_dim: eight\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "emb_dim: 'eight' is not an integer"},
-      {"emb_dim: 8.5\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "emb_dim: '8.5' is not an integer"},
+      {"emb_dim: eight\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "emb_dim: 'eight' is not a whole number"},
+      {"emb_dim: 8.5\nmlp_dim: 8\nglobal_batch_tokens: 8\n", "emb_dim: '8.5' is not a whole number"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nopt_type: lion\n", "opt_type: 'lion': allowed: adam, sgd"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nactivation: swish\n", "allowed: relu, gelu, silu, tanh"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nadam_b2: 1.5\n", "adam_b2: 1.5: must be in [0, 1)"},
@@ -48,6 +48,9 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
        "global_batch_tokens: 99999999999999999999: must be between 1 and 16777216"},
       // YAML reads 010 as octal 8: refused, not run as 8 steps.
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 010\n", "steps: '010': write it without the leading zero"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 0x10\n", "steps: '0x10' is not a whole number"},
+      {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nseed: -1\n",
+       "seed: -1: must be a whole number from 0 to 18446744073709551615"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nseed: 99999999999999999999\n",
        "seed: 99999999999999999999: must be a whole number from 0 to 18446744073709551615"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nlearning_rate: 1000\n", "learning_rate: 1000: must be above 0 and below 1000"},
