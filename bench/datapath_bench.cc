@@ -48,7 +48,9 @@ class ProcessPod {
     // Plaintext, as the OpenMPI over TCP it is compared with (TLS's own cost:
     // docs/security.md "What it costs"); the client below is told so too.
     setenv("TPUEMU_INSECURE", "1", 1);
-    LocalPodOptions options{{topology, 1, chips_per_host, "auto"}, 0, "", -1, dir_.string(), 60};
+    LocalPodOptions options;
+    options.topology = {topology, 1, chips_per_host, "auto"};
+    options.dir = dir_.string();
     options.insecure = true;
     auto pod = StartLocalPod(options, quiet, [](const PodState&) { return absl::OkStatus(); });
     if (!pod.ok()) {

@@ -87,6 +87,10 @@ BoundedTrace::Snapshot BoundedTrace::Read(int64_t latest_steps) const {
     s.extent.set_first_kept_step(steps_.front()->step);
     s.extent.set_last_kept_step(steps_.back()->step);
   }
+  if (!s.steps.empty()) {
+    s.extent.set_first_step_read(s.steps.front()->step);
+    s.extent.set_last_step_read(s.steps.back()->step);
+  }
   s.extent.set_spans(static_cast<uint64_t>(spans_));
   s.extent.set_spans_dropped(dropped_);
   s.extent.set_dropped_why(dropped_why_);

@@ -51,15 +51,35 @@ void ChromeTraceWriter::Write(const std::string& event_json) {
   out_ << event_json;
 }
 
+int ChromeTraceWriter::LaneTid(const std::string& track, double start_s, double end_s) {
+  // Spans that touch (one ends where the next starts) or end together nest,
+  // up to rounding of the emulated clock's sums.
+  constexpr double kTouch = 1e-12;
+  std::vector<Lane>& lanes = lanes_[track];
+  for (Lane& lane : lanes) {
+    if (start_s < lane.last_start_s) continue;  // out of order: only a later lane keeps it valid
+    while (!lane.open_ends_s.empty() && lane.open_ends_s.back() <= start_s + kTouch) lane.open_ends_s.pop_back();
+    if (lane.open_ends_s.empty() || end_s <= lane.open_ends_s.back() + kTouch) {
+      lane.last_start_s = start_s;
+      lane.open_ends_s.push_back(end_s);
+      return lane.tid;
+    }
+  }
+  const int tid = static_cast<int>(threads_.size()) + 1;
+  lanes.push_back({tid, start_s, {end_s}});
+  threads_.push_back(
+      {lanes.size() == 1 ? track : absl::StrCat(track, ", lane ", lanes.size()), Pid(track), tid});
+  return tid;
+}
+
 void ChromeTraceWriter::Add(const v1::JobTrace& piece) {
   if (!piece.id().empty()) id_ = piece.id();
   if (piece.has_extent()) extent_ = piece.extent();
   for (const v1::TraceEvent& e : piece.events()) {
-    auto [it, _] = tids_.try_emplace(e.track(), static_cast<int>(tids_.size()) + 1);
     nlohmann::json ev = {{"name", e.name()},
                          {"ph", "X"},
                          {"pid", Pid(e.track())},
-                         {"tid", it->second},
+                         {"tid", LaneTid(e.track(), e.start_s(), e.end_s())},
                          {"ts", e.start_s() * 1e6},
                          {"dur", (e.end_s() - e.start_s()) * 1e6}};
     if (e.bytes() > 0) ev["args"] = {{"bytes", e.bytes()}};
@@ -71,18 +91,16 @@ void ChromeTraceWriter::Add(const v1::JobTrace& piece) {
 void ChromeTraceWriter::Finish() {
   Write(nlohmann::json{{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "chips"}}}}.dump());
   Write(nlohmann::json{{"name", "process_name"}, {"ph", "M"}, {"pid", 2}, {"args", {{"name", "links"}}}}.dump());
-  std::vector<std::string> tracks;
-  for (const auto& [track, _] : tids_) tracks.push_back(track);
-  std::sort(tracks.begin(), tracks.end(), NaturalLess);
-  for (size_t i = 0; i < tracks.size(); ++i) {
-    const std::string& t = tracks[i];
-    const int tid = tids_.at(t);
-    Write(nlohmann::json{{"name", "thread_name"}, {"ph", "M"}, {"pid", Pid(t)}, {"tid", tid}, {"args", {{"name", t}}}}
+  std::vector<Thread> threads = threads_;
+  std::sort(threads.begin(), threads.end(), [](const Thread& a, const Thread& b) { return NaturalLess(a.name, b.name); });
+  for (size_t i = 0; i < threads.size(); ++i) {
+    const Thread& t = threads[i];
+    Write(nlohmann::json{{"name", "thread_name"}, {"ph", "M"}, {"pid", t.pid}, {"tid", t.tid}, {"args", {{"name", t.name}}}}
               .dump());
     Write(nlohmann::json{{"name", "thread_sort_index"},
                          {"ph", "M"},
-                         {"pid", Pid(t)},
-                         {"tid", tid},
+                         {"pid", t.pid},
+                         {"tid", t.tid},
                          {"args", {{"sort_index", static_cast<int>(i) + 1}}}}
               .dump());
   }
@@ -92,8 +110,14 @@ void ChromeTraceWriter::Finish() {
                                {"spans", extent_.spans()},
                                {"spans_dropped", extent_.spans_dropped()},
                                {"dropped_why", extent_.dropped_why()}};
-  out_ << "],\"displayTimeUnit\":\"ns\",\"otherData\":"
-       << nlohmann::json{{"job", id_}, {"clock", "emulated, microseconds"}, {"kept", kept}}.dump() << "}\n";
+  nlohmann::json other = {{"job", id_}, {"clock", "emulated, microseconds"}, {"kept", kept}};
+  // What this file holds: every kept step, or the latest few a page asked for.
+  other["in_this_file"] = {{"spans", spans_}};
+  if (spans_ > 0) {
+    other["in_this_file"]["first_step"] = extent_.first_step_read();
+    other["in_this_file"]["last_step"] = extent_.last_step_read();
+  }
+  out_ << "],\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << "}\n";
 }
 
 ChromeTraceFile::ChromeTraceFile(std::string path, std::string flag)

@@ -1,7 +1,10 @@
 // Chrome / Perfetto trace JSON of a training job, written as its pieces
 // arrive (a trace of a million spans never sits whole in the CLI's memory): a
 // process for the chips and one for the links, a track (thread) each, spans
-// in microseconds of emulated time.
+// in microseconds of emulated time. Complete events on one thread must nest;
+// a span that overlaps another without nesting (a collective issued ahead
+// runs beside the compute) goes to another lane of its track, a thread named
+// "chip 3, lane 2".
 #pragma once
 
 #include <fstream>
@@ -9,6 +12,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -31,11 +35,25 @@ class ChromeTraceWriter {
 
  private:
   void Write(const std::string& event_json);
+  // The thread of the first lane of `track` the span nests in (spans come
+  // by start within a track, enclosing ones first: BoundedTrace's order).
+  int LaneTid(const std::string& track, double start_s, double end_s);
 
+  struct Lane {
+    int tid = 0;
+    double last_start_s = 0;
+    std::vector<double> open_ends_s;  // the spans still open at the last start, innermost last
+  };
+  struct Thread {
+    std::string name;
+    int pid = 0;
+    int tid = 0;
+  };
   std::ostream& out_;
   std::string id_;
   v1::TraceExtent extent_;
-  std::map<std::string, int> tids_;  // by first appearance
+  std::map<std::string, std::vector<Lane>> lanes_;  // by track
+  std::vector<Thread> threads_;  // by first appearance
   int64_t spans_ = 0;
   bool first_event_ = true;
 };

@@ -244,7 +244,7 @@ function colourLinks() {
   }
   $("#links-of").textContent = job ? `of ${job.id} (${metric === "bytes" ? "emulated bytes" : "emulated busy time"}` +
     `${bytesOnly && asked !== metric ? `: a ${job.kind}'s result counts no busy time` : ""}` +
-    `${job.kind !== "train" ? "" : view.stepShown >= 0 ? `, step ${view.stepShown}` : ", every step the coordinator kept"})`
+    `${job.kind !== "train" ? "" : view.stepShown >= 0 ? `, step ${view.stepShown}` : `, ${view.stepsFetched}`})`
     : `of no job: ${view.missing ? `${view.missing}; ` : ""}choose one in the list`;
 }
 
@@ -376,10 +376,12 @@ function drawTimeline() {
   // not asked for again).
   view.traceLinks = {};
   view.stepShown = picker.value === "all" ? -1 : step;
+  view.stepsFetched = steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[0]}-${steps[steps.length - 1]}`;
   // The trace names chips by the job's own ids; the torus by the pod's.
   const onPod = (chip) => view.job?.pod_chips?.[chip] ?? chip;
   for (const e of inStep) {
-    const track = names.get(`${e.pid}/${e.tid}`) || "";
+    // A link's track, or a second lane of it ("link 3->4 x+, lane 2": spans overlapping without nesting).
+    const track = (names.get(`${e.pid}/${e.tid}`) || "").replace(/, lane \d+$/, "");
     const m = track.match(/^link (\d+)->(\d+) (.+)$/);
     if (!m) continue;
     const use = view.traceLinks[`${onPod(+m[1])}->${onPod(+m[2])} ${m[3]}`] ||= { bytes: 0, busy_s: 0 };
@@ -409,15 +411,24 @@ function drawTimeline() {
     svg("text", { x: 2, y: i * row + 11, "data-track": names.get(t) || t }, root).textContent = names.get(t) || t;
   });
   const colours = new Map();
+  // Spans come by start within a track, an enclosing one first: each nested
+  // one is drawn thinner, on top of the one holding it.
+  const open = new Map();  // track -> the ends of the spans open at the last start, innermost last
   for (const e of shown) {
+    const key = `${e.pid}/${e.tid}`;
+    const ends = open.get(key) || [];
+    while (ends.length && ends[ends.length - 1] <= e.ts) ends.pop();
+    const depth = Math.min(ends.length, 4);
+    ends.push(e.ts + e.dur);
+    open.set(key, ends);
     // Chips' spans coloured by what they did ("step 3: forward matmul"), links' by their kind.
     const track = names.get(`${e.pid}/${e.tid}`) || "";
     const base = track.startsWith("link ") ? (track.includes(" dcn") ? "DCN link" : "ICI link")
       : e.name.replace(/^step \d+: /, "").split(" (")[0];
     if (!colours.has(base)) colours.set(base, SPAN_COLOURS[colours.size % SPAN_COLOURS.length]);
     const r = svg("rect", {
-      x: x(e.ts), y: rowOf.get(`${e.pid}/${e.tid}`) * row + 2, width: Math.max(0.5, x(e.ts + e.dur) - x(e.ts)),
-      height: row - 4, fill: colours.get(base), class: "span",
+      x: x(e.ts), y: rowOf.get(key) * row + 2 + depth, width: Math.max(0.5, x(e.ts + e.dur) - x(e.ts)),
+      height: row - 4 - 2 * depth, fill: colours.get(base), class: "span",
     }, root);
     titled(r, `${names.get(`${e.pid}/${e.tid}`)}: ${e.name}, ${formatSeconds(e.dur / 1e6)}` +
       (e.args && e.args.bytes ? `, ${formatBytes(e.args.bytes)}` : ""));
