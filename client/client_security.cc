@@ -1,6 +1,7 @@
 #include "client/client_security.h"
 
 #include <cstdlib>
+#include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,17 @@ namespace {
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr ? value : "";
+}
+
+std::map<std::string, std::string>& FlagsGiven() {
+  static std::map<std::string, std::string> flags;  // variable -> the flag that set it
+  return flags;
+}
+
+// What to call the setting `variable` in an error: the flag, when one set it.
+std::string SettingName(const std::string& variable) {
+  auto it = FlagsGiven().find(variable);
+  return it != FlagsGiven().end() ? it->second : variable;
 }
 
 bool EnvSaysYes(const char* name) {
@@ -37,6 +49,8 @@ absl::StatusOr<std::string> LocalPodTlsDir(const std::string& address) {
 
 }  // namespace
 
+void NoteSecurityFlag(const std::string& variable, const std::string& flag) { FlagsGiven()[variable] = flag; }
+
 absl::StatusOr<TransportSecurity> ClientSecurityFor(const std::string& address) {
   if (EnvSaysYes("TPUEMU_INSECURE")) return TransportSecurity::Insecure();
   TransportSecurity security;
@@ -44,7 +58,7 @@ absl::StatusOr<TransportSecurity> ClientSecurityFor(const std::string& address) 
   auto local = LocalPodTlsDir(address);
   if (local.ok() && local->empty()) return TransportSecurity::Insecure();  // started with --insecure
   if (!Env("TPUEMU_TLS_CA").empty()) {
-    auto ca = ReadSecretFile(Env("TPUEMU_TLS_CA"), "TPUEMU_TLS_CA");
+    auto ca = ReadSecretFile(Env("TPUEMU_TLS_CA"), SettingName("TPUEMU_TLS_CA"));
     if (!ca.ok()) return ca.status();
     security.ca_pem = *ca;
   } else if (local.ok()) {
@@ -59,7 +73,7 @@ absl::StatusOr<TransportSecurity> ClientSecurityFor(const std::string& address) 
   if (!Env("TPUEMU_TOKEN").empty()) {
     security.token = Env("TPUEMU_TOKEN");
   } else if (!Env("TPUEMU_TOKEN_FILE").empty()) {
-    auto token = ReadSecretFile(Env("TPUEMU_TOKEN_FILE"), "TPUEMU_TOKEN_FILE");
+    auto token = ReadSecretFile(Env("TPUEMU_TOKEN_FILE"), SettingName("TPUEMU_TOKEN_FILE"));
     if (!token.ok()) return token.status();
     security.token = *token;
   } else if (local.ok()) {

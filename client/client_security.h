@@ -18,6 +18,11 @@ namespace tpuemu {
 // pod's admin token; none at all, and the coordinator says so.
 absl::StatusOr<TransportSecurity> ClientSecurityFor(const std::string& address);
 
+// The CLI's --tls-ca and --token-file set TPUEMU_TLS_CA and
+// TPUEMU_TOKEN_FILE for the command that follows; noted here, an error about
+// the file names the flag the user typed rather than the variable.
+void NoteSecurityFlag(const std::string& variable, const std::string& flag);
+
 // A member's security for `tpuemu health` (probes run beside the process
 // they probe): TPUEMU_TLS_DIR's; else, unless TPUEMU_TLS_CA names a pod, the
 // local pod's member certificate (workers take members only); else the client's.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/bench_commands.h"
+#include "client/client_security.h"
 #include "client/cluster_commands.h"
 #include "client/credentials_command.h"
 #include "client/fault_command.h"
@@ -80,12 +81,20 @@ int main(int argc, char** argv) {
       ->trigger_on_parse();
   // The same for how to reach it (client/client_security.h, docs/security.md).
   app.add_option_function<std::string>(
-         "--tls-ca", [](const std::string& path) { setenv("TPUEMU_TLS_CA", path.c_str(), 1); },
+         "--tls-ca",
+         [](const std::string& path) {
+           setenv("TPUEMU_TLS_CA", path.c_str(), 1);
+           tpuemu::NoteSecurityFlag("TPUEMU_TLS_CA", "--tls-ca");
+         },
          "the pod's ca.pem, to check the coordinator against (default: $TPUEMU_TLS_CA, else the\n"
          "local pod's)")
       ->trigger_on_parse();
   app.add_option_function<std::string>(
-         "--token-file", [](const std::string& path) { setenv("TPUEMU_TOKEN_FILE", path.c_str(), 1); },
+         "--token-file",
+         [](const std::string& path) {
+           setenv("TPUEMU_TOKEN_FILE", path.c_str(), 1);
+           tpuemu::NoteSecurityFlag("TPUEMU_TOKEN_FILE", "--token-file");
+         },
          "the token to present, admin.token or read.token (default: $TPUEMU_TOKEN, else\n"
          "$TPUEMU_TOKEN_FILE, else the local pod's admin token)")
       ->trigger_on_parse();

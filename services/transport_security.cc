@@ -2,11 +2,18 @@
 
 #include <openssl/crypto.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "core/base/bounded_file.h"
 #include "services/credentials.h"
@@ -74,9 +81,23 @@ class TokenProcessor : public grpc::AuthMetadataProcessor {
 }  // namespace
 
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
-  if (std::ifstream in(path); !in) {
-    return absl::NotFoundError(absl::StrCat(what, " '", path, "': cannot read it (made by `tpuemu credentials "
-                                                              "create DIR`, or by `tpuemu cluster up` for a local pod)"));
+  if (std::FILE* f = std::fopen(path.c_str(), "r"); f != nullptr) {
+    std::fclose(f);
+  } else if (errno == EACCES) {
+    // It is there: making credentials again would not help. Say whose it is.
+    struct stat st;
+    const std::string owner = ::stat(path.c_str(), &st) == 0
+                                  ? absl::StrFormat(" (owner uid %d, group %d, mode %04o)", st.st_uid, st.st_gid,
+                                                    st.st_mode & 07777)
+                                  : "";
+    return absl::PermissionDeniedError(absl::StrCat(
+        what, " '", path, "': permission denied", owner, " to uid ", ::geteuid(), " group ", ::getegid(),
+        ": run as a user who may read it, or give this one read access (`tpuemu credentials create DIR --uid U` "
+        "makes the files U's alone; on Kubernetes a pod reads its Secret through its fsGroup)"));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': cannot read it: ", std::strerror(errno),
+                                            " (made by `tpuemu credentials create DIR`, or by `tpuemu cluster up` "
+                                            "for a local pod)"));
   }
   // Certificates and tokens are a few KiB; a CA bundle a few hundred.
   auto text = ReadFileAtMost(path, 1 << 20, what);

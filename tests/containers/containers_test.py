@@ -15,6 +15,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -142,6 +143,18 @@ def kill9_and_start(container):
                (state()[0] == "running" and state()[1] != pid), timeout=30, every=0.1)
     if state()[0] != "running":
         start(container)
+
+
+def crash_and_wait_for_restart(container):
+    """SIGKILL to the container's process from this machine, as a crash (the
+    engine did not stop it): its restart policy starts it again."""
+    def state():
+        r = engine("inspect", "--format", "{{.State.Status}} {{.State.Pid}}", container, check=False)
+        return r.stdout.split() or ["unknown", "0"]
+    pid = int(state()[1])
+    os.kill(pid, signal.SIGKILL)
+    wait_until(f"{container} started again by its restart policy",
+               lambda: state()[0] == "running" and int(state()[1]) not in (0, pid), timeout=60, every=0.2)
 
 
 def start(container, timeout=60):
@@ -364,9 +377,11 @@ class ComposeTest(Compose):
             logs = engine("logs", worker, check=False)
             self.assertIn("4 worker(s) of the pod share this machine", logs.stdout + logs.stderr, worker)
 
-        # The coordinator killed and started again: its job store is on a volume.
-        kill9_and_start(self.containers("coordinator")[0])
-        wait_until("the pod to be ready after the coordinator's restart", self.ready, timeout=60)
+        # The coordinator and a worker crash (SIGKILL from outside the engine): their restart
+        # policy starts them again, and the job store is on a volume.
+        for container in (self.containers("coordinator")[0], self.containers("worker")[0]):
+            crash_and_wait_for_restart(container)
+        wait_until("the pod to be ready after the restarts", self.ready, timeout=60)
         self.assertEqual(listed(), before)
 
 

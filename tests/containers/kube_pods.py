@@ -28,9 +28,11 @@ and the kubelet would add:
   variables defined earlier.
 ConfigMaps and PersistentVolumeClaims are passed through for the pods' volumes.
 A Secret volume becomes what the kubelet makes of it, a directory of the
-Secret's files: a hostPath to the directory given for that Secret's name
-(`--secret NAME=DIR`; the Secret itself is made with `kubectl create secret
-generic NAME --from-file=DIR`, outside the rendered manifests).
+Secret's files owned by root, group the pod's fsGroup, mode the volume's
+defaultMode: a hostPath to a copy, made per pod in secrets/ beside OUTDIR, of the
+directory given for that Secret's name (`--secret NAME=DIR`; the Secret
+itself is made with `kubectl create secret generic NAME --from-file=DIR`,
+outside the rendered manifests).
 One difference: `ports` are dropped. In Kubernetes they are informational for
 traffic between pods; podman 4.3's kube play publishes each containerPort on
 the host (the second worker pod failed with "bind: address already in use").
@@ -40,6 +42,7 @@ Usage: kube_pods.py RENDERED.yaml OUTDIR [--secret=NAME=DIR ...]  -> OUTDIR/NN-<
 
 import copy
 import os
+import shutil
 import re
 import sys
 
@@ -180,14 +183,29 @@ def volume_sources(pod, docs):
     return [d for d in docs if (d["kind"], d["metadata"]["name"]) in wanted]
 
 
-def mount_secrets(pod, secrets):
-    """Secret volumes as the directories holding the Secrets' files."""
+def mount_secrets(pod, secrets, outdir):
+    """Secret volumes as the kubelet writes them: a directory of the Secret's
+    files, owned by root, group the pod's fsGroup (root without one), mode the
+    volume's defaultMode (0644 unless given). A pod whose user is neither
+    cannot read a 0440 Secret, as on a real cluster."""
+    group = (pod["spec"].get("securityContext") or {}).get("fsGroup", 0)
     for v in pod["spec"].get("volumes", []) or []:
         if "secret" in v:
-            name = v.pop("secret")["secretName"]
+            secret = v.pop("secret")
+            name = secret["secretName"]
             if name not in secrets:
                 raise ValueError(f"secret {name}: give its files' directory with --secret {name}=DIR")
-            v["hostPath"] = {"path": secrets[name], "type": "Directory"}
+            written = os.path.join(os.path.dirname(os.path.abspath(outdir)), "secrets",
+                                   f"{pod['metadata']['name']}-{v['name']}")
+            shutil.rmtree(written, ignore_errors=True)
+            os.makedirs(written)
+            for entry in os.listdir(secrets[name]):
+                target = os.path.join(written, entry)
+                shutil.copyfile(os.path.join(secrets[name], entry), target)
+                os.chown(target, 0, group)
+                os.chmod(target, secret.get("defaultMode", 0o644))
+            os.chmod(written, 0o755)
+            v["hostPath"] = {"path": written, "type": "Directory"}
 
 
 def main(rendered, outdir, *options):
@@ -200,7 +218,7 @@ def main(rendered, outdir, *options):
     os.makedirs(outdir, exist_ok=True)
     pods = pods_from(docs)
     for pod in pods:
-        mount_secrets(pod, secrets)
+        mount_secrets(pod, secrets, outdir)
     # The coordinator (a Deployment's pod) first: workers wait for it anyway.
     pods.sort(key=lambda p: p["metadata"]["labels"].get("app.kubernetes.io/component") != "coordinator")
     for n, pod in enumerate(pods):

@@ -5,9 +5,12 @@ larger than the 1 MiB limit (a huge file, /dev/zero), and absurd matmul
 --chunk sizes."""
 
 import os
+import shutil
+import subprocess
+import tempfile
 import unittest
 
-from cli_e2e_test import Pod
+from cli_e2e_test import TPUEMU, Pod
 
 LIMIT = 1 << 20  # docs/jobs.md: a job file holds at most 1 MiB
 
@@ -47,6 +50,30 @@ class JobFileTest(Pod):
         r = self.cli("jobs", "--coordinator", "127.0.0.1:1", timeout=30)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("not PEM", r.stderr)
+
+    def test_a_credentials_file_that_cannot_be_read_is_named_by_the_flag_given_and_says_why(self):
+        self.env.pop("TPUEMU_TLS_CA", None)
+        missing = os.path.join(self.home, "missing.pem")
+        r = self.cli("--tls-ca", missing, "jobs", "--coordinator", "127.0.0.1:1", timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"--tls-ca '{missing}': cannot read it: No such file or directory", r.stderr)
+        # There but not this user's: permission, not "make credentials again" (a Kubernetes
+        # pod without the Secret's fsGroup, a CLI user beside files made with --uid).
+        if os.getuid() != 0:
+            self.skipTest("needs root, to run the CLI as another user")
+        shared = tempfile.mkdtemp(prefix="tpuemu-locked-")
+        self.addCleanup(shutil.rmtree, shared, True)
+        os.chmod(shared, 0o755)
+        locked = os.path.join(shared, "locked.pem")
+        with open(locked, "w") as f:
+            f.write("-----BEGIN CERTIFICATE-----\n")
+        os.chmod(locked, 0o600)
+        r = subprocess.run([TPUEMU, "--tls-ca", locked, "jobs", "--coordinator", "127.0.0.1:1"],
+                           env={**self.env, "HOME": shared}, capture_output=True, text=True, timeout=30,
+                           preexec_fn=lambda: (os.setgroups([]), os.setgid(65534), os.setuid(65534)))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"--tls-ca '{locked}': permission denied (owner uid 0, group 0, mode 0600)", r.stderr)
+        self.assertIn("to uid 65534 group 65534", r.stderr)
 
     def test_a_job_file_at_the_limit_is_read(self):
         text = "emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 1\n"
