@@ -1,5 +1,6 @@
 #include "client/bench_commands.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -96,14 +97,17 @@ int Bench(const BenchOptions& o) {
     for (const auto& job : done) results.push_back(CollectiveJson(job));
     std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
   } else {
-    std::printf("%-14s %-5s %3s %9s %-9s %12s %12s %7s %9s %7s %10s %9s %9s %8s %11s\n", "op", "axes", "n", "bytes",
+    int axes_width = 5;  // "x,y,dcn" takes 7
+    for (const auto& job : done) axes_width = std::max(axes_width, static_cast<int>(job.result().axes().size()));
+    std::printf("%-14s %-*s %3s %9s %-9s %12s %12s %7s %9s %7s %10s %9s %9s %8s %11s\n", "op", axes_width, "axes", "n",
+                "bytes",
                 "algorithm", "emulated_us", "predicted_us", "ratio", "seed_us", "seed_r", "wall_ms", "algbw", "busbw",
                 "correct", "peak_MiB");
     for (const auto& job : done) {
       const auto& r = job.result();
       const bool seed = r.seed_formula_s() > 0;
-      std::printf("%-14s %-5s %3d %9s %-9s %12s %12s %7.4f %9s %7s %10.2f %9.3f %9.3f %8s %11s\n", r.op().c_str(),
-                  r.axes().c_str(), r.n(), FormatBytes(r.bytes()).c_str(), r.algorithm().c_str(),
+      std::printf("%-14s %-*s %3d %9s %-9s %12s %12s %7.4f %9s %7s %10.2f %9.3f %9.3f %8s %11s\n", r.op().c_str(),
+                  axes_width, r.axes().c_str(), r.n(), FormatBytes(r.bytes()).c_str(), r.algorithm().c_str(),
                   Micros(r.emulated_s()).c_str(), Micros(r.predicted_s()).c_str(), r.ratio(),
                   seed ? Micros(r.seed_formula_s()).c_str() : "-",
                   seed ? absl::StrFormat("%.4f", r.seed_ratio()).c_str() : "-", r.wall_s() * 1e3, r.algbw_gbps(),

@@ -49,7 +49,8 @@ nlohmann::json StatusJson(const v1::ClusterStatus& s, const std::string& address
     workers.push_back({{"host", w.host()}, {"slice", w.slice()}, {"address", w.address()},
                        {"chips", std::vector<int>(w.chips().begin(), w.chips().end())}, {"alive", w.alive()}, {"slow", w.slow()},
                        {"seconds_since_heartbeat", w.seconds_since_heartbeat()},
-                       {"resident_bytes", w.resident_bytes()}});
+                       // null: not known (lost, or no heartbeat yet)
+                       {"resident_bytes", w.resident_bytes() > 0 ? nlohmann::json(w.resident_bytes()) : nullptr}});
   }
   return {{"coordinator", address}, {"topology", s.spec().topology()}, {"slices", s.spec().slices()},
           {"chips_per_host", s.spec().chips_per_host()}, {"time_scale", s.spec().time_scale()},

@@ -143,7 +143,8 @@ void AddClusterRestartCommands(CLI::App& cluster, int* exit_code) {
       "(stopping it first if it still runs), record the new process and wait until it has taken its place.\n"
       "Example:\n  tpuemu cluster restart-worker 2");
   worker->add_option("HOST", *host, "the worker's host index, the HOST column of `tpuemu cluster status`")
-      ->required();
+      ->required()
+      ->check(ZeroOrMore());  // the pod's own range is checked against its pod file
   worker->add_option("--timeout", *timeout, "seconds to wait for the worker")
       ->capture_default_str()
       ->check(PositiveSeconds());

@@ -205,6 +205,7 @@ int Status(const JobOptions& o) {
   const JobView& view = ViewOf(*job);
   std::printf("%s (%s): %s%s\n", job->id().c_str(), view.kind, JobState(*job).c_str(),
               job->error().empty() ? "" : (": " + WithFlagNames(job->error())).c_str());
+  std::printf("what: %s\n", view.what(*job).c_str());
   if (job->queue_position() > 0) {
     std::printf("queued #%d: %s\n", job->queue_position(),
                 job->waiting_for().empty() ? "starting now" : ("waiting for " + job->waiting_for()).c_str());

@@ -1,6 +1,7 @@
 #include "coordinator/coordinator.h"
 
 #include <functional>
+#include <optional>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -226,21 +227,27 @@ std::string Coordinator::MetricsText() const {
   WriteSample(out, "tpuemu_pod_chips", {}, topo_.num_chips());
   const std::vector<RegisteredWorker> workers = registry_.Workers();
   auto per_worker = [&](const std::string& name, const std::string& type, const std::string& help,
-                        const std::function<double(const RegisteredWorker&)>& value) {
+                        const std::function<std::optional<double>(const RegisteredWorker&)>& value) {
     WriteMetricHeader(out, name, type, help);
     for (const RegisteredWorker& w : workers) {
-      WriteSample(out, name, {{"host", absl::StrCat(w.host)}, {"slice", absl::StrCat(w.slice)}, {"address", w.address}},
-                  value(w));
+      if (const std::optional<double> v = value(w)) {
+        WriteSample(out, name, {{"host", absl::StrCat(w.host)}, {"slice", absl::StrCat(w.slice)}, {"address", w.address}},
+                    *v);
+      }
     }
   };
   per_worker("tpuemu_worker_up", "gauge", "1 while the worker holding the host is alive (heartbeats or answers).",
-             [](const RegisteredWorker& w) { return w.alive ? 1 : 0; });
+             [](const RegisteredWorker& w) -> std::optional<double> { return w.alive ? 1 : 0; });
   per_worker("tpuemu_worker_slow", "gauge", "1 while its heartbeats are late but it answers the coordinator.",
-             [](const RegisteredWorker& w) { return w.slow ? 1 : 0; });
+             [](const RegisteredWorker& w) -> std::optional<double> { return w.slow ? 1 : 0; });
   per_worker("tpuemu_worker_heartbeat_age_seconds", "gauge", "Seconds since the worker's last heartbeat.",
-             [](const RegisteredWorker& w) { return absl::ToDoubleSeconds(w.since_heartbeat); });
-  per_worker("tpuemu_worker_resident_bytes", "gauge", "The worker process's resident memory at its last heartbeat.",
-             [](const RegisteredWorker& w) { return static_cast<double>(w.resident_bytes); });
+             [](const RegisteredWorker& w) -> std::optional<double> { return absl::ToDoubleSeconds(w.since_heartbeat); });
+  per_worker("tpuemu_worker_resident_bytes", "gauge",
+             "The worker process's resident memory at its last heartbeat (none while it is lost, or before its first).",
+             [](const RegisteredWorker& w) -> std::optional<double> {
+               if (w.resident_bytes == 0) return std::nullopt;
+               return static_cast<double>(w.resident_bytes);
+             });
   scheduler_.step_metrics().Write(out);
   return out;
 }

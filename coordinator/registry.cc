@@ -123,6 +123,7 @@ GrantedPlace Registry::TakePlaceLocked(int global, const PlaceRequest& req) {
   w.client = factory_(req.address);
   w.place_source = PlaceSource(req);
   w.machine = req.machine;
+  w.resident_bytes = 0;  // a new process: not said until its first heartbeat
   ++generation_;
   cv_.notify_all();
   const int host = global % topo_.hosts_per_slice();
@@ -154,7 +155,9 @@ std::vector<RegisteredWorker> Registry::Workers() const {
   const absl::Time now = awake_.Now();
   for (const auto& [host, w] : workers_) {
     out.push_back({host, w.slice, w.address, w.incarnation, w.client, w.live.SinceHeartbeat(now), AliveLocked(w),
-                   w.live.Slow(now, heartbeat_timeout_), w.resident_bytes});
+                   w.live.Slow(now, heartbeat_timeout_),
+                   // A lost worker's last figure says nothing of it now.
+                   AliveLocked(w) ? w.resident_bytes : 0});
   }
   return out;
 }

@@ -37,7 +37,7 @@ struct RegisteredWorker {
   absl::Duration since_heartbeat;
   bool alive = false;
   bool slow = false;  // alive, but its heartbeats are late (liveness.h)
-  uint64_t resident_bytes = 0;  // as its last heartbeat said; 0: not said
+  uint64_t resident_bytes = 0;  // as its last heartbeat said; 0: not said, or the worker is lost
 };
 
 class Registry : public Registrar {

@@ -188,6 +188,7 @@ nlohmann::json JobJson(const v1::Job& job) {
 void AddTrainJson(const v1::Job& job, nlohmann::json& out) {
   nlohmann::json steps = nlohmann::json::array();
   for (const v1::TrainStep& s : job.steps()) steps.push_back(TrainStepJson(s, job.train_summary()));
+  out["name"] = job.train().config().name();  // the job file's name: label ("job" when it gives none)
   out["source"] = job.train().source();
   out["steps"] = steps;
   out["steps_dropped"] = job.steps_dropped();  // records of the first steps, not in `steps`

@@ -113,7 +113,10 @@ void PrintTrainSucceeded(const v1::Job& job) {
 const JobView kCollective = {
     "collective",
     OneStep,
-    [](const v1::Job& j) { return absl::StrCat(j.collective().op(), " ", FormatBytes(j.collective().bytes())); },
+    [](const v1::Job& j) {
+      return absl::StrCat(j.collective().op(), " ", FormatBytes(j.collective().bytes()), " over ",
+                          absl::StrJoin(j.collective().axes(), ","));
+    },
     [](const v1::Job& j, nlohmann::json& out) {
       if (j.has_result()) out["result"] = CollectiveJson(j);
     },
@@ -135,7 +138,12 @@ const JobView kMatmul = {
 const JobView kTrain = {
     "train",
     [](const v1::Job& j) { return j.train().config().steps(); },
-    [](const v1::Job& j) { return PrintableText(j.train().source()); },  // a file name from anyone
+    // The job file's name: label, then the file (text from anyone: escaped).
+    [](const v1::Job& j) {
+      const std::string& name = j.train().config().name();
+      return PrintableText(name.empty() || name == "job" ? j.train().source()
+                                                          : absl::StrCat(name, " (", j.train().source(), ")"));
+    },
     AddTrainJson,
     PrintTrainStatus,
     PrintTrainSucceeded,

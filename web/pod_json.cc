@@ -26,7 +26,8 @@ nlohmann::json PodJson(const Topology& topo, const v1::ClusterStatus& status) {
                        {"slice", topo.SliceOfHost(host)},
                        {"address", w ? w->address() : ""},
                        {"state", !w ? "missing" : !w->alive() ? "lost" : w->slow() ? "slow" : "alive"},
-                       {"resident_bytes", w ? w->resident_bytes() : 0}});
+                       // null: not known (lost, or no heartbeat yet)
+                       {"resident_bytes", w && w->resident_bytes() > 0 ? nlohmann::json(w->resident_bytes()) : nullptr}});
   }
   nlohmann::json chips = nlohmann::json::array();
   nlohmann::json links = nlohmann::json::array();

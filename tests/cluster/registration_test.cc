@@ -177,6 +177,10 @@ TEST_F(RegistrationTest, EachWorkersResidentMemoryFromItsLastHeartbeatIsInTheClu
   EXPECT_EQ(coordinator_->ClusterStatus().workers(0).resident_bytes(), 300u << 20);
   ASSERT_TRUE(coordinator_->Heartbeat(0, place->incarnation(), 27 << 20).ok());  // given back once idle
   EXPECT_EQ(coordinator_->ClusterStatus().workers(0).resident_bytes(), 27u << 20);
+  // Another process takes the place: the old one's figure is not its own.
+  hosts_[0]->Stop();
+  ASSERT_TRUE(Register(*hosts_[1], 0, 0).ok());
+  EXPECT_EQ(coordinator_->ClusterStatus().workers(0).resident_bytes(), 0u) << "the replaced process's memory";
 }
 
 TEST_F(RegistrationTest, WorkersOnOneMachineShareItsCoresForMultiplying) {

@@ -771,11 +771,12 @@ class WorkerMemoryTest(Pod):
             r = self.cli("cluster", "status", "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
             shown = [w["resident_bytes"] for w in json.loads(r.stdout)["workers"]]
-            if all(0 < b <= limit for b in shown) or time.monotonic() > deadline:
+            if all(b is not None and 0 < b <= limit for b in shown) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         self.assertEqual(len(shown), 2)
         for b in shown:
+            self.assertIsNotNone(b, "a worker's memory not known after its heartbeats")
             self.assertGreater(b, 1 << 20)
             self.assertLessEqual(b, limit, f"cluster status shows {b >> 20} MiB; idle workers held at most {int(limit) >> 20}")
         table = self.cli("cluster", "status").stdout

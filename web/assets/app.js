@@ -210,7 +210,7 @@ function showWorkers(pod) {
     tr.dataset.host = w.host;
     tr.dataset.state = w.state;
     cell(tr, w.host); cell(tr, w.slice); cell(tr, w.address || "-", "text");
-    cell(tr, w.state, `text state-${w.state === "alive" ? "succeeded" : "failed"}`);
+    cell(tr, w.state, `text state-${{ alive: "succeeded", slow: "slow" }[w.state] || "failed"}`);
     cell(tr, w.resident_bytes ? formatBytes(w.resident_bytes) : "");
   }
 }
