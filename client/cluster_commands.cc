@@ -27,9 +27,11 @@
 namespace tpuemu {
 namespace {
 
-// The coordinator's web view, on its host ("" when it serves none).
+// The coordinator's web view: where it says clients reach it, else on its
+// host ("" when it serves none).
 std::string WebAddress(const v1::ClusterStatus& s, const std::string& coordinator) {
   if (s.web_port() <= 0) return "";
+  if (!s.web_address().empty()) return s.web_address();
   return absl::StrCat("http://", coordinator.substr(0, coordinator.rfind(':')), ":", s.web_port(), "/");
 }
 

@@ -1,5 +1,6 @@
 #include "coordinator/abort_delivery.h"
 
+#include "core/host/run_number.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -45,11 +46,11 @@ void AbortDelivery::Deliver(int host, uint64_t incarnation, const std::shared_pt
     const absl::Status s = worker->Abort(incarnation, job, why, kAttempt);
     // Refused: another process holds the place now, and never had the job.
     if (s.ok() || absl::IsFailedPrecondition(s)) {
-      if (tries > 1) spdlog::info("host {} heard the abort of job {} at try {}", host, job, tries);
+      if (tries > 1) spdlog::info("host {} heard the abort of {} at try {}", host, RunName(job), tries);
       break;
     }
     if (tries == 1) {
-      spdlog::warn("host {} did not hear the abort of job {} ({}); asking again until it does", host, job,
+      spdlog::warn("host {} did not hear the abort of {} ({}); asking again until it does", host, RunName(job),
                    s.ToString());
     }
     std::unique_lock<std::mutex> lock(mu_);

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "coordinator/coordinator.h"
 #include "core/pod/profile.h"
@@ -98,6 +99,19 @@ int main(int argc, char** argv) {
                             "docs/web-view.md, docs/metrics.md"),
              "TPUEMU_HTTP_PORT")
       ->capture_default_str();
+  std::string web_address;
+  env_option(app.add_option("--web-address", web_address,
+                            "the web view's address as clients reach it, when that is not this host and --http-port\n"
+                            "(a published or forwarded port), e.g. http://localhost:19090/ : `tpuemu cluster status`\n"
+                            "prints it"),
+             "TPUEMU_WEB_ADDRESS")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return absl::StartsWith(text, "http://") || absl::StartsWith(text, "https://")
+                       ? ""
+                       : "'" + text + "': an address a browser opens, starting http:// or https://";
+          },
+          "URL"));
   app.add_option("--port-file", port_file, "write the bound port here once serving");
   app.add_flag("--check-config", check_config,
                "check flags and environment and exit (0 if usable, 2 if not) without serving");
@@ -163,7 +177,7 @@ int main(int argc, char** argv) {
     spdlog::info("web view at http://{}:{}/, metrics at /metrics", host, http->port());
   }
   // The web view first: the pod's status says where it is.
-  CoordinatorServiceImpl service(coordinator->get(), http ? http->port() : 0);
+  CoordinatorServiceImpl service(coordinator->get(), http ? http->port() : 0, http ? web_address : "");
   auto server = StartServer(listen, {&service}, ServerPeers::kMembersAndClients);
   if (!server.ok()) {
     spdlog::error("{}", std::string(server.status().message()));

@@ -194,7 +194,8 @@ void Scheduler::EndRunningLocked(Running& job, const std::string& why, bool fail
   if (job.end_requested) return;
   job.end_requested = true;
   if (failed) {
-    spdlog::warn("{} failed: {}", job.id, why);
+    // Not "failed" yet: max_restarts may resume it (RunJobThread says which).
+    spdlog::warn("{} stops: {}", job.id, why);
     store_.Update(job.id, [&](JobRecord& r) { r.error = why; });
   } else {
     job.cancel_why = why;
@@ -393,7 +394,10 @@ void Scheduler::RunJobThread(const Queued& job, Running* running) {
   // A lost worker: the job goes on from its latest checkpoint once the
   // worker is back (the queue waits for the pod to be ready), if it may.
   // Straight from running to pending: a client following it never sees it fail.
-  if (!summary.ok() && ended->worker_lost && TryRestartLocked(job, summary.status())) return;
+  if (!summary.ok() && ended->worker_lost && TryRestartLocked(job, summary.status())) {
+    spdlog::info("{} queued again, to resume from its checkpoint once its workers are back", job.id);
+    return;
+  }
   store_.Update(job.id, [&](JobRecord& r) {
     if (summary.ok()) {
       r.state = JobState::kSucceeded;
@@ -404,6 +408,7 @@ void Scheduler::RunJobThread(const Queued& job, Running* running) {
     } else {
       r.state = JobState::kFailed;
       if (r.error.empty()) r.error = std::string(summary.status().message());
+      spdlog::warn("{} failed: {}", job.id, r.error);
     }
   });
 }

@@ -42,6 +42,7 @@ grpc::Status CoordinatorServiceImpl::GetClusterStatus(grpc::ServerContext* ctx, 
   TPUEMU_AUTHORIZE(ctx, kRead, "read the pod's status");
   *resp = backend_->ClusterStatus();
   resp->set_web_port(web_port_);
+  resp->set_web_address(web_address_);
   return grpc::Status::OK;
 }
 

@@ -57,8 +57,8 @@ class CoordinatorServiceImpl : public v1::CoordinatorService::Service {
  public:
   // `web_port`: where the coordinator's web view listens (0: nowhere), for
   // the pod's status.
-  explicit CoordinatorServiceImpl(CoordinatorBackend* backend, int web_port = 0)
-      : backend_(backend), web_port_(web_port) {}
+  explicit CoordinatorServiceImpl(CoordinatorBackend* backend, int web_port = 0, std::string web_address = "")
+      : backend_(backend), web_port_(web_port), web_address_(std::move(web_address)) {}
   grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* req,
                               v1::RegisterWorkerResponse* resp) override;
   grpc::Status StreamJobTrace(grpc::ServerContext*, const v1::GetJobRequest* req,
@@ -79,6 +79,7 @@ class CoordinatorServiceImpl : public v1::CoordinatorService::Service {
  private:
   CoordinatorBackend* backend_;
   const int web_port_;
+  const std::string web_address_;
 };
 
 bool IsTerminal(v1::JobState state);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/process_memory.h"
+#include "core/host/run_number.h"
 #include "core/job/kinds.h"
 #include "core/tensor/matmul_gate.h"
 #include "worker/idle_release.h"
@@ -207,10 +208,10 @@ void WorkerNode::AbortPrepared(const PreparedJob& prepared, Pod& pod, uint64_t j
   // running) only, and is told while `prepared` still holds the job, so that
   // the abort outlives it for a RunJob that comes after.
   if (!pod.net->mailbox().AbortJob(job, why) && !prepared.host) {
-    spdlog::warn("ignored an abort of job {}, which this worker does not have: {}", job, reason);
+    spdlog::warn("ignored an abort of {}, which this worker does not have: {}", RunName(job), reason);
     return;
   }
-  spdlog::warn("aborting job {}: {}", job, reason);
+  spdlog::warn("aborting {}: {}", RunName(job), reason);
 }
 
 std::shared_ptr<HostJob> WorkerNode::FindJob(uint64_t job) {

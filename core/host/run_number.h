@@ -8,6 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 
 namespace tpuemu {
 
@@ -15,5 +18,10 @@ inline constexpr int kMaxAttempts = 256;
 
 inline uint64_t RunNumber(uint64_t job, int attempt) { return job * kMaxAttempts + attempt; }
 inline uint64_t JobOfRun(uint64_t run) { return run / kMaxAttempts; }
+// A run as users know its job, in logs: "job-2", "job-2 (attempt 3)".
+inline std::string RunName(uint64_t run) {
+  const uint64_t attempt = run % kMaxAttempts;
+  return absl::StrCat("job-", JobOfRun(run), attempt > 0 ? absl::StrCat(" (attempt ", attempt + 1, ")") : "");
+}
 
 }  // namespace tpuemu

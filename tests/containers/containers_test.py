@@ -352,7 +352,10 @@ class ComposeTest(Compose):
         self.assertEqual(float(metrics['tpuemu_jobs{state="succeeded"}']), 2)
         self.assertEqual(float(metrics['tpuemu_steps_total{kind="train"}']), len(job["steps"]))
         self.assertEqual(float(metrics['tpuemu_steps_total{kind="collective"}']), 1)
-        # The web view on the same port: its page, and its job list is the CLI's.
+        # The web view on the same port, where `cluster status` says (the published port).
+        status = json.loads(host_cli("cluster", "status", "--coordinator", self.coordinator(), "--json").stdout)
+        self.assertEqual(status["web"], f"http://localhost:{self.metrics_port}/")
+        # Its page, and its job list is the CLI's.
         self.assertIn('<svg id="torus"', http_get(f"http://localhost:{self.metrics_port}/"))
         self.assertEqual([j["id"] for j in json.loads(http_get(f"http://localhost:{self.metrics_port}/api/jobs"))["jobs"]],
                          [j["id"] for j in before])
