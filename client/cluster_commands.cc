@@ -92,6 +92,7 @@ void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
                                                               : std::string("0 (unpaced)"))
             << "\n"
             << "state:       " << StateLine(s) << "\n"
+            << "jobs:        " << s.jobs_running() << " running (`tpuemu jobs` lists them)\n"
             << "heartbeats:  " << s.heartbeat_timeout_s() << " s timeout\n";
   if (const std::string web = WebAddressWithToken(s, address); !web.empty()) {
     std::cout << "web view:    " << web << " (metrics at /metrics)\n";

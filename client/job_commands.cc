@@ -174,10 +174,20 @@ int List(const JobOptions& o) {
   }
   // The "on" column is as wide as its longest entry ("the 2x2 block at (2,0) of slice 1").
   int on_width = 10;
+  int shown = 0;
   for (const v1::Job& j : list->jobs()) {
-    if (Shown(o, j)) on_width = std::max(on_width, static_cast<int>(PlacementText(j).size()));
+    if (!Shown(o, j)) continue;
+    on_width = std::max(on_width, static_cast<int>(PlacementText(j).size()));
+    ++shown;
   }
-  std::printf("%-10s %-10s %-11s %5s %-*s %6s  %s\n", "id", "kind", "state", "queue", on_width, "on", "steps", "what");
+  if (shown == 0) {
+    std::printf(list->jobs().empty() ? "no jobs yet: `tpuemu submit FILE` runs one (examples/jobs/)\n"
+                                     : "no jobs of that state or kind (`tpuemu jobs` lists them all)\n");
+  }
+  if (shown > 0) {
+    std::printf("%-10s %-10s %-11s %5s %-*s %6s  %s\n", "id", "kind", "state", "queue", on_width, "on", "steps",
+                "what");
+  }
   for (const v1::Job& j : list->jobs()) {
     if (!Shown(o, j)) continue;
     const JobView& view = ViewOf(j);

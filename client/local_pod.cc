@@ -13,7 +13,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -139,12 +141,22 @@ absl::StatusOr<v1::ClusterStatus> WaitUntilReady(const PodState& state, double t
   // by 1.6 at a time, and one kept channel saw a pod ready in 0.4 s only
   // after 15 s.
   std::optional<CoordinatorClient> client;
+  // Since when each recorded worker process has been gone with its place not
+  // held: another process may hold it (a worker started by hand in its
+  // stead), given a few heartbeats' time to register again after a
+  // coordinator's restart.
+  std::map<size_t, std::chrono::steady_clock::time_point> gone_since;
+  constexpr auto kTimeToTakeThePlace = std::chrono::seconds(5);
   while (true) {
     if (!client) client.emplace(state.coordinator);
     auto s = client->Status(2);
+    std::set<int> held;  // hosts an alive worker holds
     if (!s.ok()) {
       client.reset();
     } else {
+      for (const v1::WorkerInfo& w : s->workers()) {
+        if (w.alive()) held.insert(w.host());
+      }
       if (s->ready() && accept(*s)) {
         progress.Done();
         return *s;
@@ -156,9 +168,14 @@ absl::StatusOr<v1::ClusterStatus> WaitUntilReady(const PodState& state, double t
       return absl::InternalError(absl::StrCat("the coordinator exited; its log says:\n",
                                               TailOfLastStart(state.coordinator_process.log, 10)));
     }
+    const auto now = std::chrono::steady_clock::now();
     for (size_t global = 0; global < state.workers.size(); ++global) {
       const PodWorker& w = state.workers[global];
-      if (!IsRunning(w.process)) {
+      if (IsRunning(w.process) || held.count(static_cast<int>(global)) > 0) {
+        gone_since.erase(global);
+        continue;
+      }
+      if (now - gone_since.try_emplace(global, now).first->second > kTimeToTakeThePlace) {
         return absl::InternalError(absl::StrCat("worker slice ", w.slice, " host ", w.host, " (HOST ", global,
                                                 " in `tpuemu cluster status`) is not running; its log says:\n",
                                                 TailOfLastStart(w.process.log, 10)));

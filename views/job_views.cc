@@ -180,6 +180,11 @@ std::string StepLine(const v1::TrainStep& s) {
       "step %4d  loss %-12s step %-9s compute %-9s comm:%-28s MFU %5.1f%%  %9.4g tok/s  sent/chip %s", s.step(),
       std::isnan(s.loss()) ? "- (shape)" : absl::StrFormat("%.6g", s.loss()), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()), comm.empty() ? " none" : comm,
       100 * s.mfu(), s.tokens_per_s_emulated(), FormatBytes(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
+  // Paced pods only (time_scale > 0): wall time beyond emulated x scale, the
+  // host not keeping up (docs/clocks.md).
+  if (s.host_lag_s() > 0) {
+    absl::StrAppend(&line, "  wall ", FormatSeconds(s.wall_s()), " (host lag ", FormatSeconds(s.host_lag_s()), ")");
+  }
   if (s.bubble_formula() > 0) {
     absl::StrAppend(&line, absl::StrFormat("  bubble %.1f%% (formula %.1f%%, with hops %.1f%%)  activations/chip %s",
                                            100 * s.bubble_fraction(), 100 * s.bubble_formula(),

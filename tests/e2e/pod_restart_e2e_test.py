@@ -197,13 +197,18 @@ class PodRestartTest(Pod):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(self.cli("status", job_id, "--json").stdout)["state"], "failed")
 
-    def test_down_stops_a_worker_restarted_by_hand(self):
+    def test_a_worker_restarted_by_hand_survives_restart_coordinator_and_down_stops_it(self):
         self.up(*TOPOLOGY)
         worker = self.pids()[2]
         argv = cmdline(worker)
         self.kill9(worker)
         by_hand = self.start_by_hand(argv, "worker-by-hand.log")
         self.wait_ready(timeout=30)
+        # The coordinator restarted: the hand-started worker takes its place again, and
+        # the recorded process it replaced being gone is no failure (it once was).
+        r = self.cli("cluster", "restart-coordinator", "--timeout", "60")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_runs_a_job()
         r = self.cli("cluster", "down")
         self.assertEqual(r.returncode, 0, r.stderr)
         by_hand.wait(timeout=15)  # stopped by cluster down, not left running
