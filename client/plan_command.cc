@@ -64,6 +64,8 @@ nlohmann::json ToJson(const MeshPlan& p) {
           {"tensor", p.tensor},
           {"data_axes", p.data_axes},
           {"tensor_axes", p.tensor_axes},
+          {"data_links", p.data_links},  // M_X: the axes counted by their links (a line is less than 1)
+          {"tensor_links", p.tensor_links},
           {"fsdp", p.fsdp},
           {"stages", p.stages},
           {"microbatches", p.microbatches},
@@ -76,6 +78,7 @@ nlohmann::json ToJson(const MeshPlan& p) {
           {"step_s", p.step_s},
           {"mfu", p.mfu},
           {"comms_bound", p.comms_bound},
+          {"ici_bound", p.ici_bound},
           // JSON has no infinity: null where no batch is compute-bound.
           {"critical_batch_tokens",
            std::isfinite(p.critical_batch_tokens) ? nlohmann::json(p.critical_batch_tokens) : nlohmann::json()},
@@ -84,8 +87,8 @@ nlohmann::json ToJson(const MeshPlan& p) {
 
 void PrintVerified(const std::vector<Verified>& verified, const std::vector<MeshPlan>& plans) {
   std::printf("\nverify: the top %zu meshes' MLP blocks, shape-only on the emulated pod, beside the formulas for the "
-              "same blocks\n(attention and the vocabulary are in neither column: the formulas price attention's projections "
-              "as compute alone, and training jobs hold no vocabulary)\n",
+              "same blocks\n(attention and the vocabulary are in neither column: both sides are the model's MLP blocks "
+              "alone)\n",
               verified.size());
   std::printf("%-3s %-44s %10s %10s %7s %10s %10s %10s %10s\n", "#", "ran on", "step pred", "step emu", "emu/pred",
               "compute p", "compute e", "comms p", "comms e");

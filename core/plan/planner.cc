@@ -18,13 +18,31 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 struct Shape {
   std::string name;  // x, y, z
   int size;
+  bool wraps;
 };
+
+// A ring of n chips along an axis, in axes' worth of bandwidth (the seed's
+// W_bidir per axis): 1 where the axis wraps; a line of n chips where it does
+// not, whose collectives take 2 (n-1) / n times as long (seed 000, Pop Quiz
+// 2: 3 x 8.4e6 / 4.5e10 = 560 us on v5e's unwrapped 4 against 377 us on a
+// ring). A sub-ring of a wrapped axis counts whole, as the seed counts it
+// ("dedicate the remaining bandwidth of the first axis to FSDP").
+double RingLinks(int n, bool wraps) { return wraps || n < 2 ? 1 : n / (2.0 * (n - 1)); }
+
+double AxesLinks(const std::vector<Shape>& axes, const std::string& except = "") {
+  double links = 0;
+  for (const Shape& a : axes) {
+    if (a.name != except) links += RingLinks(a.size, a.wraps);
+  }
+  return links;
+}
 
 // One candidate mesh in a slice: X chips share the batch (replicating or,
 // with FSDP, sharding the weights), Y chips share each weight's D or F.
 struct Candidate {
   std::string strategy, mesh;
   int data, tensor, data_axes, tensor_axes;
+  double data_links, tensor_links;  // bandwidth in axes' worth (RingLinks)
   bool fsdp;
   int stages = 1;  // pipeline stages along one axis
 };
@@ -35,9 +53,9 @@ std::vector<Candidate> Candidates(const std::vector<Shape>& axes, int chips) {
   const int k = static_cast<int>(axes.size());
   const std::string every = absl::StrCat(absl::StrJoin(all, ","), " (", chips, ")");
   std::vector<Candidate> out = {
-      {"DP", absl::StrCat("data: ", every), chips, 1, k, 0, false},
-      {"FSDP", absl::StrCat("fsdp: ", every), chips, 1, k, 0, true},
-      {"TP", absl::StrCat("tensor: ", every), 1, chips, 0, k, false},
+      {"DP", absl::StrCat("data: ", every), chips, 1, k, 0, AxesLinks(axes), 0, false},
+      {"FSDP", absl::StrCat("fsdp: ", every), chips, 1, k, 0, AxesLinks(axes), 0, true},
+      {"TP", absl::StrCat("tensor: ", every), 1, chips, 0, k, 0, AxesLinks(axes), false},
   };
   // Tensor parallelism on one axis, whole or a sub-ring of it (seed 001:
   // "small subrings of 4 chips of tensor parallelism"), FSDP on the rest.
@@ -55,9 +73,11 @@ std::vector<Candidate> Candidates(const std::vector<Shape>& axes, int chips) {
       }
       if (a.size > y) data.push_back(absl::StrCat(a.name, "/", a.size / y));
       const std::string ring = y == a.size ? a.name : absl::StrCat(a.name, " sub-ring of ", y);
+      const double rest = a.size > y ? RingLinks(a.size / y, a.wraps) : 0;
       out.push_back({"FSDP+TP",
                      absl::StrCat("fsdp: ", absl::StrJoin(data, ","), " (", chips / y, "), tensor: ", ring, " (", y, ")"),
-                     chips / y, y, static_cast<int>(data.size()), 1, true});
+                     chips / y, y, static_cast<int>(data.size()), 1, AxesLinks(axes, a.name) + rest,
+                     RingLinks(y, a.wraps), true});
     }
   }
   // Pipeline stages along one axis, FSDP over the others.
@@ -70,7 +90,7 @@ std::vector<Candidate> Candidates(const std::vector<Shape>& axes, int chips) {
     out.push_back({"PP+FSDP",
                    absl::StrCat("pipeline: ", a.name, " (", a.size, " stages), fsdp: ", absl::StrJoin(data, ","), " (",
                                 chips / a.size, ")"),
-                   chips / a.size, 1, static_cast<int>(data.size()), 0, true, a.size});
+                   chips / a.size, 1, static_cast<int>(data.size()), 0, AxesLinks(axes, a.name), 0, true, a.size});
   }
   // Tensor parallelism on two whole axes, FSDP on the third.
   if (k == 3) {
@@ -83,7 +103,8 @@ std::vector<Candidate> Candidates(const std::vector<Shape>& axes, int chips) {
       out.push_back({"FSDP+TP",
                      absl::StrCat("fsdp: ", axes[d].name, " (", axes[d].size, "), tensor: ", absl::StrJoin(tensor, ","),
                                   " (", y, ")"),
-                     axes[d].size, y, 1, 2, true});
+                     axes[d].size, y, 1, 2, RingLinks(axes[d].size, axes[d].wraps), AxesLinks(axes, axes[d].name),
+                     true});
     }
   }
   return out;
@@ -123,7 +144,7 @@ MeshPlan PricePipeline(const Candidate& c, const ModelShape& m, const Topology& 
   // The stage's weights gathered once and its gradients reduce-scattered
   // once over the FSDP axes; each chip's tokens cross one link forward and
   // their gradients back (one direction of one link, w / 2).
-  const double fixed = 4 * layers * mats * d * f / (w * c.data_axes);
+  const double fixed = 4 * layers * mats * d * f / (w * c.data_links);
   const double grows = 2 * 2 * d / c.data / (w / 2);
   p.comms_s = fixed + grows * b;
   if (slices > 1) {
@@ -133,8 +154,10 @@ MeshPlan PricePipeline(const Candidate& c, const ModelShape& m, const Topology& 
   const double bubble = (micro + stages - 1) / micro;
   p.step_s = bubble * p.compute_s + std::max(0.0, p.comms_s + p.dcn_s - p.compute_s);
   p.mfu = p.compute_s / p.step_s;
+  p.ici_bound = p.comms_s > p.compute_s;
   p.comms_bound = p.comms_s + p.dcn_s > p.compute_s;
-  p.critical_batch_tokens = Turns(slope, fixed, grows) * slices;
+  p.critical_batch_tokens = Turns(slope, fixed + p.dcn_s, grows) * slices;
+  if (p.dcn_s > 0) p.dcn_critical_batch_tokens = p.dcn_s / slope * slices;
   return p;
 }
 
@@ -152,6 +175,8 @@ MeshPlan Price(const Candidate& c, const ModelShape& m, const Topology& topo, do
   p.tensor = c.tensor;
   p.data_axes = c.data_axes;
   p.tensor_axes = c.tensor_axes;
+  p.data_links = c.data_links;
+  p.tensor_links = c.tensor_links;
   p.fsdp = c.fsdp;
   p.stages = c.stages;
   if (c.stages > 1) return PricePipeline(c, m, topo, batch_tokens, std::move(p));
@@ -171,8 +196,8 @@ MeshPlan Price(const Candidate& c, const ModelShape& m, const Topology& topo, do
   // (activations).
   const double fwd_slope = 2 * mats * d * f / (n * chip.flops_bf16);
   const double weights = mats * d * f / c.tensor;  // elements of the layer each chip's data group moves
-  const double data_w = c.data > 1 ? w * c.data_axes : kInfinity;
-  const double tensor_w = c.tensor > 1 ? w * c.tensor_axes : kInfinity;
+  const double data_w = c.data > 1 ? w * c.data_links : kInfinity;
+  const double tensor_w = c.tensor > 1 ? w * c.tensor_links : kInfinity;
   const double fwd_fixed = c.fsdp ? 2 * weights / data_w : 0;        // AllGather
   const double bwd_fixed = 4 * weights / data_w;  // AllGather + ReduceScatter (FSDP), or AllReduce (DP): 2 bytes twice
   const double grows = c.tensor > 1 ? 4 * d / c.data / tensor_w : 0;  // In's AllGather + Out's ReduceScatter
@@ -190,8 +215,14 @@ MeshPlan Price(const Candidate& c, const ModelShape& m, const Topology& topo, do
   const double bwd_total = std::max({layers * bwd_math, layers * bwd_comms, p.dcn_s});
   p.step_s = layers * std::max(fwd_math, fwd_comms) + bwd_total + other;
   p.mfu = p.compute_s / p.step_s;
-  p.comms_bound = fwd_comms > fwd_math || bwd_comms > bwd_math || p.dcn_s > layers * bwd_math;
-  const double turns = std::max(Turns(fwd_slope, fwd_fixed, grows), Turns(2 * fwd_slope, bwd_fixed, grows));
+  p.ici_bound = fwd_comms > fwd_math || bwd_comms > bwd_math;
+  p.comms_bound = p.ici_bound || p.dcn_s > layers * bwd_math;
+  double turns = std::max(Turns(fwd_slope, fwd_fixed, grows), Turns(2 * fwd_slope, bwd_fixed, grows));
+  if (p.dcn_s > 0) {
+    // DCN's AllReduce hides behind the backward pass's MLPs from this batch on.
+    p.dcn_critical_batch_tokens = p.dcn_s / (layers * 2 * fwd_slope) * slices;
+    turns = std::max(turns, p.dcn_critical_batch_tokens / slices);
+  }
   p.critical_batch_tokens = turns * slices;
   return p;
 }
@@ -209,38 +240,42 @@ std::string Explain(const MeshPlan& p, const ModelShape& m, const Topology& topo
   }
   std::string why;
   const double per_chip = batch_tokens / slices / p.data;
+  const char* ici = p.ici_bound ? "communication-bound on ICI" : "compute-bound on ICI";
   if (p.stages > 1) {
     why = absl::StrFormat(
         "GPipe, %d stages and M = %d microbatches: the bubble (S-1)/(M+S-1) idles %.0f%% of the step; each stage's "
         "weights cross its %d FSDP chips once per step (4 bytes per parameter of L/S layers, not 6 of L): %s",
-        p.stages, p.microbatches, 100.0 * (p.stages - 1) / (p.microbatches + p.stages - 1), p.data,
-        p.comms_bound ? "communication-bound" : "compute-bound");
+        p.stages, p.microbatches, 100.0 * (p.stages - 1) / (p.microbatches + p.stages - 1), p.data, ici);
   } else if (p.tensor == 1) {
-    why = absl::StrFormat("per-chip batch %.0f %s alpha / M_X = %.0f / %d = %.0f: %s", per_chip,
-                          p.comms_bound ? "<" : ">=", alpha, p.data_axes, alpha / p.data_axes,
-                          p.comms_bound ? "communication-bound" : "compute-bound");
+    // The model's own comparison, pass by pass, is exactly this one.
+    why = absl::StrFormat("per-chip batch %.0f %s alpha / M_X = %.0f / %.3g = %.0f: %s", per_chip,
+                          p.ici_bound ? "<" : ">=", alpha, p.data_links, alpha / p.data_links, ici);
   } else if (p.data == 1) {
-    why = absl::StrFormat("Y = %d %s M_Y F / alpha = %d x %lld / %.0f = %.0f (x %.3g with %d matrices): %s", p.tensor,
-                          p.comms_bound ? ">" : "<", p.tensor_axes, static_cast<long long>(m.mlp_dim), alpha,
-                          p.tensor_axes * m.mlp_dim / alpha, m.mlp_matrices / 2.0, m.mlp_matrices,
-                          p.comms_bound ? "communication-bound" : "compute-bound");
+    // Y > M_Y F / alpha, times m / 2: a gated MLP computes 3/2 as much for the same activations.
+    const double most = p.tensor_links * m.mlp_dim / alpha * m.mlp_matrices / 2.0;
+    why = absl::StrFormat("Y = %d %s M_Y F / alpha x m/2 = %.3g x %lld / %.0f x %.3g = %.3g: %s", p.tensor,
+                          p.ici_bound ? ">" : "<=", p.tensor_links, static_cast<long long>(m.mlp_dim), alpha,
+                          m.mlp_matrices / 2.0, most, ici);
   } else {
     why = absl::StrFormat(
         "B/N = %.0f against 4 alpha^2 / (M_X M_Y F) = %.0f at the seed's optimum X = %.0f (here X = %d, Y = %d): %s",
-        batch_tokens / slices / n, MixedMinBatchPerChip(alpha, m.mlp_dim, p.data_axes, p.tensor_axes),
-        OptimalFsdp(batch_tokens / slices, m.mlp_dim, p.data_axes, p.tensor_axes, n), p.data, p.tensor,
-        p.comms_bound ? "communication-bound" : "compute-bound");
+        batch_tokens / slices / n, MixedMinBatchPerChip(alpha, m.mlp_dim, p.data_links, p.tensor_links),
+        OptimalFsdp(batch_tokens / slices, m.mlp_dim, p.data_links, p.tensor_links, n), p.data, p.tensor, ici);
+  }
+  if (slices > 1) {
+    const double need = DcnMinBatchPerSlice(topo);
+    const bool dcn_bound = p.dcn_critical_batch_tokens > batch_tokens;
+    absl::StrAppend(&why, absl::StrFormat("; DCN: per-slice batch %.3g %s C / W_dcn = %.3g (seed 001: the whole "
+                                          "step hiding it), here hidden from %.3g per slice%s",
+                                          batch_tokens / slices, batch_tokens / slices >= need ? ">=" : "<", need,
+                                          p.dcn_critical_batch_tokens / slices,
+                                          dcn_bound ? ": communication-bound on DCN" : ""));
   }
   if (std::isfinite(p.critical_batch_tokens) && p.critical_batch_tokens > 0) {
     absl::StrAppend(&why, absl::StrFormat(p.comms_bound && p.critical_batch_tokens > batch_tokens
                                               ? "; compute-bound from %.3g tokens"
                                               : "; turns communication-bound below %.3g tokens",
                                           p.critical_batch_tokens));
-  }
-  if (slices > 1) {
-    const double need = DcnMinBatchPerSlice(topo);
-    absl::StrAppend(&why, absl::StrFormat("; DCN: per-slice batch %.3g %s C / W_dcn = %.3g", batch_tokens / slices,
-                                          batch_tokens / slices >= need ? ">=" : "<", need));
   }
   return why;
 }
@@ -251,11 +286,11 @@ double IciIntensity(const ChipProfile& chip) {
   return chip.flops_bf16 / (2 * chip.ici_bw_dir * chip.ici_link_efficiency);
 }
 
-double MixedMinBatchPerChip(double alpha, double mlp_dim, int data_axes, int tensor_axes) {
+double MixedMinBatchPerChip(double alpha, double mlp_dim, double data_axes, double tensor_axes) {
   return 4 * alpha * alpha / (data_axes * tensor_axes * mlp_dim);
 }
 
-double OptimalFsdp(double batch_tokens, double mlp_dim, int data_axes, int tensor_axes, double chips) {
+double OptimalFsdp(double batch_tokens, double mlp_dim, double data_axes, double tensor_axes, double chips) {
   return std::sqrt(batch_tokens / mlp_dim * data_axes / tensor_axes * chips);
 }
 
@@ -271,19 +306,19 @@ absl::StatusOr<std::vector<MeshPlan>> PlanMeshes(const PlanRequest& request, con
   }
   std::vector<Shape> axes;
   for (Axis a : {Axis::kX, Axis::kY, Axis::kZ}) {
-    if (topo.AxisSize(a) > 1) axes.push_back({AxisName(a), topo.AxisSize(a)});
+    if (topo.AxisSize(a) > 1) axes.push_back({AxisName(a), topo.AxisSize(a), topo.AxisWraps(a)});
   }
   if (axes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("topology ", topo.Describe(), ": one chip per slice; give a "
                                                    "slice of several chips, e.g. v5p:16x16x16"));
   }
   std::vector<MeshPlan> plans;
-  std::set<std::tuple<std::string, int, int, int, int>> seen;
+  std::set<std::tuple<std::string, int, int, double, double>> seen;
   for (const Candidate& c : Candidates(axes, topo.chips_per_slice())) {
     if (request.model.layers % c.stages != 0) continue;  // stages hold equal layer groups
     // The formulas see a mesh's group sizes and axis counts, not which axes:
     // x's sub-ring and y's price alike. The first is shown.
-    if (!seen.insert({c.strategy, c.data, c.tensor * c.stages, c.data_axes, c.tensor_axes}).second) continue;
+    if (!seen.insert({c.strategy, c.data, c.tensor * c.stages, c.data_links, c.tensor_links}).second) continue;
     MeshPlan p = Price(c, request.model, topo, request.batch_tokens);
     p.why = Explain(p, request.model, topo, request.batch_tokens);
     plans.push_back(std::move(p));

@@ -47,8 +47,12 @@ struct MeshPlan {
   std::string mesh;      // e.g. "fsdp: y,z (320) x-sub-ring 4 ... tensor: x/4 (4)"
   int data = 1;          // X: chips sharing the batch in a slice (DP or FSDP)
   int tensor = 1;        // Y: chips sharing the weights' D or F
-  int data_axes = 0;     // M_X: axes the data group spans
-  int tensor_axes = 0;   // M_Y
+  int data_axes = 0;     // axes the data group spans
+  int tensor_axes = 0;   // axes the tensor group spans
+  // M_X, M_Y: those axes' bandwidth in axes' worth: an axis that does not
+  // wrap is a line of n chips, n / (2 (n-1)) of a ring's.
+  double data_links = 0;
+  double tensor_links = 0;
   bool fsdp = false;     // the data group shards the weights
   int stages = 1;        // S: pipeline stages along one axis (PP+FSDP)
   int microbatches = 1;  // M: 2 S with stages
@@ -64,11 +68,15 @@ struct MeshPlan {
   double dcn_s = 0;          // the gradients' AllReduce between slices
   double step_s = 0;         // passes overlapped as above
   double mfu = 0;            // compute_s / step_s
-  bool comms_bound = false;  // some pass waits for its transfers
+  bool ici_bound = false;    // some pass waits for its ICI transfers
+  bool comms_bound = false;  // some pass waits for its transfers, on ICI or DCN
   // Global batch (tokens) below which this mesh turns communication-bound
-  // on ICI; 0: never in this model (tensor parallelism's transfers grow with
-  // the batch); infinity: at any batch.
+  // on ICI or DCN; 0: never in this model (tensor parallelism's transfers
+  // grow with the batch); infinity: at any batch.
   double critical_batch_tokens = 0;
+  // Global batch below which DCN's AllReduce outlasts the compute hiding it
+  // (several slices only).
+  double dcn_critical_batch_tokens = 0;
   std::string why;  // one line in the seeds' terms
 };
 
@@ -88,8 +96,8 @@ absl::StatusOr<std::vector<MeshPlan>> PlanMeshes(const PlanRequest& request, con
 // Y < n_axes F / alpha; FSDP with tensor parallelism needs B / N >
 // 4 alpha^2 / (M_X M_Y F), at the optimal X = sqrt(B / F x M_X / M_Y x N).
 double IciIntensity(const ChipProfile& chip);
-double MixedMinBatchPerChip(double alpha, double mlp_dim, int data_axes, int tensor_axes);
-double OptimalFsdp(double batch_tokens, double mlp_dim, int data_axes, int tensor_axes, double chips);
+double MixedMinBatchPerChip(double alpha, double mlp_dim, double data_axes, double tensor_axes);
+double OptimalFsdp(double batch_tokens, double mlp_dim, double data_axes, double tensor_axes, double chips);
 // The per-slice batch data parallelism over DCN needs: C / W_dcn of a slice.
 double DcnMinBatchPerSlice(const Topology& topo);
 

@@ -180,7 +180,9 @@ absl::StatusOr<ChipProfile> LoadProfileFile(const std::string& path) {
       }
       if (key == "wraparound") {
         auto rule = ParseWrapRule(kv.second.Scalar());
-        if (!rule.ok()) return rule.status();
+        if (!rule.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("profile file '", path, "': ", rule.status().message()));
+        }
         p.wrap = *rule;
         continue;
       }

@@ -98,6 +98,21 @@ TEST(PlanSeedTest, DataParallelismNeeds2550TokensPerChipPerAxis) {
   }
 }
 
+TEST(PlanSeedTest, AnAxisThatDoesNotWrapIsALineThatTakes2NMinus1OverNTimesAsLong) {
+  // Seed 000, Pop Quiz 2: without wraparound v5e "can't do a fully
+  // bidirectional AllGather ... more like 3 * 8.4e6 / 4.5e10 = 560us"
+  // against 377 us on a ring of 4: 2 (N-1) / N times as long. v5e wraps at
+  // 16 only: FSDP's weights cross 8x8's two lines of 8 in 2 / (2 x 8/14) =
+  // 1.75 times the time 16x16's two rings take (the same bytes per chip).
+  const ModelShape m = *ModelPreset("llama3-8b");
+  auto lines = PlanMeshes({m, 1e6}, Pod("v5e:8x8"));
+  auto rings = PlanMeshes({m, 1e6}, Pod("v5e:16x16"));
+  ASSERT_TRUE(lines.ok() && rings.ok());
+  EXPECT_NEAR(Find(*lines, "FSDP").comms_s / Find(*rings, "FSDP").comms_s, 1.75, 1e-9);
+  EXPECT_NEAR(Find(*lines, "FSDP").data_links, 8.0 / 7, 1e-12);
+  EXPECT_EQ(Find(*rings, "FSDP").data_links, 2);
+}
+
 TEST(PlanSeedTest, TensorParallelismStaysComputeBoundBelowFOverAlpha) {
   // "model parallelism becomes communication bound when Y > n_axes * F /
   // 2550": with the seed's two-matrix MLP and F = 28672, Y = 8 is
@@ -199,6 +214,24 @@ TEST(PlanSeedTest, DataParallelismOverDcnNeedsC_over_W_dcnPerSlice) {
   ASSERT_TRUE(big.ok());
   EXPECT_LT(big->front().dcn_s, big->front().step_s);
   EXPECT_NE(big->front().why.find("DCN: per-slice batch 8e+06 >="), std::string::npos) << big->front().why;
+}
+
+TEST(PlanSeedTest, DcnCountsInTheCriticalBatchAndEveryClauseAgreesWithTheVerdict) {
+  // Two v5p pods of 64 chips, a batch ICI hides easily but DCN does not:
+  // the mesh is communication-bound (on DCN), its critical batch is where
+  // the backward pass hides DCN, and no clause says otherwise.
+  const Topology pods = Pod("v5p:4x4x4", 16);
+  auto plans = PlanMeshes({*ModelPreset("llama2-7b"), 1.4e6}, pods);
+  ASSERT_TRUE(plans.ok());
+  const MeshPlan& fsdp = Find(*plans, "FSDP");
+  EXPECT_FALSE(fsdp.ici_bound) << fsdp.why;
+  EXPECT_TRUE(fsdp.comms_bound) << fsdp.why;
+  EXPECT_GT(fsdp.critical_batch_tokens, 1.4e6) << fsdp.why;
+  EXPECT_EQ(fsdp.critical_batch_tokens, fsdp.dcn_critical_batch_tokens);
+  EXPECT_NE(fsdp.why.find(">= alpha / M_X"), std::string::npos) << fsdp.why;
+  EXPECT_NE(fsdp.why.find("compute-bound on ICI"), std::string::npos) << fsdp.why;
+  EXPECT_NE(fsdp.why.find("communication-bound on DCN"), std::string::npos) << fsdp.why;
+  EXPECT_NE(fsdp.why.find("compute-bound from"), std::string::npos) << fsdp.why;
 }
 
 TEST(PlanSeedTest, BadModelsAreRefusedNamingTheKey) {
