@@ -183,8 +183,7 @@ int List(const JobOptions& o) {
   if (shown == 0) {
     std::printf(list->jobs().empty() ? "no jobs yet: `tpuemu submit FILE` runs one (examples/jobs/)\n"
                                      : "no jobs of that state or kind (`tpuemu jobs` lists them all)\n");
-  }
-  if (shown > 0) {
+  } else {
     std::printf("%-10s %-10s %-11s %5s %-*s %6s  %s\n", "id", "kind", "state", "queue", on_width, "on", "steps",
                 "what");
   }

@@ -169,7 +169,9 @@ absl::StatusOr<v1::ClusterStatus> WaitUntilReady(const PodState& state, double t
                                               TailOfLastStart(state.coordinator_process.log, 10)));
     }
     const auto now = std::chrono::steady_clock::now();
-    for (size_t global = 0; global < state.workers.size(); ++global) {
+    // Judged only on the coordinator's answers: one still starting up knows
+    // nobody yet.
+    for (size_t global = 0; s.ok() && global < state.workers.size(); ++global) {
       const PodWorker& w = state.workers[global];
       if (IsRunning(w.process) || held.count(static_cast<int>(global)) > 0) {
         gone_since.erase(global);

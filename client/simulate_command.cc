@@ -81,6 +81,7 @@ int RunSimulate(const SimulateOptions& o) {
     first.set_id(record.id);
     first.mutable_extent()->set_steps(spec->config.steps);
     first.mutable_extent()->set_last_kept_step(spec->config.steps - 1);
+    first.mutable_extent()->set_last_step_read(spec->config.steps - 1);  // every step, from 0
     traced = trace->Add(first);
   }
   auto on_step = [&](int step, const JobReport& report, const std::vector<ChipRunResult>& chips) {

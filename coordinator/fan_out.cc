@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "core/host/run_number.h"
 
 namespace tpuemu {
 
@@ -29,7 +30,7 @@ absl::Status FanOut(const std::vector<RegisteredWorker>& workers, const FanOutCa
   };
   auto ended = [&] { return !first_error.ok() || calls.cancelled(); };
   auto end_status = [&] {
-    return first_error.ok() ? absl::CancelledError(absl::StrCat("job-", job.job, " was ended")) : first_error;
+    return first_error.ok() ? absl::CancelledError(absl::StrCat(RunName(job.job), " was ended")) : first_error;
   };
   on_every_worker([&](int host, uint64_t incarnation, WorkerInterface& worker) {
     if (auto s = worker.PrepareJob(incarnation, job.job, *job.spec, job.placement, calls); !s.ok()) fail(host, s);

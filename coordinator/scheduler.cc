@@ -12,6 +12,12 @@
 namespace tpuemu {
 namespace {
 
+// What a queued job waits for, then the jobs ahead of it that hold it back.
+std::string AheadText(const std::string& why, int64_t ahead, const std::string& first_id) {
+  return absl::StrCat(why, why.empty() ? "" : ", then ", ahead, " queued ahead of it (", first_id,
+                      ahead > 1 ? " first)" : ")");
+}
+
 // Where a job's latest checkpoint was written, if it has one.
 std::optional<Placement> CheckpointPlace(const JobRecord& r) {
   if (r.checkpoint_step == 0 || r.started_unix_s == 0) return std::nullopt;
@@ -247,10 +253,7 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
   if (!registry_.Configured()) {
     std::string why = absl::StrCat("the pod to be ready (", AliveWorkers(), " of ", pod_.num_hosts(),
                                    " workers registered and alive)");
-    if (position > 1) {
-      absl::StrAppend(&why, ", then ", position - 1, " queued ahead of it (", queue_.front().id,
-                      position > 2 ? " first)" : ")");
-    }
+    if (position > 1) why = AheadText(why, position - 1, queue_.front().id);
     return {position, why};
   }
   // What holds it back: the first job ahead of it that waits for chips
@@ -271,13 +274,16 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
   for (int h = 0; h < pod_.num_hosts(); ++h) all[h] = h;
   if (auto lost = registry_.FirstLost(all)) {
     absl::StrAppend(&why, "; ", *lost, ", and its hosts wait for it");
+  } else if (WaitsForLostWorkerLocked(*first)) {
+    // Nobody lost: a worker that came back, and those it joins, are taking
+    // the pod's configuration.
+    absl::StrAppend(&why, "; its workers are taking the pod's new configuration");
   } else if (running_.empty()) {
     why = "";  // nothing: it starts now
   }
   if (first != self) {
-    const auto ahead = std::count_if(first, self, [&](const Queued& q) { return !WaitsForLostWorkerLocked(q); });
-    absl::StrAppend(&why, why.empty() ? "" : ", then ", ahead, " queued ahead of it (", first->id,
-                    ahead > 1 ? " first)" : ")");
+    why = AheadText(why, std::count_if(first, self, [&](const Queued& q) { return !WaitsForLostWorkerLocked(q); }),
+                    first->id);
   }
   return {position, why};
 }
@@ -392,10 +398,10 @@ void Scheduler::RunJobThread(const Queued& job, Running* running) {
   cv_.notify_all();
   if (ended->keep_record) return;
   // A lost worker: the job goes on from its latest checkpoint once the
-  // worker is back (the queue waits for the pod to be ready), if it may.
+  // worker is back (pinned to its checkpoint's hosts, if it has one), if it may.
   // Straight from running to pending: a client following it never sees it fail.
   if (!summary.ok() && ended->worker_lost && TryRestartLocked(job, summary.status())) {
-    spdlog::info("{} queued again, to resume from its checkpoint once its workers are back", job.id);
+    spdlog::info("{} queued again (max_restarts), to go on from its latest checkpoint or the start", job.id);
     return;
   }
   store_.Update(job.id, [&](JobRecord& r) {
@@ -419,7 +425,7 @@ bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure)
   if (record->error.empty()) record->error = std::string(failure.message());
   const absl::Status resumed = ResumeLocked(
       *record, absl::StrCat("restart ", record->restarts + 1, " of ", job.planned->max_restarts(), " (max_restarts)"),
-      // In priority order: pinned to its checkpoint's hosts, it waits for
+      // In priority order: pinned to its checkpoint's hosts (if any), it waits for
       // its lost worker, and jobs behind it that fit elsewhere pass it.
       /*ahead=*/false);
   if (!resumed.ok()) spdlog::warn("{} could not resume: {}", job.id, std::string(resumed.message()));

@@ -50,12 +50,16 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context, const grpc::heal
       if (!writer->Write(response)) return grpc::Status::OK;  // the watcher left
       lock.lock();
       sent = now;
+      // Look again before ending or waiting: a change while it wrote (the
+      // server stopping) has woken no one, and is written next.
+      continue;
     }
     if (shut_down_) return grpc::Status::OK;
     // A watcher that leaves is noticed within a second: the synchronous API
-    // has no call-ended event.
-    changed_.wait_for(lock, std::chrono::seconds(1));
+    // has no call-ended event. Checked before waiting, not after: a change
+    // that wakes the wait (the server stopping) is written first.
     if (context->IsCancelled()) return grpc::Status::CANCELLED;
+    changed_.wait_for(lock, std::chrono::seconds(1));
   }
 }
 

@@ -95,7 +95,9 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::s
         ": run as a user who may read it, or give this one read access (`tpuemu credentials create DIR --uid U` "
         "makes the files U's alone; on Kubernetes a pod reads its Secret through its fsGroup)"));
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': cannot read it: ", std::strerror(errno),
+    const int err = errno;
+    return absl::Status(err == ENOENT ? absl::StatusCode::kNotFound : absl::StatusCode::kInvalidArgument,
+                        absl::StrCat(what, " '", path, "': cannot read it: ", std::strerror(err),
                                             " (made by `tpuemu credentials create DIR`, or by `tpuemu cluster up` "
                                             "for a local pod)"));
   }
@@ -125,7 +127,12 @@ absl::StatusOr<TransportSecurity> LoadMemberSecurity(const std::string& dir, con
   }
   // Tokens: the coordinator's to check; a worker's directory may leave them out.
   for (const auto& [file, into] : {std::pair{"admin.token", &s.admin_token}, std::pair{"read.token", &s.read_token}}) {
-    if (auto text = ReadSecretFile(absl::StrCat(dir, "/", file), flag); text.ok()) *into = *std::move(text);
+    auto text = ReadSecretFile(absl::StrCat(dir, "/", file), flag);
+    if (text.ok()) {
+      *into = *std::move(text);
+    } else if (!absl::IsNotFound(text.status())) {
+      return text.status();  // there, but unreadable or not a token: said, not taken for absent
+    }
   }
   return s;
 }

@@ -40,9 +40,9 @@ absl::StatusOr<TransportSecurity> LoadMemberSecurity(const std::string& dir, con
 absl::StatusOr<TransportSecurity> SecurityFromFlags(const std::string& tls_dir, bool insecure, bool needs_tokens);
 
 // Reads a file whole (a CA or a token; a token's trailing newline dropped).
-// Errors start "WHAT 'PATH': ": InvalidArgument when it is missing or not
-// what it should be, PermissionDenied (naming its owner, mode and this
-// process's ids) when it is there but this user may not read it.
+// Errors start "WHAT 'PATH': ": NotFound when it is missing, InvalidArgument
+// when it is not what it should be, PermissionDenied (naming its owner, mode
+// and this process's ids) when it is there but this user may not read it.
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what);
 
 // What every server and channel of this process uses; the mains set it once

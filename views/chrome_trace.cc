@@ -58,8 +58,12 @@ int ChromeTraceWriter::LaneTid(const std::string& track, double start_s, double 
   std::vector<Lane>& lanes = lanes_[track];
   for (Lane& lane : lanes) {
     if (start_s < lane.last_start_s) continue;  // out of order: only a later lane keeps it valid
-    while (!lane.open_ends_s.empty() && lane.open_ends_s.back() <= start_s + kTouch) lane.open_ends_s.pop_back();
-    if (lane.open_ends_s.empty() || end_s <= lane.open_ends_s.back() + kTouch) {
+    // The innermost open span that has not ended by `start_s`: the span
+    // nests in it (or starts after every one, at the bottom of the lane).
+    size_t open = lane.open_ends_s.size();
+    while (open > 0 && lane.open_ends_s[open - 1] <= start_s + kTouch) --open;
+    if (open == 0 || end_s <= lane.open_ends_s[open - 1] + kTouch) {
+      lane.open_ends_s.resize(open);  // those ended: no later span can nest in them
       lane.last_start_s = start_s;
       lane.open_ends_s.push_back(end_s);
       return lane.tid;

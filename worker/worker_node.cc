@@ -153,7 +153,7 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec, const Placem
     jobs_.erase(jobs_.begin(), first_kept);
   }
   for (const auto& [old, prepared] : superseded) {
-    AbortPrepared(prepared, *p, old, absl::StrCat("job ", job, " started, so the coordinator had ended it"));
+    AbortPrepared(prepared, *p, old, absl::StrCat(RunName(job), " started, so the coordinator had ended it"));
   }
   superseded.clear();  // their buffers, before this job's
   // The job's memory is what the process holds from here to its check.
@@ -225,7 +225,7 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int ste
   // in a stopped process, say). Preparing it now would run a job the
   // coordinator has ended.
   std::shared_ptr<HostJob> host = FindJob(job);
-  if (!host) return absl::AbortedError(absl::StrCat("job ", job, " is not prepared on this worker (aborted or ended)"));
+  if (!host) return absl::AbortedError(absl::StrCat(RunName(job), " is not prepared on this worker (aborted or ended)"));
   std::lock_guard<std::mutex> run_lock(run_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -247,7 +247,7 @@ absl::StatusOr<HostCheck> WorkerNode::Check(uint64_t job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
-    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job, " has not run on this worker"));
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat(RunName(job), " has not run on this worker"));
     host = std::move(it->second.host);
     hold = std::move(it->second.hold);
     out.memory.before_bytes = it->second.resident_before;

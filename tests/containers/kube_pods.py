@@ -200,6 +200,8 @@ def mount_secrets(pod, secrets, outdir):
             shutil.rmtree(written, ignore_errors=True)
             os.makedirs(written)
             for entry in os.listdir(secrets[name]):
+                if entry == "ca-key.pem":
+                    continue  # left out of the Secret, as docs/deploy.md makes it
                 target = os.path.join(written, entry)
                 shutil.copyfile(os.path.join(secrets[name], entry), target)
                 os.chown(target, 0, group)

@@ -55,7 +55,7 @@ class JobFileTest(Pod):
         self.env.pop("TPUEMU_TLS_CA", None)
         missing = os.path.join(self.home, "missing.pem")
         r = self.cli("--tls-ca", missing, "jobs", "--coordinator", "127.0.0.1:1", timeout=30)
-        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(f"--tls-ca '{missing}': cannot read it: No such file or directory", r.stderr)
         # There but not this user's: permission, not "make credentials again" (a Kubernetes
         # pod without the Secret's fsGroup, a CLI user beside files made with --uid).

@@ -20,7 +20,7 @@ const SPAN_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#e
 // (tests/e2e/web_view_e2e_test.py): `polls` counts the updates it applied.
 const view = {
   pod: null, podKey: "", jobs: [], job: null, missing: "", links: {}, linksKey: "", linksAt: 0,
-  trace: null, traceLinks: null, stepShown: -1, traceKey: "", traceAt: 0, polls: 0, errors: 0, lastError: "",
+  trace: null, traceLinks: null, stepShown: -1, stepsFetched: "no steps traced yet", traceKey: "", traceAt: 0, polls: 0, errors: 0, lastError: "",
 };
 window.tpuemuView = view;
 
@@ -375,8 +375,9 @@ function drawTimeline() {
   // The torus shows the same spans' link traffic (from the trace already here,
   // not asked for again).
   view.traceLinks = {};
-  view.stepShown = picker.value === "all" ? -1 : step;
-  view.stepsFetched = steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[0]}-${steps[steps.length - 1]}`;
+  view.stepShown = picker.value === "all" || step === undefined ? -1 : step;
+  view.stepsFetched = !steps.length ? "no steps traced yet"
+    : steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[0]}-${steps[steps.length - 1]}`;
   // The trace names chips by the job's own ids; the torus by the pod's.
   const onPod = (chip) => view.job?.pod_chips?.[chip] ?? chip;
   for (const e of inStep) {
@@ -417,7 +418,7 @@ function drawTimeline() {
   for (const e of shown) {
     const key = `${e.pid}/${e.tid}`;
     const ends = open.get(key) || [];
-    while (ends.length && ends[ends.length - 1] <= e.ts) ends.pop();
+    while (ends.length && ends[ends.length - 1] <= e.ts + 1e-6) ends.pop();  // touching, up to rounding (us)
     const depth = Math.min(ends.length, 4);
     ends.push(e.ts + e.dur);
     open.set(key, ends);
