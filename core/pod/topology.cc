@@ -65,7 +65,11 @@ absl::StatusOr<Topology> Topology::Create(const TopologyRequest& req) {
     return Invalid(Field("topology"), req.topology, "expected CHIP:SHAPE such as v5e:4x4 or v5p:4x4x4");
   }
   absl::StatusOr<ChipProfile> profile = PresetProfile(parts[0]);
-  if (!profile.ok() && LooksLikeProfileFile(parts[0])) profile = LoadProfileFile(parts[0]);
+  if (!profile.ok() && LooksLikeProfileFile(parts[0])) {
+    profile = LoadProfileFile(parts[0]);  // its errors name the file
+  } else if (!profile.ok()) {
+    return Invalid(Field("topology"), req.topology, std::string(profile.status().message()));
+  }
   if (!profile.ok()) return profile.status();
   t.profile_ = *profile;
 
