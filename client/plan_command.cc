@@ -151,7 +151,8 @@ int RunPlan(const PlanOptions& o) {
   auto plans = PlanMeshes({*model, *tokens}, *topo);
   if (!plans.ok()) return Fail(plans.status());
   const ChipProfile& chip = topo->profile();
-  const size_t shown = o.top > 0 ? std::min<size_t>(o.top, plans->size()) : plans->size();
+  // Every mesh verified is shown: --verify 3 with --top 1 shows three.
+  const size_t shown = o.top > 0 ? std::min<size_t>(std::max(o.top, o.verify), plans->size()) : plans->size();
   std::vector<Verified> verified;
   for (int i = 0; i < std::min<int>(o.verify, static_cast<int>(plans->size())); ++i) {
     if (!o.json) std::fprintf(stderr, "verifying %d of %d: %s\n", i + 1, o.verify, (*plans)[i].mesh.c_str());
@@ -234,7 +235,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   c->add_option("--batch-tokens", o->batch, "the global batch in tokens, e.g. 3M or 1.5e6")->required();
-  c->add_option("--top", o->top, "show the best K meshes only (default: all)")->check(CLI::Range(1, 1000));
+  c->add_option("--top", o->top, "show the best K meshes only (default: all; at least those --verify runs)")->check(CLI::Range(1, 1000));
   c->add_option("--verify", o->verify,
                 "run the best K meshes' MLP blocks shape-only on the emulated pod (tpuemu simulate's engine) and print "
                 "the emulated step beside the formulas'")
