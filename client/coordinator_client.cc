@@ -22,9 +22,13 @@ absl::Status Explain(const grpc::Status& s, const std::string& address) {
     // at once is most often plaintext meeting TLS, one way or the other.
     const bool closed = absl::StrContains(s.error_message(), "Socket closed") ||
                         absl::StrContains(s.error_message(), "andshake");
+    // The coordinator's certificate checked against another pod's CA.
+    const bool other_ca = absl::StrContains(s.error_message(), "certificate verify failed");
     return absl::UnavailableError(absl::StrCat(
         "no coordinator answers at ", address, " (", s.error_message(), "): ",
-        closed ? "it closed the connection: plaintext against TLS? (a pod started with --insecure needs "
+        other_ca ? "its certificate is not signed by the CA given (TPUEMU_TLS_CA or --tls-ca): give that pod's own "
+                   "ca.pem (made with its credentials, or $TPUEMU_HOME/tls/ca.pem of a local pod)"
+        : closed ? "it closed the connection: plaintext against TLS? (a pod started with --insecure needs "
                  "TPUEMU_INSECURE=1 or --insecure here, and one with TLS needs neither; docs/security.md)"
                : "is the pod running? (a local pod whose coordinator stopped: `tpuemu cluster restart-coordinator`; "
                  "none: `tpuemu cluster up --local --topology v5e:4x4`)"));

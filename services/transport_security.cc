@@ -105,7 +105,7 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::s
   auto text = ReadFileAtMost(path, 1 << 20, what);
   if (!text.ok()) return text.status();
   std::string out = *std::move(text);
-  if (absl::EndsWith(path, ".pem") || absl::StrContains(what, "CA")) {
+  if (absl::EndsWith(path, ".pem") || absl::StrContains(what, "CA") || what == "--tls-ca") {
     if (!absl::StrContains(out, "-----BEGIN ")) {
       return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': not PEM (no -----BEGIN line); the pod's "
                                                      "certificates and keys are made by `tpuemu credentials create DIR`"));

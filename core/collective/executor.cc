@@ -86,7 +86,7 @@ absl::StatusOr<EmuLink::Booking> SendChunk(HostNetwork& net, LinkClocks& links, 
   auto chunk =
       BookChunk(net, links, options, chip, peer, axis, dir, tag, buffer, ranges, dtype_bytes, ready, what, transit);
   if (!chunk.ok()) return chunk.status();
-  if (!chunk->link->Enqueue(std::move(chunk->frame), options.abort.get())) return options.abort->status();
+  if (!chunk->link->Enqueue(std::move(chunk->frame), options.abort)) return options.abort->status();
   return chunk->booking;
 }
 
@@ -240,8 +240,8 @@ class ChipCollective::Impl : public MailboxHook {
   // Puts a frame on its link: in the chip's thread waiting while the link is
   // full (an error once the job is aborted), elsewhere false when it is full.
   absl::StatusOr<bool> Onto(LinkSender& link, Frame& frame, bool in_chip) {
-    if (!in_chip) return link.TryEnqueue(frame);
-    if (!link.Enqueue(std::move(frame), options_.abort.get())) return options_.abort->status();
+    if (!in_chip) return link.TryEnqueue(frame, options_.abort);
+    if (!link.Enqueue(std::move(frame), options_.abort)) return options_.abort->status();
     return true;
   }
 

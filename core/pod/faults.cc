@@ -14,7 +14,7 @@ namespace {
 
 std::string Fraction(double f) {
   const double inverse = 1 / f;
-  if (std::abs(inverse - std::round(inverse)) < 1e-9) return absl::StrCat("1/", std::lround(inverse));
+  if (inverse < 1e6 && std::abs(inverse - std::round(inverse)) < 1e-9) return absl::StrCat("1/", std::lround(inverse));
   return absl::StrFormat("%.3g", f);
 }
 
@@ -53,8 +53,11 @@ absl::Status CheckWindow(const StepWindow& w, const std::string& at) {
 
 // The ranges a slow link's or a straggler's values must be in, whatever the pod.
 absl::Status CheckValues(const SlowLink& s, const std::string& at) {
-  if (!(s.bandwidth > 0 && s.bandwidth <= 1)) {
-    return Bad(at + " bandwidth", absl::StrCat(s.bandwidth), "a fraction of the link's rate, above 0 and at most 1");
+  // At least 1/1000, as a straggler computes at most 1000 times slower: a
+  // smaller fraction (1e-300) made emulated times overflow.
+  if (!(s.bandwidth >= 1e-3 && s.bandwidth <= 1)) {
+    return Bad(at + " bandwidth", absl::StrCat(s.bandwidth),
+               "a fraction of the link's rate, from 0.001 (1/1000) to 1");
   }
   if (!(s.extra_latency_s >= 0 && s.extra_latency_s <= 1)) {
     return Bad(at + " extra latency", absl::StrCat(s.extra_latency_s), "seconds, from 0 to 1");

@@ -32,6 +32,11 @@ WallClock::time_point WallPacer::Book(double bytes, WallClock::time_point ready)
   return free_;
 }
 
+void WallPacer::Release(WallClock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_ = std::min(free_, now);
+}
+
 WallClock::duration WallPacer::Stretched(double emulated_s) const {
   return std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(emulated_s * scale_));
 }

@@ -47,6 +47,8 @@ class WallPacer {
   // Books `bytes` that were ready at `ready` and returns when they have left
   // the link: they start at max(ready, when the link is free).
   WallClock::time_point Book(double bytes, WallClock::time_point ready);
+  // The link is free from `now`: what was booked past it was called off.
+  void Release(WallClock::time_point now);
   // Latency the receiver adds before the data is usable.
   WallClock::duration latency() const { return latency_; }
   // Emulated seconds as this link's wall time (0 when unpaced).

@@ -1,5 +1,7 @@
 #include "core/wire/link_sender.h"
 
+#include <algorithm>
+
 namespace tpuemu {
 
 void LinkSender::State::Left(uint64_t job, absl::Status status) {
@@ -25,7 +27,7 @@ LinkSender::~LinkSender() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool LinkSender::Enqueue(Frame frame, const JobAbort* abort) {
+bool LinkSender::Enqueue(Frame frame, std::shared_ptr<const JobAbort> abort) {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mu);
   auto room = [&] { return s.leaving < max_queued_ || stop_; };
@@ -37,22 +39,22 @@ bool LinkSender::Enqueue(Frame frame, const JobAbort* abort) {
       if (abort->aborted()) return false;
     }
   }
-  Admit(std::move(lock), std::move(frame));
+  Admit(std::move(lock), std::move(frame), std::move(abort));
   return true;
 }
 
-bool LinkSender::TryEnqueue(Frame& frame) {
+bool LinkSender::TryEnqueue(Frame& frame, std::shared_ptr<const JobAbort> abort) {
   std::unique_lock<std::mutex> lock(state_->mu);
   if (state_->leaving >= max_queued_ && !stop_) return false;
-  Admit(std::move(lock), std::move(frame));
+  Admit(std::move(lock), std::move(frame), std::move(abort));
   return true;
 }
 
-void LinkSender::Admit(std::unique_lock<std::mutex> lock, Frame&& frame) {
+void LinkSender::Admit(std::unique_lock<std::mutex> lock, Frame&& frame, std::shared_ptr<const JobAbort> abort) {
   State& s = *state_;
   ++s.leaving;
   if (thread_.joinable()) {  // paced: the link's thread sends it when its turn comes
-    queue_.push_back({std::move(frame), WallClock::now()});
+    queue_.push_back({std::move(frame), WallClock::now(), std::move(abort)});
     lock.unlock();
     s.cv.notify_all();
     return;
@@ -85,8 +87,13 @@ void LinkSender::Run() {
     if (queue_.empty()) return;
     Frame frame = std::move(queue_.front().frame);
     const WallClock::time_point ready = queue_.front().ready;
+    const std::shared_ptr<const JobAbort> abort = std::move(queue_.front().abort);
     queue_.pop_front();
     lock.unlock();
+    if (abort != nullptr && abort->aborted()) {  // its job ended: nobody waits for it
+      s.Left(frame.header.job, abort->status());
+      continue;
+    }
 
     // Like netem: the frame is handed over at once with the time it is due
     // (end of transmission + hop latency), the receiver holds it until then,
@@ -102,7 +109,20 @@ void LinkSender::Run() {
     frame.header.sent_at_ns = ns(WallClock::now());
     frame.header.due_at_ns = ns(tx_end + pacer_.latency() + pacer_.Stretched(frame.pace_extra_latency_s));
     HandOver(std::move(frame));
-    std::this_thread::sleep_until(tx_end);
+    // Until the transmission is over, or its job is aborted: then the link
+    // is free at once (the receiver drops the aborted job's frame).
+    if (abort == nullptr) {
+      std::this_thread::sleep_until(tx_end);
+      continue;
+    }
+    constexpr auto kAbortCheck = std::chrono::milliseconds(20);
+    for (auto now = WallClock::now(); now < tx_end; now = WallClock::now()) {
+      if (abort->aborted()) {
+        pacer_.Release(now);
+        break;
+      }
+      std::this_thread::sleep_until(std::min(tx_end, now + kAbortCheck));
+    }
   }
 }
 

@@ -33,12 +33,16 @@ class LinkSender {
   // Queues a frame (paced) or sends it (unpaced); waits while `max_queued`
   // frames are queued or still leaving. False, the frame dropped, when
   // `abort` (its job's) is set while waiting: a peer that stopped reading (a
-  // stopped process) would otherwise hold the sending chip.
-  bool Enqueue(Frame frame, const JobAbort* abort = nullptr);
+  // stopped process) would otherwise hold the sending chip. On a paced link
+  // a frame of a job aborted meanwhile is dropped from the queue, and its
+  // transmission under way cut short: the rest of its paced time does not
+  // hold the link for later jobs (a cancelled job on a slow link once held
+  // the next job's frames for minutes).
+  bool Enqueue(Frame frame, std::shared_ptr<const JobAbort> abort = nullptr);
   // Enqueue without waiting: false, the frame left with the caller, when the
   // link is full (for a thread that must not block: the one whose completions
   // make room).
-  bool TryEnqueue(Frame& frame);
+  bool TryEnqueue(Frame& frame, std::shared_ptr<const JobAbort> abort = nullptr);
   // The first delivery error of a job, if any.
   absl::Status JobStatus(uint64_t job);
   void ForgetJob(uint64_t job);
@@ -56,9 +60,10 @@ class LinkSender {
   struct Queued {
     Frame frame;
     WallClock::time_point ready;
+    std::shared_ptr<const JobAbort> abort;  // its job's, if given
   };
   // Queues (paced) or sends a frame once there is room; takes `lock`.
-  void Admit(std::unique_lock<std::mutex> lock, Frame&& frame);
+  void Admit(std::unique_lock<std::mutex> lock, Frame&& frame, std::shared_ptr<const JobAbort> abort);
   // To the fabric, without waiting; the frame stops counting as leaving when
   // the fabric says it has left.
   void HandOver(Frame&& frame);

@@ -130,10 +130,11 @@ class HeldFabric : public Fabric {
     Send(std::move(frame), [&](absl::Status s) { left.set_value(std::move(s)); });
     return left.get_future().get();
   }
-  void Send(Frame&&, SentFn sent) override {
+  void Send(Frame&& frame, SentFn sent) override {
     std::lock_guard<std::mutex> lock(mu);
     sent_on = std::this_thread::get_id();
     held.push_back(std::move(sent));
+    jobs.push_back(frame.header.job);
   }
   void Release(size_t n) {
     std::vector<SentFn> go;
@@ -147,6 +148,7 @@ class HeldFabric : public Fabric {
   std::mutex mu;
   std::thread::id sent_on;
   std::vector<SentFn> held;
+  std::vector<uint64_t> jobs;  // of every frame sent, in order
   absl::Status status;
 };
 
@@ -179,12 +181,12 @@ TEST(LinkSenderTest, AnUnpacedLinkWaitsOnceMaxQueuedFramesAreLeavingAndAnAbortEn
   sender.join();
   EXPECT_TRUE(third);
   // ...or until its job is aborted, the frame dropped.
-  JobAbort abort;
+  auto abort = std::make_shared<JobAbort>();
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    abort.Abort(absl::CancelledError("stop"));
+    abort->Abort(absl::CancelledError("stop"));
   });
-  EXPECT_FALSE(link.Enqueue(Frame{}, &abort));
+  EXPECT_FALSE(link.Enqueue(Frame{}, abort));
   aborter.join();
   EXPECT_EQ(fabric.held.size(), 2u);
   fabric.Release(2);
@@ -226,6 +228,32 @@ bool Holds(HeldFabric& fabric, size_t n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return true;
+}
+
+// A cancelled job on a slow paced link once held the next job's frames for
+// the rest of its paced time (minutes at 1/1000 of the bandwidth).
+TEST(LinkSenderTest, AnAbortedJobsFramesNoLongerHoldAPacedLink) {
+  HeldFabric fabric;
+  LinkSender link({1e6, 1e-6}, 10, fabric);  // 1 MB/s, 10 wall seconds per emulated one
+  auto aborted = std::make_shared<JobAbort>();
+  Frame first = OfJob(1), queued = OfJob(1), next = OfJob(2);
+  first.header.emu_bytes = queued.header.emu_bytes = 1000000;  // 10 s each on the wall
+  next.header.emu_bytes = 1000;                                 // 10 ms
+  ASSERT_TRUE(link.Enqueue(std::move(first), aborted));
+  ASSERT_TRUE(Holds(fabric, 1));
+  ASSERT_TRUE(link.Enqueue(std::move(queued), aborted));
+  ASSERT_TRUE(link.Enqueue(std::move(next)));
+  const auto t0 = std::chrono::steady_clock::now();
+  aborted->Abort(absl::CancelledError("cancelled by the user"));
+  // The frame under way is cut short, the aborted job's queued one dropped,
+  // and the next job's leaves at once.
+  ASSERT_TRUE(Holds(fabric, 2));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  {
+    std::lock_guard<std::mutex> lock(fabric.mu);
+    EXPECT_EQ(fabric.jobs, (std::vector<uint64_t>{1, 2})) << "the aborted job's queued frame was sent";
+  }
+  while (Held(fabric) > 0) fabric.Release(1);
 }
 
 TEST(LinkSenderTest, APacedLinkSendsInItsOwnThreadWithoutWaitingForTheWire) {
