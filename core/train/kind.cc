@@ -54,8 +54,9 @@ class PlannedTraining : public PlannedJob {
     auto later = [&](StepWindow& w) -> absl::Status {
       w.from_step = std::max(w.from_step, from_step);
       if (w.until_step >= 0 && w.until_step <= w.from_step) {
-        return absl::InvalidArgumentError(absl::StrCat("faults: until step ", w.until_step, " has passed: the job "
-                                                       "sends out step ", from_step, " next"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "faults: until step ", w.until_step, " is not after step ", w.from_step,
+            ", the first it would apply to (the later of its from, --from-step and the step the job sends out next)"));
       }
       return absl::OkStatus();
     };
