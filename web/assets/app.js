@@ -20,7 +20,8 @@ const SPAN_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#e
 // (tests/e2e/web_view_e2e_test.py): `polls` counts the updates it applied.
 const view = {
   pod: null, podKey: "", jobs: [], job: null, missing: "", links: {}, linksKey: "", linksAt: 0,
-  trace: null, traceLinks: null, stepShown: -1, stepsFetched: "no steps traced yet", traceKey: "", traceAt: 0, polls: 0, errors: 0, lastError: "",
+  trace: null, traceLinks: null, stepShown: -1, stepsFetched: "no steps traced yet", traceKey: "", traceAt: 0,
+  polls: 0, errors: 0, lastError: "",
 };
 window.tpuemuView = view;
 
