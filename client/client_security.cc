@@ -58,11 +58,11 @@ absl::StatusOr<TransportSecurity> ClientSecurityFor(const std::string& address) 
   auto local = LocalPodTlsDir(address);
   if (local.ok() && local->empty()) return TransportSecurity::Insecure();  // started with --insecure
   if (!Env("TPUEMU_TLS_CA").empty()) {
-    auto ca = ReadSecretFile(Env("TPUEMU_TLS_CA"), SettingName("TPUEMU_TLS_CA"));
+    auto ca = ReadCaFile(Env("TPUEMU_TLS_CA"), SettingName("TPUEMU_TLS_CA"));
     if (!ca.ok()) return ca.status();
     security.ca_pem = *ca;
   } else if (local.ok()) {
-    auto ca = ReadSecretFile(*local + "/ca.pem", "the local pod's CA");
+    auto ca = ReadCaFile(*local + "/ca.pem", "the local pod's CA");
     if (!ca.ok()) return ca.status();
     security.ca_pem = *ca;
   } else {

@@ -78,9 +78,8 @@ class TokenProcessor : public grpc::AuthMetadataProcessor {
   const std::string admin_, read_;
 };
 
-}  // namespace
-
-absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
+// `pem`: the file must hold PEM (a certificate, a key, a CA).
+absl::StatusOr<std::string> ReadCredentialsFile(const std::string& path, const std::string& what, bool pem) {
   if (std::FILE* f = std::fopen(path.c_str(), "r"); f != nullptr) {
     std::fclose(f);
   } else if (errno == EACCES) {
@@ -105,7 +104,7 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::s
   auto text = ReadFileAtMost(path, 1 << 20, what);
   if (!text.ok()) return text.status();
   std::string out = *std::move(text);
-  if (absl::EndsWith(path, ".pem") || absl::StrContains(what, "CA") || what == "--tls-ca") {
+  if (pem) {
     if (!absl::StrContains(out, "-----BEGIN ")) {
       return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': not PEM (no -----BEGIN line); the pod's "
                                                      "certificates and keys are made by `tpuemu credentials create DIR`"));
@@ -114,6 +113,16 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::s
   if (absl::EndsWith(path, ".token")) out = std::string(absl::StripAsciiWhitespace(out));
   if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': empty"));
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
+  return ReadCredentialsFile(path, what, absl::EndsWith(path, ".pem"));
+}
+
+absl::StatusOr<std::string> ReadCaFile(const std::string& path, const std::string& what) {
+  return ReadCredentialsFile(path, what, /*pem=*/true);
 }
 
 absl::StatusOr<TransportSecurity> LoadMemberSecurity(const std::string& dir, const std::string& flag) {

@@ -43,7 +43,10 @@ absl::StatusOr<TransportSecurity> SecurityFromFlags(const std::string& tls_dir, 
 // Errors start "WHAT 'PATH': ": NotFound when it is missing, InvalidArgument
 // when it is not what it should be, PermissionDenied (naming its owner, mode
 // and this process's ids) when it is there but this user may not read it.
+// A file named *.pem must hold PEM.
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what);
+// A CA to check peers against, whatever its file is called: PEM.
+absl::StatusOr<std::string> ReadCaFile(const std::string& path, const std::string& what);
 
 // What every server and channel of this process uses; the mains set it once
 // at start, before any server or channel exists. Plaintext until set.
