@@ -326,10 +326,12 @@ absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std
             return s.ok() ? CheckInt(source, key, *p) : s;
           },
           [&](uint64_t* p) {
-            if (parsed.ok() ? *parsed >= 0 : absl::IsOutOfRange(parsed.status()) && absl::SimpleAtoi(raw, p)) {
-              if (parsed.ok()) *p = static_cast<uint64_t>(*parsed);
+            if (parsed.ok() && *parsed >= 0) {
+              *p = static_cast<uint64_t>(*parsed);
               return absl::OkStatus();
             }
+            // Past int64's range, within uint64's (a seed).
+            if (absl::IsOutOfRange(parsed.status()) && absl::SimpleAtoi(raw, p)) return absl::OkStatus();
             if (!parsed.ok() && !absl::IsOutOfRange(parsed.status())) {
               return KeyError(source, key, std::string(parsed.status().message()));
             }
