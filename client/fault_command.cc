@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli_checks.h"
 #include "client/cli_errors.h"
@@ -20,6 +21,7 @@ namespace {
 struct FaultOptions {
   std::string id;
   std::vector<std::string> slow_links, stragglers, down_links;
+  std::string on_down_link;  // empty: the job's own
   int from_step = 0;
   std::string coordinator;
   bool json = false;
@@ -28,8 +30,19 @@ struct FaultOptions {
 int AddFaults(const FaultOptions& o) {
   auto faults = ParseFaultFlags(o.slow_links, o.stragglers, o.down_links);
   if (!faults.ok()) return Fail(faults.status());
-  if (faults->empty()) {
-    return Fail(absl::InvalidArgumentError("no fault given: add --slow-link, --straggler or --down-link"));
+  if (!o.on_down_link.empty()) {
+    // Faults::With keeps route_around once either side asks, so a job that
+    // routes cannot be turned back to failing.
+    if (o.on_down_link != "route") {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "--on-down-link '", o.on_down_link,
+          "': allowed: route (a running job fails on a down link it needs unless its file or this flag says route)")));
+    }
+    faults->route_around = true;
+  }
+  if (faults->empty() && !faults->route_around) {
+    return Fail(absl::InvalidArgumentError(
+        "no fault given: add --slow-link, --straggler or --down-link (or --on-down-link route)"));
   }
   auto address = ResolveCoordinator(o.coordinator);
   if (!address.ok()) return Fail(address.status());
@@ -62,15 +75,18 @@ void AddFaultCommand(CLI::App& app, int* exit_code) {
       "attempt running (a resumed job runs with its file's faults). Forms as in a job file's\n"
       "faults: key, with 'from STEP' and 'until STEP' windows. Needs the admin token. Examples:\n"
       "  tpuemu fault job-3 --slow-link x@0.5\n"
-      "  tpuemu fault job-3 --straggler '5@2 until 40' --down-link '0->1 x+'\n"
+      "  tpuemu fault job-3 --straggler '5@2 until 40' --down-link '0->1 y+' --on-down-link route\n"
       "docs/faults.md");
   c->add_option("JOB", o->id, "a running training job's id (job-3, or 3)")->required()->transform(JobId());
   c->add_option("--slow-link", o->slow_links, "links at a fraction of their bandwidth and/or later: x@0.5, "
                                               "'0->1 x+@1+2us' (repeatable)");
   c->add_option("--straggler", o->stragglers, "a chip computing slower: CHIP@FACTOR, e.g. 3@2 (repeatable)");
   c->add_option("--down-link", o->down_links,
-                "a link carrying nothing: '0->1 x+' (repeatable); the job's on_down_link says whether its\n"
-                "collectives fail or go round");
+                "a link carrying nothing: '0->1 x+' (repeatable); a collective that needs it fails the job,\n"
+                "unless the job's file or --on-down-link says route");
+  c->add_option("--on-down-link", o->on_down_link,
+                "route: from now on, a ring that wraps goes the other way round a down link instead of\n"
+                "failing the job (a line cannot; the job file's on_down_link key does it from the start)");
   c->add_option("--from-step", o->from_step, "no sooner than this step")
       ->capture_default_str()
       ->check(ZeroOrMore());

@@ -277,8 +277,9 @@ absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& id) {
 absl::StatusOr<v1::AddFaultsResponse> Coordinator::AddFaults(const v1::AddFaultsRequest& request) {
   auto faults = FromProto(request.faults());
   if (!faults.ok()) return faults.status();
-  if (faults->empty()) {
-    return absl::InvalidArgumentError("faults: none given; give a slow link, a straggler or a down link");
+  if (faults->empty() && !faults->route_around) {
+    return absl::InvalidArgumentError(
+        "faults: none given; give a slow link, a straggler or a down link (or on_down_link: route)");
   }
   if (request.from_step() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(Field("from_step"), " ", request.from_step(), ": a step, 0 or more"));

@@ -18,6 +18,18 @@ std::string AheadText(const std::string& why, int64_t ahead, const std::string& 
                       ahead > 1 ? " first)" : ")");
 }
 
+// The job's own kill_worker and pause_worker faults set off so far: the
+// worker it lost may be one it asked to lose.
+std::string FiredWorkerFaults(const PlannedJob& planned, uint64_t run, int next_step) {
+  if (!FirstAttempt(run)) return "";
+  std::vector<std::string> fired;
+  for (const WorkerFault& f : planned.WorkerFaults()) {
+    if (f.at_step < next_step) fired.push_back(f.Describe());
+  }
+  if (fired.empty()) return "";
+  return absl::StrCat("; the job's own faults had fired: ", absl::StrJoin(fired, "; "));
+}
+
 // Where a job's latest checkpoint was written, if it has one.
 std::optional<Placement> CheckpointPlace(const JobRecord& r) {
   if (r.checkpoint_step == 0 || r.started_unix_s == 0) return std::nullopt;
@@ -196,9 +208,11 @@ void Scheduler::CancelLocked(const std::string& id, const std::string& why) {
   }
 }
 
-void Scheduler::EndRunningLocked(Running& job, const std::string& why, bool failed) {
+void Scheduler::EndRunningLocked(Running& job, const std::string& reason, bool failed) {
   if (job.end_requested) return;
   job.end_requested = true;
+  std::string why = reason;
+  if (failed && job.worker_lost) absl::StrAppend(&why, FiredWorkerFaults(*job.planned, job.run, job.next_step));
   if (failed) {
     // Not "failed" yet: max_restarts may resume it (RunJobThread says which).
     spdlog::warn("{} stops: {}", job.id, why);
@@ -526,7 +540,10 @@ absl::Status Scheduler::WorkerFailed(const Queued& job, int host, const absl::St
     running.worker_lost = true;
     error = absl::AbortedError(absl::StrCat(registry_.WorkerName(host), " failed: ", failure.message()));
   } else {
-    error = absl::Status(failure.code(), absl::StrCat(registry_.WorkerName(host), " failed: ", failure.message()));
+    // The job's own failure (a down link it needs, a file it cannot write),
+    // not the host's: the host is where it was found.
+    error = absl::Status(failure.code(),
+                         absl::StrCat("the job failed on ", registry_.WorkerName(host), ": ", failure.message()));
   }
   EndRunningLocked(running, std::string(error.message()), /*failed=*/true);
   return error;

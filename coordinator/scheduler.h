@@ -131,10 +131,11 @@ class Scheduler {
   // A job that ended with `failure` because a worker was lost: queued again
   // from its checkpoint if max_restarts allows (true), else left to fail.
   bool TryRestartLocked(const Queued& job, const absl::Status& failure);
-  // Ends a running job now, as a failure (`why` is its error) or a cancel:
+  // Ends a running job now, as a failure (`reason` is its error, naming the
+  // job's own worker faults that fired if a worker was lost) or a cancel:
   // its calls in flight are cancelled (a stopped worker's would never
   // return) and each of its workers is told to abort it.
-  void EndRunningLocked(Running& job, const std::string& why, bool failed);
+  void EndRunningLocked(Running& job, const std::string& reason, bool failed);
   // Runs outside the lock, whatever its kind; returns its summary.
   absl::StatusOr<JobReport> Run(const Queued& job, const Running& running);
   // Publishes a finished step at once, so that `watch` sees it: its figures

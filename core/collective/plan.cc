@@ -163,7 +163,7 @@ absl::Status AvoidDownLinks(const Topology& topo, const CollectiveSpec& spec, Ax
   if (!spec.faults.route_around) {
     return absl::InvalidArgumentError(absl::StrCat(
         needs, "; to go the other way round the ring instead, give on_down_link: route (a job file's key) or "
-               "--on-down-link route (bench collective)"));
+               "--on-down-link route (bench collective, tpuemu fault)"));
   }
   for (const DownLink* d : down) {
     if (d->dir != used->dir) {

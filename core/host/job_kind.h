@@ -69,6 +69,9 @@ class PlannedJob {
     return absl::FailedPreconditionError("only training jobs take faults while they run; a collective or a "
                                          "matmul takes them when submitted");
   }
+  // The kill_worker and pause_worker faults its first attempt sets off
+  // (training), so that a worker lost to one is named as the job's own doing.
+  virtual std::vector<WorkerFault> WorkerFaults() const { return {}; }
   // Every fault added so far (sent to the workers with each step).
   virtual Faults AddedFaults() const { return {}; }
   // The shared DCN fabric's slowdown for `step` (core/pod/dcn_fabric.h;

@@ -18,6 +18,7 @@ inline constexpr int kMaxAttempts = 256;
 
 inline uint64_t RunNumber(uint64_t job, int attempt) { return job * kMaxAttempts + attempt; }
 inline uint64_t JobOfRun(uint64_t run) { return run / kMaxAttempts; }
+inline bool FirstAttempt(uint64_t run) { return run % kMaxAttempts == 0; }
 // A run as users know its job, in logs: "job-2", "job-2 (attempt 3)".
 inline std::string RunName(uint64_t run) {
   const uint64_t attempt = run % kMaxAttempts;

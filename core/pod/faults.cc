@@ -227,6 +227,7 @@ std::vector<std::string> Faults::Described() const {
   DescribeIf(slow_links, any, &all);
   DescribeIf(stragglers, any, &all);
   DescribeIf(down_links, any, &all);
+  if (route_around) all.push_back("collectives that need a down link go the other way round their ring");
   return all;
 }
 

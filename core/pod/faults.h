@@ -113,7 +113,8 @@ struct Faults {
   const DownLink* Down(int src, int dst, Axis axis, int dir, int step) const;
   // What is in force at `step`, in words, for the step's report.
   std::vector<std::string> ActiveAt(int step) const;
-  // Every slow link, straggler and down link, in words, with its steps.
+  // Every slow link, straggler and down link, in words, with its steps, and
+  // route_around's meaning when set.
   std::vector<std::string> Described() const;
 };
 

@@ -107,7 +107,7 @@ absl::Status HostTrainer::WorkerFaultsAt(int step) {
           fault.Describe(), ": kill_worker and pause_worker need a pod of worker processes (tpuemu cluster up)"));
     }
     // A resumed attempt (core/host/run_number.h) runs on: the fault happened once.
-    if (options_.job % kMaxAttempts != 0) continue;
+    if (!FirstAttempt(options_.job)) continue;
     worker_fault_action_(fault);
   }
   return absl::OkStatus();

@@ -75,6 +75,8 @@ class PlannedTraining : public PlannedJob {
     return faults;
   }
 
+  std::vector<WorkerFault> WorkerFaults() const override { return job_.config.faults.workers; }
+
   Faults AddedFaults() const override {
     std::lock_guard<std::mutex> lock(added_mu_);
     return added_;

@@ -36,6 +36,25 @@ v1::AddFaultsRequest Request(const std::string& id, const std::string& slow, con
   return request;
 }
 
+// Waits until job `id` has run `steps` steps.
+void WaitForSteps(TestPod& pod, const std::string& id, int steps) {
+  for (int i = 0; i < 3000; ++i) {
+    auto job = pod.coordinator().GetJob(id);
+    if (job.ok() && job->steps_size() >= steps) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+v1::AddFaultsRequest DownLinkRequest(const std::string& id, const std::string& link, bool route) {
+  Faults faults;
+  EXPECT_TRUE(ParseDownLink(link, "--down-link", &faults.down_links.emplace_back()).ok());
+  faults.route_around = route;
+  v1::AddFaultsRequest request;
+  request.set_id(id);
+  *request.mutable_faults() = ToProto(faults);
+  return request;
+}
+
 TEST(FaultCommandClusterTest, FaultsJoinARunningJobAtOneStepOnEveryWorker) {
   TestPod pod({"v5p:8", 1, 4, "auto"}, 0);
   const v1::Job healthy = pod.Run(Parsed(kJob, "healthy.yaml"));
@@ -43,11 +62,7 @@ TEST(FaultCommandClusterTest, FaultsJoinARunningJobAtOneStepOnEveryWorker) {
   auto submitted = pod.Submit(Parsed(kJob, "faulted.yaml"));
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   const std::string id = submitted->id();
-  for (int i = 0; i < 3000; ++i) {  // until it has run two steps
-    auto job = pod.coordinator().GetJob(id);
-    if (job.ok() && job->steps_size() >= 2) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitForSteps(pod, id, 2);
   auto added = pod.coordinator().AddFaults(Request(id, "x@0.5", "3@2"));
   ASSERT_TRUE(added.ok()) << added.status();
   const int from = added->added().slow_links(0).from_step();
@@ -69,6 +84,47 @@ TEST(FaultCommandClusterTest, FaultsJoinARunningJobAtOneStepOnEveryWorker) {
       EXPECT_EQ(s.faults_size(), 2) << "step " << i;
       EXPECT_GT(s.emulated_step_s(), h.emulated_step_s()) << "step " << i;
     }
+  }
+}
+
+// A down link added to a running job that needs it fails the job, as the
+// job's own failure (not its host's), saying how to go round instead; with
+// route (`tpuemu fault --on-down-link route`) the job goes the other way round
+// from that step, its losses equal to rounding (the one-way ring sums in
+// another order).
+TEST(FaultCommandClusterTest, ADownLinkAddedToARunningJobFailsItUnlessTheCommandSaysRoute) {
+  TestPod pod({"v5p:2x4", 1, 2, "y"}, 0);
+  const v1::Job healthy = pod.Run(Parsed(kJob, "healthy.yaml"));
+  ASSERT_EQ(healthy.state(), v1::JOB_STATE_SUCCEEDED) << healthy.error();
+
+  auto failing = pod.Submit(Parsed(kJob, "fails.yaml"));
+  ASSERT_TRUE(failing.ok()) << failing.status();
+  WaitForSteps(pod, failing->id(), 2);
+  ASSERT_TRUE(pod.coordinator().AddFaults(DownLinkRequest(failing->id(), "0->2 y+", false)).ok());
+  const v1::Job failed = pod.Wait(failing->id());
+  ASSERT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(failed.error(), HasSubstr("the job failed on worker host"));
+  EXPECT_THAT(failed.error(), HasSubstr("link 0->2 y+ down"));
+  EXPECT_THAT(failed.error(), HasSubstr("--on-down-link route (bench collective, tpuemu fault)"));
+
+  auto routed = pod.Submit(Parsed(kJob, "routes.yaml"));
+  ASSERT_TRUE(routed.ok()) << routed.status();
+  WaitForSteps(pod, routed->id(), 2);
+  auto added = pod.coordinator().AddFaults(DownLinkRequest(routed->id(), "0->2 y+", true));
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_THAT(added->described(1), HasSubstr("go the other way round their ring"));
+  const int from = added->added().down_links(0).from_step();
+  const v1::Job done = pod.Wait(routed->id());
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
+  ASSERT_LT(from, 60) << "the job ended before the down link could join it: make its steps longer";
+  ASSERT_EQ(done.steps_size(), healthy.steps_size());
+  for (int i = 0; i < done.steps_size(); ++i) {
+    if (i < from) {
+      EXPECT_EQ(done.steps(i).loss(), healthy.steps(i).loss()) << "step " << i;
+      continue;
+    }
+    EXPECT_NEAR(done.steps(i).loss(), healthy.steps(i).loss(), 1e-6 * healthy.steps(i).loss()) << "step " << i;
+    EXPECT_GT(done.steps(i).emulated_step_s(), healthy.steps(i).emulated_step_s()) << "step " << i;
   }
 }
 

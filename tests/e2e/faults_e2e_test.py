@@ -101,6 +101,8 @@ class WorkerFaultsTest(Pod):
         self.assertEqual(job["state"], "succeeded", job.get("error"))
         self.assertEqual(job["restarts"], 1)
         self.assertIn("was lost", job["restart_reason"])
+        # The loss is named as the job's own doing, not only as a crash.
+        self.assertIn("the job's own faults had fired: worker of host 1 killed at step 3", job["restart_reason"])
         self.assertIn("from its checkpoint (steps 0-1 done), at step 2", job["restart_reason"])
         self.assertEqual([s["loss"] for s in job["steps"]], healthy)
 
@@ -115,6 +117,8 @@ class WorkerFaultsTest(Pod):
               f"{job.get('restart_reason')}", file=sys.stderr)
         self.assertEqual(job["state"], "succeeded", job.get("error"))
         self.assertEqual(job["restarts"], 1)
+        self.assertIn("the job's own faults had fired: worker of host 1 frozen for 4 s at step 3",
+                      job["restart_reason"])
         self.assertIn("from its checkpoint (steps 0-1 done), at step 2", job["restart_reason"])
         self.assertEqual([s["loss"] for s in job["steps"]], healthy)
         # The same process came back: frozen, not replaced.
