@@ -136,6 +136,17 @@ absl::Status Coordinator::Heartbeat(int global_host, uint64_t incarnation, uint6
   return registry_.Heartbeat(global_host, incarnation, resident_bytes);
 }
 
+std::vector<uint64_t> Coordinator::ForgottenJobs(const std::vector<uint64_t>& jobs) {
+  std::vector<uint64_t> forgotten;
+  for (uint64_t job : jobs) {
+    // Only a failed, cancelled or interrupted job resumes; a pending or
+    // running one (resumed, or about to write) uses its checkpoints.
+    const auto state = store_.State(absl::StrCat("job-", job));
+    if (!state || *state == JobState::kSucceeded) forgotten.push_back(job);
+  }
+  return forgotten;
+}
+
 v1::ClusterStatus Coordinator::ClusterStatus() {
   v1::ClusterStatus s;
   *s.mutable_spec() = ToProto(options_.topology, options_.time_scale);

@@ -39,6 +39,7 @@ class Coordinator : public CoordinatorBackend {
 
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(const v1::RegisterWorkerRequest& request) override;
   absl::Status Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) override;
+  std::vector<uint64_t> ForgottenJobs(const std::vector<uint64_t>& jobs) override;
   v1::ClusterStatus ClusterStatus() override;
   absl::StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) override;
   absl::StatusOr<v1::Job> GetJob(const std::string& id) override;

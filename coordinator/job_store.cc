@@ -71,6 +71,13 @@ absl::StatusOr<JobRecord> JobStore::Get(const std::string& id) const {
   return it->second.record;
 }
 
+std::optional<JobState> JobStore::State(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second.record.state;
+}
+
 JobStore::Listing JobStore::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   Listing out;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,8 @@ class JobStore {
   // database could not record it (then there is no such job).
   absl::StatusOr<JobRecord> Add(JobSpec spec, int priority = 0);
   absl::StatusOr<JobRecord> Get(const std::string& id) const;
+  // A job's state without copying its record; none when there is no record.
+  std::optional<JobState> State(const std::string& id) const;
 
   struct Listing {
     std::vector<JobRecord> jobs;  // oldest first

@@ -40,7 +40,7 @@ struct RegisteredWorker {
   uint64_t resident_bytes = 0;  // as its last heartbeat said; 0: not said, or the worker is lost
 };
 
-class Registry : public Registrar {
+class Registry {
  public:
   // A client for the worker at `address`: the worker contract over gRPC, or
   // the worker itself in one process.
@@ -50,10 +50,11 @@ class Registry : public Registrar {
   // `heartbeat_timeout` how long a worker may go without a heartbeat, or
   // an answer when asked (liveness.h).
   Registry(const Topology& topo, const PodConfig& pod, absl::Duration heartbeat_timeout, ClientFactory factory);
-  ~Registry() override;
+  ~Registry();
 
-  absl::StatusOr<GrantedPlace> RegisterWorker(const PlaceRequest& request) override;
-  absl::Status Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) override;
+  // The registrar's calls (core/cluster/registrar.h) that concern places.
+  absl::StatusOr<GrantedPlace> RegisterWorker(const PlaceRequest& request);
+  absl::Status Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes);
 
   // Every place's holder, by host.
   std::vector<RegisteredWorker> Workers() const;

@@ -37,6 +37,13 @@ grpc::Status CoordinatorServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v
   return ToGrpcStatus(backend_->Heartbeat(req->global_host(), req->incarnation(), req->resident_bytes()));
 }
 
+grpc::Status CoordinatorServiceImpl::ForgottenJobs(grpc::ServerContext* ctx, const v1::ForgottenJobsRequest* req,
+                                                   v1::ForgottenJobsResponse* resp) {
+  TPUEMU_AUTHORIZE(ctx, kMember, "ask which checkpoints may go");
+  for (uint64_t job : backend_->ForgottenJobs({req->jobs().begin(), req->jobs().end()})) resp->add_jobs(job);
+  return grpc::Status::OK;
+}
+
 grpc::Status CoordinatorServiceImpl::GetClusterStatus(grpc::ServerContext* ctx, const v1::ClusterStatusRequest*,
                                                       v1::ClusterStatus* resp) {
   TPUEMU_AUTHORIZE(ctx, kRead, "read the pod's status");

@@ -36,6 +36,8 @@ class CoordinatorBackend {
   virtual ~CoordinatorBackend() = default;
   virtual absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(const v1::RegisterWorkerRequest& request) = 0;
   virtual absl::Status Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) = 0;
+  // Of `jobs` (job numbers), those no record can resume.
+  virtual std::vector<uint64_t> ForgottenJobs(const std::vector<uint64_t>& jobs) = 0;
   virtual v1::ClusterStatus ClusterStatus() = 0;
   virtual absl::StatusOr<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) = 0;
   virtual absl::StatusOr<v1::Job> GetJob(const std::string& id) = 0;
@@ -64,6 +66,8 @@ class CoordinatorServiceImpl : public v1::CoordinatorService::Service {
   grpc::Status StreamJobTrace(grpc::ServerContext*, const v1::GetJobRequest* req,
                               grpc::ServerWriter<v1::JobTrace>* writer) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req, v1::HeartbeatResponse*) override;
+  grpc::Status ForgottenJobs(grpc::ServerContext*, const v1::ForgottenJobsRequest* req,
+                             v1::ForgottenJobsResponse* resp) override;
   grpc::Status GetClusterStatus(grpc::ServerContext*, const v1::ClusterStatusRequest*,
                                 v1::ClusterStatus* resp) override;
   grpc::Status SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req, v1::Job* resp) override;

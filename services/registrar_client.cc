@@ -83,8 +83,19 @@ class GrpcRegistrar : public Registrar {
     return FromGrpcStatus(stub_->Heartbeat(&ctx, req, &resp), "");
   }
 
+  absl::StatusOr<std::vector<uint64_t>> ForgottenJobs(const std::vector<uint64_t>& jobs) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));  // nothing waits on it
+    v1::ForgottenJobsRequest req;
+    req.mutable_jobs()->Add(jobs.begin(), jobs.end());
+    v1::ForgottenJobsResponse resp;
+    absl::Status status = FromGrpcStatus(stub_->ForgottenJobs(&ctx, req, &resp), "");
+    if (!status.ok()) return status;
+    return std::vector<uint64_t>(resp.jobs().begin(), resp.jobs().end());
+  }
+
  private:
-  std::unique_ptr<v1::CoordinatorService::Stub> stub_;  // registrations and heartbeats
+  std::unique_ptr<v1::CoordinatorService::Stub> stub_;  // registrations, heartbeats, forgotten jobs
   std::atomic<int64_t> heartbeat_deadline_ms_{absl::ToInt64Milliseconds(kMinHeartbeatDeadline)};
 };
 

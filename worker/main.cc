@@ -23,6 +23,7 @@
 #include "services/worker_service.h"
 #include "services/transport_security.h"
 #include "spdlog/spdlog.h"
+#include "worker/checkpoint_janitor.h"
 #include "worker/coordinator_session.h"
 #include "worker/huge_pages.h"
 #include "worker/idle_release.h"
@@ -248,6 +249,10 @@ int main(int argc, char** argv) {
                                node.set_registration(global_host, incarnation);
                              });
   node.AwaitRegistration();
+  // A failed or cancelled job's checkpoints stay for `tpuemu resume` only as
+  // long as the coordinator keeps its record.
+  CheckpointJanitor janitor(MakeGrpcRegistrar(*coordinator_address), checkpoint_dir);
+  janitor.Start(absl::Seconds(10));
   // Registration waits for the coordinator on a thread of its own, so that a
   // SIGTERM meanwhile still stops the process at once.
   std::atomic<int> exit_code{0};

@@ -1,11 +1,13 @@
 // The coordinator as its workers see it: where a worker registers for a place
-// in the pod and then heartbeats. The coordinator's registry implements it
-// (coordinator/registry.h); a worker process reaches it through its gRPC
-// client (services/registrar_client.h).
+// in the pod, then heartbeats, and asks which of its checkpoints may go. A
+// worker process reaches it through its gRPC client
+// (services/registrar_client.h); the coordinator answers in
+// coordinator/coordinator.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -47,6 +49,9 @@ class Registrar {
   // FailedPrecondition: another registration holds the place now.
   // `resident_bytes`: the worker process's resident memory now (0: unknown).
   virtual absl::Status Heartbeat(int global_host, uint64_t incarnation, uint64_t resident_bytes) = 0;
+  // Of `jobs` (job numbers whose checkpoints the worker keeps), those no
+  // job record can resume: their checkpoints may go.
+  virtual absl::StatusOr<std::vector<uint64_t>> ForgottenJobs(const std::vector<uint64_t>& jobs) = 0;
 };
 
 }  // namespace tpuemu

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -138,6 +139,20 @@ absl::StatusOr<std::string> ReadCheckpoint(const std::string& dir, uint64_t job,
 void RemoveCheckpoints(const std::string& dir, uint64_t job) {
   std::error_code ec;
   std::filesystem::remove_all(JobDir(dir, job), ec);
+}
+
+std::vector<uint64_t> CheckpointedJobs(const std::string& dir) {
+  std::vector<uint64_t> jobs;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    uint64_t job = 0;
+    if (absl::StartsWith(name, "job-") && absl::SimpleAtoi(name.substr(4), &job) && entry.is_directory(ec)) {
+      jobs.push_back(job);
+    }
+  }
+  std::sort(jobs.begin(), jobs.end());
+  return jobs;
 }
 
 }  // namespace tpuemu

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/train/config.h"
@@ -28,7 +29,11 @@ absl::Status WriteCheckpoint(const std::string& dir, uint64_t job, int step, int
                              int keep_from);
 // The state WriteCheckpoint wrote, checked against its header and checksum.
 absl::StatusOr<std::string> ReadCheckpoint(const std::string& dir, uint64_t job, int step, int chip);
-// Removes every checkpoint of the job under `dir` (it finished).
+// Removes every checkpoint of the job under `dir` (it finished, or nothing
+// will resume it).
 void RemoveCheckpoints(const std::string& dir, uint64_t job);
+// The jobs with checkpoints under `dir` (a job-N directory each), in order;
+// none when `dir` is missing or unreadable.
+std::vector<uint64_t> CheckpointedJobs(const std::string& dir);
 
 }  // namespace tpuemu

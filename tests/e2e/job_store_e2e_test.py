@@ -7,7 +7,8 @@ submissions from four concurrent clients, valid and invalid mixed, with the
 coordinator killed during it, loses and duplicates nothing, and the SQLite
 file passes its integrity check; a job with checkpoint_every and
 max_restarts: 1 whose worker, or whose coordinator, is killed mid-run
-resumes from its checkpoint and ends bit for bit as an uninterrupted run."""
+resumes from its checkpoint and ends bit for bit as an uninterrupted run; a
+cancelled job's checkpoints stay while it can resume and go with its record."""
 
 import json
 import os
@@ -259,6 +260,36 @@ class JobStoreTest(Pod):
         assert_same_as_whole(killed_coordinator, "the coordinator restarted")
         # Finished jobs leave no checkpoint behind.
         self.assertEqual(os.listdir(os.path.join(self.home, "checkpoints")), [])
+
+    def test_a_cancelled_jobs_checkpoints_stay_while_it_can_resume_and_go_with_its_record(self):
+        # One finished job's record kept: the next job to finish drops the cancelled one's.
+        self.env["TPUEMU_KEEP_FINISHED_JOBS"] = "1"
+        self.up(*TOPOLOGY)
+        job_id = self.submit(self.write("kept.yaml", job_text("kept", 100000) + "checkpoint_every: 2\n"))
+        deadline = time.time() + 60
+        while json.loads(self.status_json(job_id)).get("checkpoint_step", 0) == 0:
+            self.assertLess(time.time(), deadline, "no checkpoint within 60 s")
+            time.sleep(0.1)
+        self.assertEqual(self.cli("cancel", job_id).returncode, 0)
+        number = job_id.split("-")[1]
+        checkpoints = os.path.join(self.home, "checkpoints", f"job-{number}")
+        # Each worker asks every 10 s which of its checkpoints may go: a
+        # resumable job's stay.
+        time.sleep(12)
+        self.assertTrue(os.listdir(checkpoints), "a cancelled job's checkpoints went while it could resume")
+        other = self.submit(self.write("other.yaml", job_text("other", 2)))
+        self.wait_finished([other])
+        self.assertIn("was dropped", self.cli("status", job_id).stderr)
+        deadline = time.time() + 25
+        while os.path.exists(checkpoints):
+            self.assertLess(time.time(), deadline, f"{checkpoints} stayed after its job's record was dropped")
+            time.sleep(0.2)
+        logs = ""
+        for name in os.listdir(os.path.join(self.home, "logs")):
+            if name.startswith("worker"):
+                with open(os.path.join(self.home, "logs", name)) as f:
+                    logs += f.read()
+        self.assertIn(f"deleted the checkpoints of job-{number}", logs)
 
     def test_resume_on_a_pod_of_another_shape_is_refused_and_changes_nothing(self):
         self.up(*TOPOLOGY)

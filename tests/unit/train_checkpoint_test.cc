@@ -57,6 +57,18 @@ TEST_F(CheckpointTest, AFileReadsBackAsWrittenAndOlderStepsGo) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/job-7"));
 }
 
+// What a worker's checkpoint janitor asks the coordinator about: job
+// directories only, whatever else the directory holds.
+TEST_F(CheckpointTest, TheJobsWithCheckpointsAreTheJobDirectories) {
+  EXPECT_TRUE(CheckpointedJobs(dir_ + "/missing").empty());
+  ASSERT_TRUE(WriteCheckpoint(dir_, 12, 4, 0, "a", 0).ok());
+  ASSERT_TRUE(WriteCheckpoint(dir_, 3, 2, 1, "b", 0).ok());
+  std::filesystem::create_directory(dir_ + "/job-x");
+  std::filesystem::create_directory(dir_ + "/other");
+  std::ofstream(dir_ + "/job-5") << "a file, not a job's directory";
+  EXPECT_EQ(CheckpointedJobs(dir_), (std::vector<uint64_t>{3, 12}));
+}
+
 TEST_F(CheckpointTest, AMissingOrDamagedFileIsAnErrorNamingIt) {
   auto missing = ReadCheckpoint(dir_, 7, 8, 3);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

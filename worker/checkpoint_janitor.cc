@@ -1,0 +1,51 @@
+#include "worker/checkpoint_janitor.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/train/checkpoint.h"
+#include "spdlog/spdlog.h"
+
+namespace tpuemu {
+
+CheckpointJanitor::CheckpointJanitor(std::unique_ptr<Registrar> coordinator, std::string dir)
+    : coordinator_(std::move(coordinator)), dir_(std::move(dir)) {}
+
+CheckpointJanitor::~CheckpointJanitor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CheckpointJanitor::Start(absl::Duration every) {
+  thread_ = std::thread([this, every] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!wake_.wait_for(lock, absl::ToChronoMilliseconds(every), [this] { return stop_; })) {
+      lock.unlock();
+      // A coordinator that does not answer now is asked again next time.
+      SweepOnce().IgnoreError();
+      lock.lock();
+    }
+  });
+}
+
+absl::StatusOr<std::vector<uint64_t>> CheckpointJanitor::SweepOnce() {
+  const std::vector<uint64_t> kept = CheckpointedJobs(dir_);
+  if (kept.empty()) return kept;
+  auto forgotten = coordinator_->ForgottenJobs(kept);
+  if (!forgotten.ok()) return forgotten.status();
+  std::vector<uint64_t> deleted;
+  for (uint64_t job : *forgotten) {
+    if (!std::binary_search(kept.begin(), kept.end(), job)) continue;  // only what it asked about
+    RemoveCheckpoints(dir_, job);
+    deleted.push_back(job);
+    spdlog::info("deleted the checkpoints of job-{} under {}: the coordinator keeps no record that could resume it",
+                 job, dir_);
+  }
+  return deleted;
+}
+
+}  // namespace tpuemu

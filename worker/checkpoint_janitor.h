@@ -1,0 +1,45 @@
+// Deletes the checkpoints of jobs nothing will resume. A worker keeps a
+// failed, cancelled or interrupted job's checkpoints for `tpuemu resume`; once
+// the coordinator holds no record that could resume the job (retention dropped
+// it, a coordinator without a job store restarted) they would stay on disk for
+// good. Every so often the janitor lists the job directories under the
+// worker's checkpoint directory, asks the coordinator which of those jobs it
+// has forgotten, and deletes theirs: on a thread and a connection of its own,
+// so that neither the disk nor the question ever delays a heartbeat.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/cluster/registrar.h"
+
+namespace tpuemu {
+
+class CheckpointJanitor {
+ public:
+  CheckpointJanitor(std::unique_ptr<Registrar> coordinator, std::string dir);
+  ~CheckpointJanitor();  // stops, and waits for a sweep under way
+
+  // Sweeps every `every`, from `every` after now, until destroyed.
+  void Start(absl::Duration every);
+  // One sweep: the jobs whose checkpoints it deleted; an error when the
+  // coordinator did not answer (nothing is deleted then).
+  absl::StatusOr<std::vector<uint64_t>> SweepOnce();
+
+ private:
+  const std::unique_ptr<Registrar> coordinator_;
+  const std::string dir_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tpuemu
