@@ -132,7 +132,8 @@ int Bench(const BenchOptions& o) {
     std::printf("\npredicted: the closed form of the algorithm run (its busiest link's bytes over the link's\n"
                 "bandwidth plus a hop, or its chain of hops if longer, with a reduction's adds; within 2%% on\n"
                 "rings); ratio = emulated / predicted. seed_us: the seed's rule of thumb for the same case\n"
-                "(V / W_bidir per axis, n_axes times faster over several axes; it drops (N-1)/N), seed_r =\n"
+                "(V / W_bidir on a ring, dropping (N-1)/N; (N-1) V / (N W) on a line or one-way ring; the axes'\n"
+                "bandwidths added over several; twice for all-reduce, a quarter for all-to-all), seed_r =\n"
                 "emulated / seed_us, '-' where the seeds give no rule. algbw/busbw: GB/s on the wall clock for\n"
                 "the host's f32 array (nccl-tests definitions). peak_MiB: the largest worker's resident memory\n"
                 "at its peak during the job (workers give it back once idle for --keep-memory-for, 30 s by\n"
@@ -166,7 +167,8 @@ void AddBenchCommands(CLI::App& app, int* exit_code) {
   c->add_option("--dtype", o->dtype, "emulated element type: bf16 (2 bytes) or f32; host buffers are f32")
       ->capture_default_str();
   c->add_option("--seed", o->seed, "seed of the deterministic inputs")->check(WholeNumber64())->capture_default_str();
-  c->add_option("--chunk", o->chunk, "wire chunk size (host bytes)")->capture_default_str();
+  c->add_option("--chunk", o->chunk, "wire chunk size (host bytes), a multiple of 4 from 1KiB to 4MiB")
+      ->capture_default_str();
   c->add_option("--slow-link", o->slow_links,
                 "a slow link on purpose (repeatable): LINKS@FRACTION[+LATENCY][ from STEP], e.g. x@0.5 (every\n"
                 "x link at half its bandwidth), x+@1+2us (x+ links 2 us later per hop), '0->1 x+@0.25'.\n"

@@ -186,22 +186,29 @@ int ClusterStatus(const std::string& flag, bool json) {
   return status->ready() ? 0 : 1;
 }
 
-// Workers of the pod that its file does not know: started by hand, pointing
-// at the pod's coordinator.
-std::vector<StartedProcess> UnrecordedWorkers(const PodState& state) {
+// Whether `argv` gives `flag` the value `value` ("--flag value" or "--flag=value").
+bool HasFlag(const std::vector<std::string>& argv, const std::string& flag, const std::string& value) {
+  for (size_t i = 1; i < argv.size(); ++i) {
+    if (argv[i] == flag + "=" + value) return true;
+    if (argv[i] == flag && i + 1 < argv.size() && argv[i + 1] == value) return true;
+  }
+  return false;
+}
+
+// Processes of the pod that its file does not know, started by hand: workers
+// pointing at the pod's coordinator, and a coordinator started again on its
+// address (as docs/deploy.md's restart by hand does).
+std::vector<StartedProcess> UnrecordedProcesses(const PodState& state) {
   auto all = FindProcesses([&](const std::vector<std::string>& argv) {
-    if (std::filesystem::path(argv[0]).filename() != "tpuemu-worker") return false;
-    for (size_t i = 1; i < argv.size(); ++i) {
-      if (argv[i] == "--coordinator=" + state.coordinator) return true;
-      if (argv[i] == "--coordinator" && i + 1 < argv.size() && argv[i + 1] == state.coordinator) return true;
-    }
-    return false;
+    const auto name = std::filesystem::path(argv[0]).filename();
+    return (name == "tpuemu-worker" && HasFlag(argv, "--coordinator", state.coordinator)) ||
+           (name == "tpuemu-coordinator" && HasFlag(argv, "--listen", state.coordinator));
   });
   std::vector<StartedProcess> unrecorded;
   for (const StartedProcess& p : all) {
     bool recorded = false;
-    for (const PodWorker& w : state.workers) {
-      recorded = recorded || (w.process.pid == p.pid && w.process.start_ticks == p.start_ticks);
+    for (const StartedProcess& ours : state.processes()) {
+      recorded = recorded || (ours.pid == p.pid && ours.start_ticks == p.start_ticks);
     }
     if (!recorded) unrecorded.push_back(p);
   }
@@ -244,12 +251,14 @@ int ClusterDown() {
   }
   const size_t gone = state->processes().size() - ours.size();
   const std::string unfinished = UnfinishedJobs(state->coordinator);
-  const std::vector<StartedProcess> by_hand = UnrecordedWorkers(*state);
-  ours.insert(ours.end(), by_hand.begin(), by_hand.end());
+  const std::vector<StartedProcess> by_hand = UnrecordedProcesses(*state);
+  // A coordinator first: it records its running jobs as interrupted on
+  // SIGTERM, before its workers' ends could fail them.
+  ours.insert(ours.begin(), by_hand.begin(), by_hand.end());
   const int killed = StopProcesses(ours, 5);
   RemovePodState();
   std::cout << "stopped " << ours.size() << " processes of the pod " << state->topology
-            << (by_hand.empty() ? "" : absl::StrCat(" (", by_hand.size(), " worker(s) started by hand)"))
+            << (by_hand.empty() ? "" : absl::StrCat(" (", by_hand.size(), " started by hand)"))
             << (killed ? absl::StrCat(" (", killed, " needed SIGKILL)") : "")
             << (gone ? absl::StrCat("; ", gone, " recorded process(es) had already exited and were left alone") : "")
             << "\n"

@@ -18,8 +18,8 @@ void Deadline(grpc::ClientContext* ctx, double seconds) {
 absl::Status Explain(const grpc::Status& s, const std::string& address) {
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     // gRPC's own reason (a name that did not resolve, a refused connection, a
-    // deadline) tells a name problem from a stopped pod; a connection closed
-    // at once is most often plaintext meeting TLS, one way or the other.
+    // deadline) tells a name problem from a stopped pod; a closed connection
+    // is a coordinator that stopped during the call, or plaintext meeting TLS.
     const bool closed = absl::StrContains(s.error_message(), "Socket closed") ||
                         absl::StrContains(s.error_message(), "andshake");
     // The coordinator's certificate checked against another pod's CA.
@@ -28,8 +28,9 @@ absl::Status Explain(const grpc::Status& s, const std::string& address) {
         "no coordinator answers at ", address, " (", s.error_message(), "): ",
         other_ca ? "its certificate is not signed by the CA given (TPUEMU_TLS_CA or --tls-ca): give that pod's own "
                    "ca.pem (made with its credentials, or $TPUEMU_HOME/tls/ca.pem of a local pod)"
-        : closed ? "it closed the connection: plaintext against TLS? (a pod started with --insecure needs "
-                 "TPUEMU_INSECURE=1 or --insecure here, and one with TLS needs neither; docs/security.md)"
+        : closed ? "it closed the connection: it stopped (a local pod's: `tpuemu cluster restart-coordinator`), or "
+                 "plaintext met TLS (a pod started with --insecure needs TPUEMU_INSECURE=1 or --insecure here, and "
+                 "one with TLS needs neither; docs/security.md)"
                : "is the pod running? (a local pod whose coordinator stopped: `tpuemu cluster restart-coordinator`; "
                  "none: `tpuemu cluster up --local --topology v5e:4x4`)"));
   }
@@ -83,7 +84,16 @@ absl::StatusOr<v1::ClusterStatus> CoordinatorClient::Status(double timeout_s) {
 
 absl::StatusOr<v1::Job> CoordinatorClient::Submit(const v1::SubmitJobRequest& request) {
   if (!stub_) return unusable_;
-  return Unary(*stub_, &v1::CoordinatorService::Stub::SubmitJob, request, 10, address_);
+  auto job = Unary(*stub_, &v1::CoordinatorService::Stub::SubmitJob, request, 10, address_);
+  // A call that reached a coordinator and then broke may have been recorded
+  // (the job is stored before the reply): submitting again could run it twice.
+  const bool may_have_landed = (absl::IsUnavailable(job.status()) || absl::IsDeadlineExceeded(job.status())) &&
+                               !absl::StrContains(job.status().message(), "failed to connect");
+  if (!may_have_landed) return job;
+  return absl::Status(job.status().code(),
+                      absl::StrCat(job.status().message(),
+                                   ". The job may have been accepted before the call broke: look with `tpuemu jobs` "
+                                   "before submitting it again"));
 }
 
 absl::StatusOr<v1::Job> CoordinatorClient::Get(const std::string& id) {

@@ -229,7 +229,10 @@ int Status(const JobOptions& o) {
                 resumable ? absl::StrCat("; `tpuemu resume` starts at step ", job->checkpoint_step()).c_str() : "");
   }
   if (job->restarts() > 0) {
-    std::printf("resumed %d time(s), the last: %s\n", job->restarts(), WithFlagNames(job->restart_reason()).c_str());
+    std::printf("resumed %d time(s)%s, the last: %s\n", job->restarts(),
+                job->automatic_restarts() > 0 ? absl::StrCat(" (", job->automatic_restarts(), " by max_restarts)").c_str()
+                                              : "",
+                WithFlagNames(job->restart_reason()).c_str());
   }
   view.print_status(*job);
   if (const std::string memory = WorkerMemoryLine(*job); !memory.empty()) std::printf("%s\n", memory.c_str());

@@ -1,6 +1,6 @@
 #include "coordinator/abort_delivery.h"
 
-#include "core/host/run_number.h"
+#include "core/wire/run_number.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {

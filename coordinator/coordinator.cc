@@ -42,11 +42,12 @@ absl::Status Coordinator::RestoreJobs() {
   // ahead of the queue: they were running. The others say what to do.
   for (const JobRecord& r : restored->interrupted) {
     auto planned = Plan(r.spec);
-    if (planned.ok() && r.restarts < (*planned)->max_restarts()) {
+    if (planned.ok() && r.automatic_restarts < (*planned)->max_restarts()) {
       auto resumed = scheduler_.Resume(r.id,
-                                       absl::StrCat("restart ", r.restarts + 1, " of ", (*planned)->max_restarts(),
+                                       absl::StrCat("restart ", r.automatic_restarts + 1, " of ",
+                                                    (*planned)->max_restarts(),
                                                     " (max_restarts): the coordinator restarted"),
-                                       /*ahead=*/true);
+                                       /*automatic=*/true, /*ahead=*/true);
       if (resumed.ok()) continue;
       spdlog::warn("{} could not resume: {}", r.id, std::string(resumed.status().message()));
     }

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "core/host/run_number.h"
+#include "core/wire/run_number.h"
 
 namespace tpuemu {
 

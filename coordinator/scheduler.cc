@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/fan_out.h"
-#include "core/host/run_number.h"
+#include "core/wire/run_number.h"
 #include "core/job/kinds.h"
 #include "spdlog/spdlog.h"
 
@@ -128,11 +128,12 @@ absl::Status Scheduler::Requeue(const JobRecord& record, std::shared_ptr<const P
   std::lock_guard<std::mutex> lock(mu_);
   const JobKind* kind = *FindJobKind(record.spec.kind());  // it was planned: its kind exists
   EnqueueLocked(Queued{record.id, record.number, record.restarts, kind, record.spec, std::move(planned),
-                       CheckpointPlace(record), record.priority});
+                       CheckpointPlace(record), record.priority, record.queued_ahead});
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::string& why, bool ahead) {
+absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::string& why, bool automatic,
+                                            bool ahead) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!draining_.empty()) return absl::UnavailableError(absl::StrCat("the coordinator is not taking jobs: ", draining_));
   auto record = store_.Get(id);
@@ -142,11 +143,11 @@ absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::st
         id, " is ", record->state == JobState::kSucceeded ? "finished: it succeeded" : "still pending or running",
         "; only a failed, cancelled or interrupted job resumes"));
   }
-  if (auto s = ResumeLocked(*record, why, ahead); !s.ok()) return s;
+  if (auto s = ResumeLocked(*record, why, automatic, ahead); !s.ok()) return s;
   return store_.Get(id);
 }
 
-absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why, bool ahead) {
+absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why, bool automatic, bool ahead) {
   if (r.restarts + 1 >= kMaxAttempts) {
     return absl::FailedPreconditionError(
         absl::StrCat(r.id, " was resumed ", r.restarts, " times already, the most a job may be; submit it again"));
@@ -168,6 +169,8 @@ absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why,
         absl::StrCat(why, "; from ", from, r.error.empty() ? "" : absl::StrCat("; it had ended: ", r.error));
     job.error.clear();
     ++job.restarts;
+    if (automatic) ++job.automatic_restarts;
+    job.queued_ahead = ahead;
   });
   EnqueueLocked(Queued{r.id, r.number, r.restarts + 1, *kind, *std::move(spec), *std::move(planned),
                        CheckpointPlace(r), r.priority, ahead});
@@ -435,10 +438,20 @@ void Scheduler::RunJobThread(const Queued& job, Running* running) {
 
 bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure) {
   auto record = store_.Get(job.id);
-  if (!record.ok() || record->restarts >= job.planned->max_restarts()) return false;
+  if (!record.ok()) return false;
+  const int allowed = job.planned->max_restarts();
+  if (record->automatic_restarts >= allowed) {
+    if (allowed > 0) {
+      store_.Update(job.id, [&](JobRecord& r) {
+        absl::StrAppend(&r.error, "; not restarted: max_restarts (", allowed, ") used up");
+      });
+    }
+    return false;
+  }
   if (record->error.empty()) record->error = std::string(failure.message());
   const absl::Status resumed = ResumeLocked(
-      *record, absl::StrCat("restart ", record->restarts + 1, " of ", job.planned->max_restarts(), " (max_restarts)"),
+      *record, absl::StrCat("restart ", record->automatic_restarts + 1, " of ", allowed, " (max_restarts)"),
+      /*automatic=*/true,
       // In priority order: pinned to its checkpoint's hosts (if any), it waits for
       // its lost worker, and jobs behind it that fit elsewhere pass it.
       /*ahead=*/false);

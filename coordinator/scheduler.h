@@ -57,8 +57,10 @@ class Scheduler {
   // Queues a finished job again from its latest complete checkpoint (from
   // the start if it has none), `why` kept as its restart_reason: in priority
   // order, or (a job that was running when the coordinator stopped) `ahead`
-  // of every queued job, whatever their priority.
-  absl::StatusOr<JobRecord> Resume(const std::string& id, const std::string& why, bool ahead = false);
+  // of every queued job, whatever their priority. `automatic`: by
+  // max_restarts, which caps these (the user's resumes do not count).
+  absl::StatusOr<JobRecord> Resume(const std::string& id, const std::string& why, bool automatic = false,
+                                   bool ahead = false);
   // Stops taking jobs (SIGTERM). With a durable store the queue stays as it
   // is and the running jobs are stopped with their records left running, so
   // that the next coordinator on the store interrupts or resumes them as
@@ -88,7 +90,7 @@ class Scheduler {
   };
   struct Running {
     std::string id;
-    uint64_t run = 0;  // the number workers know this attempt by (core/host/run_number.h)
+    uint64_t run = 0;  // the number workers know this attempt by (core/wire/run_number.h)
     Placement placement;
     std::vector<int> hosts;  // the pod's hosts of its placement
     bool holds(int host) const { return std::find(hosts.begin(), hosts.end(), host) != hosts.end(); }
@@ -127,7 +129,7 @@ class Scheduler {
   void WatchWorkersLoop();
   void CancelLocked(const std::string& id, const std::string& why);
   // Queues job `r` again from its latest checkpoint, `why` recorded as the reason.
-  absl::Status ResumeLocked(const JobRecord& r, const std::string& why, bool ahead);
+  absl::Status ResumeLocked(const JobRecord& r, const std::string& why, bool automatic, bool ahead);
   // A job that ended with `failure` because a worker was lost: queued again
   // from its checkpoint if max_restarts allows (true), else left to fail.
   bool TryRestartLocked(const Queued& job, const absl::Status& failure);

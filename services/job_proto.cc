@@ -94,6 +94,8 @@ absl::StatusOr<JobRecord> RecordFromProto(const v1::Job& job, uint64_t number) {
   record.checkpoint_step = job.checkpoint_step();
   record.checkpoint_layout = job.checkpoint_layout();
   record.restarts = job.restarts();
+  record.automatic_restarts = job.automatic_restarts();
+  record.queued_ahead = job.queued_ahead();
   record.restart_reason = job.restart_reason();
   record.placement = FromProto(job.placement());
   record.started_unix_s = job.started_unix_s();
@@ -131,6 +133,8 @@ v1::Job ToProto(const JobRecord& record) {
   job.set_checkpoint_step(record.checkpoint_step);
   job.set_checkpoint_layout(record.checkpoint_layout);
   job.set_restarts(record.restarts);
+  job.set_automatic_restarts(record.automatic_restarts);
+  job.set_queued_ahead(record.queued_ahead);
   job.set_restart_reason(record.restart_reason);
   job.set_priority(record.priority);
   if (record.started_unix_s > 0) {

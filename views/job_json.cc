@@ -174,6 +174,7 @@ nlohmann::json JobJson(const v1::Job& job) {
   }
   if (job.restarts() > 0) {
     out["restarts"] = job.restarts();
+    out["automatic_restarts"] = job.automatic_restarts();  // by max_restarts; the others by `tpuemu resume`
     out["restart_reason"] = job.restart_reason();
   }
   if (job.queue_position() > 0) {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/process_memory.h"
-#include "core/host/run_number.h"
+#include "core/wire/run_number.h"
 #include "core/job/kinds.h"
 #include "core/tensor/matmul_gate.h"
 #include "worker/idle_release.h"

@@ -267,7 +267,8 @@ class ChipCollective::Impl : public MailboxHook {
         if (net_.mailbox().Unhook(options_.job, chip_, peer, tag)) {
           return absl::DeadlineExceededError(absl::StrCat("chip ", chip_, " waited ",
                                                           absl::FormatDuration(options_.recv_timeout),
-                                                          " for data from chip ", peer, " (job ", options_.job, ")"));
+                                                          " for data from chip ", peer, " (",
+                                                          RunName(options_.job), ")"));
         }
         run_cv_.wait_for(lock, std::chrono::milliseconds(1));  // its frame came just now: the hook is being called
       }

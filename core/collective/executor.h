@@ -16,6 +16,7 @@
 #include "core/host/chip_result.h"
 #include "core/host/run_options.h"
 #include "core/wire/job_abort.h"
+#include "core/wire/run_number.h"
 #include "core/pod/link_clock.h"
 #include "core/collective/transit_bytes.h"
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/field.h"
+#include "core/base/units.h"
 #include "core/pod/host_memory.h"
 #include "core/base/units.h"
 
@@ -224,9 +225,10 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
     return absl::InvalidArgumentError(
         absl::StrCat(Field("dtype"), ": element size ", spec.dtype_bytes, " bytes is not supported; allowed: bf16, f32"));
   }
-  if (spec.chunk_bytes < 1024 || spec.chunk_bytes % 4 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk size ", spec.chunk_bytes, " bytes: must be a multiple of 4 and at least 1 KiB"));
+  if (spec.chunk_bytes < 1024 || spec.chunk_bytes > kMaxChunkBytes || spec.chunk_bytes % 4 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(Field("chunk"), " ", FormatBytes(spec.chunk_bytes), " (",
+                                                   spec.chunk_bytes,
+                                                   " bytes): a multiple of 4 bytes from 1KiB to 4MiB allowed"));
   }
 
   std::vector<int> sizes;

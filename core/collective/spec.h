@@ -21,6 +21,10 @@ absl::StatusOr<RingAlgorithm> ParseAlgorithm(const std::string& name);
 absl::StatusOr<std::vector<Axis>> ParseAxes(const std::string& csv);
 std::string AxesName(const std::vector<Axis>& axes);
 
+// The largest wire chunk: a frame carries one, and a peer stream takes
+// messages of up to 8 MiB (services/grpc_fabric.cc).
+inline constexpr uint64_t kMaxChunkBytes = 4 << 20;
+
 struct CollectiveSpec {
   static constexpr char kKind[] = "collective";
   CollectiveOp op = CollectiveOp::kAllGather;
@@ -29,7 +33,7 @@ struct CollectiveSpec {
   RingAlgorithm algorithm = RingAlgorithm::kAuto;
   int dtype_bytes = 2;         // emulated element size (bf16 = 2, f32 = 4)
   uint64_t seed = 1;
-  uint64_t chunk_bytes = 1 << 20;  // host bytes per wire chunk
+  uint64_t chunk_bytes = 1 << 20;  // host bytes per wire chunk, 1 KiB to kMaxChunkBytes
   int num_slices = 0;              // slices it runs on (0: all the pod's); fewer leave the rest to other jobs
   Faults faults = {};              // slow links and stragglers (issue 17), in the chip numbers it sees
   int fault_step = 0;              // the step whose down links the plan avoids (a training job's)

@@ -65,12 +65,16 @@ struct JobRecord {
   // (Scheduler: a checkpoint resumes only under the same; empty: unknown).
   std::string checkpoint_layout;
   int restarts = 0;
+  int automatic_restarts = 0;  // of those, by max_restarts (what it caps); the others by `tpuemu resume`
   std::string restart_reason;
   // Where it runs, and when it last started (0: not yet).
   Placement placement;
   double started_unix_s = 0;
-  // Its place in the queue: higher first, submit order among equals.
+  // Its place in the queue: higher first, submit order among equals; a job
+  // resumed because the coordinator restarted while it ran goes ahead of
+  // all (and stays so through another restart while it waits).
   int priority = 0;
+  bool queued_ahead = false;
 };
 
 }  // namespace tpuemu

@@ -26,10 +26,9 @@ struct MatmulSpec {
 
 // Wire chunks a matmul's collectives may use (`tpuemu matmul --chunk`): below
 // 4 KiB per-chunk overhead swamps the data (1 B would send a frame per
-// byte); above 4 MiB a chunk with its frame header nears gRPC's 8 MiB
-// message limit. Chunks hold whole fp32 elements.
+// byte); at most a collective's kMaxChunkBytes. Chunks hold whole fp32
+// elements.
 inline constexpr uint64_t kMinChunkBytes = 4 << 10;
-inline constexpr uint64_t kMaxChunkBytes = 4 << 20;
 
 absl::StatusOr<MatmulPlan> PlanMatmulSpec(const MatmulSpec& spec, const Topology& topo);
 

@@ -7,7 +7,7 @@
 #include "core/tensor/blis_kernel.h"
 #include "core/pod/host_memory.h"
 #include "core/host/job.h"
-#include "core/host/run_number.h"
+#include "core/wire/run_number.h"
 #include "core/train/checkpoint.h"
 
 namespace tpuemu {
@@ -106,7 +106,7 @@ absl::Status HostTrainer::WorkerFaultsAt(int step) {
       return absl::FailedPreconditionError(absl::StrCat(
           fault.Describe(), ": kill_worker and pause_worker need a pod of worker processes (tpuemu cluster up)"));
     }
-    // A resumed attempt (core/host/run_number.h) runs on: the fault happened once.
+    // A resumed attempt (core/wire/run_number.h) runs on: the fault happened once.
     if (!FirstAttempt(options_.job)) continue;
     worker_fault_action_(fault);
   }

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "core/wire/run_number.h"
 #include "spdlog/spdlog.h"
 
 namespace tpuemu {
@@ -128,7 +129,7 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
     waiters.keys.erase(waiting);
     if (timed_out && !frames_.count(key) && !aborted_.count(job)) {
       return absl::DeadlineExceededError(absl::StrCat("chip ", dst, " waited ", absl::FormatDuration(timeout),
-                                                      " for data from chip ", src, " (job ", job, ")"));
+                                                      " for data from chip ", src, " (", RunName(job), ")"));
     }
   }
 }

@@ -2,7 +2,7 @@
 """Hostile input to the CLI, refused with exit 2 and a message naming what
 was wrong, without a pod: job files whose keys are lists or maps, job files
 larger than the 1 MiB limit (a huge file, /dev/zero), and absurd matmul
---chunk sizes."""
+--chunk sizes (matmul's and a collective's)."""
 
 import os
 import shutil
@@ -95,6 +95,23 @@ class MatmulChunkTest(Pod):
         for chunk in ("4KiB", "4MiB", "64KiB"):
             r = self.cli("matmul", *self.EXPR, "--chunk", chunk)
             self.assertEqual(r.returncode, 0, f"--chunk {chunk}: {r.stderr}")
+
+
+class CollectiveChunkTest(Pod):
+    def bench(self, chunk, size="64KiB"):
+        return self.cli("bench", "collective", "--op", "all-gather", "--axes", "x", "--bytes", size, "--chunk", chunk)
+
+    def test_a_chunk_a_peer_stream_cannot_carry_is_refused_naming_the_flag(self):
+        # A 16 MiB chunk once went out as a message past the peer streams' 8 MiB
+        # limit, and every chip waited 2 minutes for it.
+        self.up("--topology", "v5p:8", "--chips-per-host", "4")
+        for chunk in ("1001", "512", "5MiB", "16MiB"):
+            r = self.bench(chunk)
+            self.assertNotEqual(r.returncode, 0, f"--chunk {chunk}: {r.stdout}")
+            self.assertIn(f"--chunk {chunk}", r.stderr)
+            self.assertIn("a multiple of 4 bytes from 1KiB to 4MiB allowed", r.stderr)
+        r = self.bench("4MiB", size="16MiB")
+        self.assertEqual(r.returncode, 0, r.stderr)
 
 
 if __name__ == "__main__":

@@ -211,6 +211,51 @@ class JobStoreTest(Pod):
         self.assertEqual(self.integrity(), "ok")
 
 
+    def wait_checkpoint(self, job_id):
+        deadline = time.time() + 60
+        while json.loads(self.status_json(job_id)).get("checkpoint_step", 0) == 0:
+            self.assertLess(time.time(), deadline, "no checkpoint within 60 s")
+            time.sleep(0.1)
+
+    def test_a_users_resume_leaves_max_restarts_to_lost_workers(self):
+        self.up(*TOPOLOGY)
+        job_id = self.submit(self.write("mine.yaml", job_text("mine", 100000) + "checkpoint_every: 2\nmax_restarts: 1\n"))
+        self.wait_checkpoint(job_id)
+        self.assertEqual(self.cli("cancel", job_id).returncode, 0)
+        self.assertEqual(self.cli("resume", job_id).returncode, 0)
+        job = json.loads(self.status_json(job_id))
+        self.assertEqual((job["restarts"], job.get("automatic_restarts", 0)), (1, 0))
+        deadline = time.time() + 60
+        while json.loads(self.status_json(job_id))["state"] != "running":
+            self.assertLess(time.time(), deadline, "the resumed job did not start in 60 s")
+            time.sleep(0.1)
+        # A lost worker: max_restarts' one restart is still there to take.
+        os.kill(self.pids()[2], signal.SIGKILL)
+        deadline = time.time() + 30
+        while json.loads(self.status_json(job_id))["state"] != "pending":
+            self.assertLess(time.time(), deadline, f"not restarted: {self.status_json(job_id)}")
+            time.sleep(0.1)
+        job = json.loads(self.status_json(job_id))
+        self.assertEqual((job["restarts"], job["automatic_restarts"]), (2, 1))
+        self.assertIn("restart 1 of 1 (max_restarts)", job["restart_reason"])
+        self.assertEqual(self.cli("cancel", job_id).returncode, 0)
+
+    def test_a_job_resumed_ahead_stays_ahead_through_another_restart(self):
+        self.up(*TOPOLOGY)
+        resumed = self.submit(self.write("ahead.yaml", job_text("ahead", 100000) + "checkpoint_every: 2\nmax_restarts: 2\n"))
+        self.wait_checkpoint(resumed)
+        r = self.cli("submit", self.write_job("urgent", 3), "--priority", "10")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        urgent = r.stdout.split()[0]
+        # Both wait for a worker that is gone, so the queue's order shows.
+        self.kill_coordinator()
+        os.kill(self.pids()[2], signal.SIGKILL)
+        for _ in range(2):
+            self.cli("cluster", "restart-coordinator", "--timeout", "5")  # not ready: a worker is gone
+            positions = {i: json.loads(self.status_json(i))["queue_position"] for i in (resumed, urgent)}
+            self.assertEqual(positions, {resumed: 1, urgent: 2})
+        self.assertEqual(self.cli("cancel", resumed).returncode, 0)
+
     def test_checkpointed_job_resumes_after_a_killed_worker_and_a_killed_coordinator(self):
         self.up(*TOPOLOGY)
         text = job_text("ckpt", 40).replace("emb_dim: 256", "emb_dim: 512") + "checkpoint_every: 5\nmax_restarts: 1\n"
@@ -266,10 +311,7 @@ class JobStoreTest(Pod):
         self.env["TPUEMU_KEEP_FINISHED_JOBS"] = "1"
         self.up(*TOPOLOGY)
         job_id = self.submit(self.write("kept.yaml", job_text("kept", 100000) + "checkpoint_every: 2\n"))
-        deadline = time.time() + 60
-        while json.loads(self.status_json(job_id)).get("checkpoint_step", 0) == 0:
-            self.assertLess(time.time(), deadline, "no checkpoint within 60 s")
-            time.sleep(0.1)
+        self.wait_checkpoint(job_id)
         self.assertEqual(self.cli("cancel", job_id).returncode, 0)
         number = job_id.split("-")[1]
         checkpoints = os.path.join(self.home, "checkpoints", f"job-{number}")

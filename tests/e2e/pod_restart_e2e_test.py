@@ -83,8 +83,15 @@ class PodRestartTest(Pod):
         self.wait_ready(timeout=30)
         self.assertEqual(json.loads(self.cli("cluster", "status", "--json").stdout)["registered_workers"], 4)
         self.assert_runs_a_job()
-        restarted.send_signal(signal.SIGTERM)
+        # `cluster down` stops it too, and it records its running job as
+        # interrupted, as the coordinator `cluster up` started would.
+        job_id = self.submit_long_job()
+        r = self.cli("cluster", "down")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("1 started by hand", r.stdout)
         restarted.wait(timeout=15)
+        self.up(*TOPOLOGY)  # its data directory is free again
+        self.assertEqual(json.loads(self.cli("status", job_id, "--json").stdout)["state"], "interrupted")
 
     def test_restart_coordinator_records_it_and_the_pod_runs_jobs(self):
         self.up(*TOPOLOGY)
@@ -212,7 +219,7 @@ class PodRestartTest(Pod):
         r = self.cli("cluster", "down")
         self.assertEqual(r.returncode, 0, r.stderr)
         by_hand.wait(timeout=15)  # stopped by cluster down, not left running
-        self.assertIn("1 worker(s) started by hand", r.stdout)
+        self.assertIn("1 started by hand", r.stdout)
 
 
 if __name__ == "__main__":

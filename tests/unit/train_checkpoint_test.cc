@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/host/run_number.h"
+#include "core/wire/run_number.h"
 #include "core/job/inprocess_pod.h"
 #include "core/train/host.h"
 #include "core/train/job.h"
