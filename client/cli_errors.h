@@ -4,11 +4,16 @@
 #pragma once
 
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/interrupt.h"
+#include "core/base/utf8.h"
 #include "services/flag_names.h"
 
 namespace tpuemu {
@@ -21,9 +26,18 @@ inline absl::Status SayingTheDefaultChipsPerHost(const absl::Status& s, int chip
                       absl::StrCat(s.message(), " (", chips_per_host, " is the default: give --chips-per-host N)"));
 }
 
+// `message` safe on a terminal, its lines kept: errors quote what a job
+// file or a flag held, and an escape sequence there must not reach the
+// terminal (core/base/utf8.h).
+inline std::string TerminalSafe(const std::string& message) {
+  std::vector<std::string> lines = absl::StrSplit(message, '\n');
+  for (std::string& line : lines) line = PrintableText(line);
+  return absl::StrJoin(lines, "\n");
+}
+
 inline int Fail(const absl::Status& s) {
   AwaitInterruptExit();  // an interrupt being handled owns the ending
-  std::cerr << "error: " << WithFlagNames(s.message()) << "\n";
+  std::cerr << "error: " << TerminalSafe(WithFlagNames(s.message())) << "\n";
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 

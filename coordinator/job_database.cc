@@ -192,11 +192,13 @@ absl::StatusOr<JobDatabase::Contents> JobDatabase::Load() {
     v1::Job job;
     if (!job.ParseFromString(jobs.Blob(1))) {
       out.unreadable.push_back(absl::StrCat("job number ", number, ": its record does not parse"));
+      out.skipped_jobs[number] = "its record does not parse";
       continue;
     }
     auto record = RecordFromProto(job, number);
     if (!record.ok()) {
       out.unreadable.push_back(absl::StrCat(job.id(), ": ", record.status().message()));
+      out.skipped_jobs[number] = std::string(record.status().message());
       continue;
     }
     Statement steps(db_, "SELECT step, report FROM steps WHERE number = ? ORDER BY step");
@@ -205,7 +207,14 @@ absl::StatusOr<JobDatabase::Contents> JobDatabase::Load() {
       v1::TrainStep step;
       if (record->steps.empty()) record->steps_dropped = steps.Int(0);
       if (!step.ParseFromString(steps.Blob(1))) {
-        out.unreadable.push_back(absl::StrCat(job.id(), ": step ", steps.Int(0), " does not parse"));
+        // Steps are kept contiguous, the first ones dropped (as retention
+        // drops them): this one and those before it go, rather than showing
+        // as a step of zeros.
+        out.unreadable.push_back(absl::StrCat(job.id(), ": step ", steps.Int(0), " does not parse (it and the steps "
+                                              "before it are not shown)"));
+        record->steps.clear();
+        record->steps_dropped = steps.Int(0) + 1;
+        continue;
       }
       record->steps.push_back(StepFromProto(std::move(step)));
     }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ class JobDatabase {
     uint64_t next_number = 1;     // numbers already given stay given
     uint64_t finished_dropped = 0;
     std::vector<std::string> unreadable;  // rows skipped, and why (left in the file)
+    std::map<uint64_t, std::string> skipped_jobs;  // of those, the jobs' records, by number: why
   };
   absl::StatusOr<Contents> Load();
 

@@ -22,6 +22,7 @@ absl::StatusOr<JobStore::Restored> JobStore::Restore(const std::string& why) {
   for (const std::string& row : contents->unreadable) spdlog::error("{}: skipped {}", db_->path(), row);
   std::lock_guard<std::mutex> lock(mu_);
   next_number_ = contents->next_number;
+  skipped_ = contents->skipped_jobs;
   finished_dropped_ = contents->finished_dropped;
   std::vector<JobRecord> finished;
   for (JobRecord& r : contents->jobs) {
@@ -91,8 +92,13 @@ JobStore::Listing JobStore::List() const {
 
 absl::Status JobStore::MissingLocked(const std::string& id) const {
   uint64_t number = 0;
-  if (absl::StartsWith(id, "job-") && absl::SimpleAtoi(id.substr(4), &number) && number > 0 &&
-      number < next_number_) {
+  const bool numbered = absl::StartsWith(id, "job-") && absl::SimpleAtoi(id.substr(4), &number) && number > 0;
+  if (auto skipped = skipped_.find(number); numbered && skipped != skipped_.end()) {
+    return absl::DataLossError(absl::StrCat("job '", id, "': its record in the job store could not be read when the "
+                                            "coordinator started (", skipped->second,
+                                            "), so it was left out; the row stays in the file"));
+  }
+  if (numbered && number < next_number_) {
     return absl::NotFoundError(absl::StrCat("job '", id, "' finished and its record was dropped: the coordinator keeps ",
                                             "the last ", retention_.finished_jobs, " finished jobs"));
   }

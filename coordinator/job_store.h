@@ -108,6 +108,7 @@ class JobStore {
   uint64_t finished_dropped_ = 0;
   int64_t trace_spans_ = 0;  // kept in all jobs' traces
   uint64_t next_number_ = 1;
+  std::map<uint64_t, std::string> skipped_;  // records the database held but could not read: why
   bool closed_ = false;
 };
 

@@ -304,6 +304,12 @@ absl::StatusOr<std::vector<MeshPlan>> PlanMeshes(const PlanRequest& request, con
     return absl::InvalidArgumentError(
         absl::StrCat("batch tokens ", request.batch_tokens, ": give the global batch in tokens, e.g. 3M"));
   }
+  if (request.batch_tokens < topo.num_chips()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch tokens ", request.batch_tokens, ": fewer than the pod's ", topo.num_chips(),
+        " chips, so a mesh that shards the batch over them leaves chips without a token, and every per-chip "
+        "figure reads 0; give at least ", topo.num_chips(), " (real global batches are millions of tokens, e.g. 3M)"));
+  }
   std::vector<Shape> axes;
   for (Axis a : {Axis::kX, Axis::kY, Axis::kZ}) {
     if (topo.AxisSize(a) > 1) axes.push_back({AxisName(a), topo.AxisSize(a), topo.AxisWraps(a)});

@@ -303,6 +303,10 @@ class JobStoreTest(Pod):
         self.restart_coordinator()
         self.wait_finished([killed_coordinator], timeout=300)
         assert_same_as_whole(killed_coordinator, "the coordinator restarted")
+        # Its trace holds the steps this coordinator ran, and says so.
+        r = self.cli("trace", killed_coordinator, "-o", os.path.join(self.home, "resumed.json"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("are not in it, as they ran before the coordinator's last restart", r.stdout + r.stderr)
         # Finished jobs leave no checkpoint behind.
         self.assertEqual(os.listdir(os.path.join(self.home, "checkpoints")), [])
 

@@ -1,6 +1,8 @@
 // The CLI shows core's errors with its own flag names.
 #include "services/flag_names.h"
 
+#include "client/cli_errors.h"
+
 #include "core/collective/plan.h"
 #include "core/collective/spec.h"
 #include "core/matmul/spec.h"
@@ -44,6 +46,13 @@ TEST(FlagNamesTest, EveryMentionOfAFieldIsMapped) {
 TEST(FlagNamesTest, TextThatNamesNoFieldIsLeftAsItIs) {
   EXPECT_EQ(WithFlagNames("bytes 12: `tpuemu reference` and `bytes_per_chip`"),
             "bytes 12: `tpuemu reference` and `bytes_per_chip`");
+}
+
+// A job file's bytes quoted in an error reach the terminal as text, never as
+// an escape sequence; the message's own lines stay lines.
+TEST(FlagNamesTest, AnErrorQuotingControlBytesIsSafeOnATerminal) {
+  EXPECT_EQ(TerminalSafe("emb_dim: '\x1b]0;pwned\x07\x1b[31mRED' is not a whole number\nsecond line"),
+            "emb_dim: '\\x1B]0;pwned\\x07\\x1B[31mRED' is not a whole number\nsecond line");
 }
 
 }  // namespace

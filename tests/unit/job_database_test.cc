@@ -170,6 +170,42 @@ TEST_F(JobDatabaseTest, KeepsTheLatestStepsOnDiskAsInMemory) {
   EXPECT_EQ(job.steps(1).step(), 4);
 }
 
+// Rows damaged in the file: a step that does not parse is not shown as a
+// step of zeros (it and those before it count as dropped), and a record that
+// does not parse is said as such, not as one retention dropped.
+TEST_F(JobDatabaseTest, DamagedRowsAreLeftOutAndSaidAsSuch) {
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->Restore("unused").ok());
+    const std::string id = store->Add(AllGather(1 << 20))->id;
+    for (int step = 0; step < 5; ++step) {
+      StepReport s;
+      s.step = step;
+      store->AddStep(id, s);
+    }
+    ASSERT_TRUE(store->Add(AllGather(1 << 20)).ok());
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/jobs.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE steps SET report = x'ffffffff' WHERE number = 1 AND step = 2", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE jobs SET record = x'ffffffff' WHERE number = 2", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Restore("unused").ok());
+  const v1::Job job = ToProto(*store->Get("job-1"));
+  EXPECT_EQ(job.steps_dropped(), 3);
+  ASSERT_EQ(job.steps_size(), 2);
+  EXPECT_EQ(job.steps(0).step(), 3);
+  auto damaged = store->Get("job-2");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_THAT(damaged.status().message(), HasSubstr("could not be read when the coordinator started"));
+}
+
 TEST_F(JobDatabaseTest, OneCoordinatorPerDirectory) {
   auto first = JobDatabase::Open(dir_);
   ASSERT_TRUE(first.ok()) << first.status();

@@ -234,6 +234,16 @@ TEST(PlanSeedTest, DcnCountsInTheCriticalBatchAndEveryClauseAgreesWithTheVerdict
   EXPECT_NE(fsdp.why.find("compute-bound from"), std::string::npos) << fsdp.why;
 }
 
+// A batch smaller than the pod has chips printed per-chip batches of 0 and
+// ranked meshes on them.
+TEST(PlanSeedTest, ABatchOfFewerTokensThanChipsIsRefused) {
+  const Topology topo = Pod("v5p:16x16");
+  auto few = PlanMeshes({*ModelPreset("llama2-13b"), 255}, topo);
+  ASSERT_FALSE(few.ok());
+  EXPECT_NE(few.status().message().find("fewer than the pod's 256 chips"), std::string::npos) << few.status();
+  EXPECT_TRUE(PlanMeshes({*ModelPreset("llama2-13b"), 256}, topo).ok());
+}
+
 TEST(PlanSeedTest, BadModelsAreRefusedNamingTheKey) {
   EXPECT_NE(ModelPreset("llama9").status().message().find("presets: llama2-13b"), std::string::npos);
   auto bad_key = ParseModelYaml("model: llama2-13b\nbase_emb: 4096\n", "m.yaml");
