@@ -42,6 +42,10 @@ class GrpcFabric::PeerStream final : public PeerQueue::Tag {
   }
 
   const std::string& peer() const { return peer_; }
+  bool broken() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return broken_;
+  }
 
   // Ends the stream; frames not yet written fail.
   void Cancel() {
@@ -158,6 +162,7 @@ void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
 }
 
 void GrpcFabric::Disconnect() {
+  abort_in_->store(nullptr);  // no job uses the links now
   std::map<std::pair<int, int>, Link> closing;
   std::vector<Link> retired;
   {
@@ -201,6 +206,15 @@ void GrpcFabric::FreeWhenDone(std::vector<Link>& links) {
 absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
   std::lock_guard<std::mutex> lock(mu_);
   Link& slot = links_[{src, dst}];
+  // A stream whose call failed while its connection stays up (the peer
+  // refused a message) is replaced for the frames that follow; one to a
+  // peer that is gone fails them at once until the pod is configured again.
+  if (slot.stream && slot.stream->broken() && slot.channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY) {
+    slot.stream->Cancel();
+    retired_.push_back(slot);
+    slot.stream = std::make_shared<PeerStream>(slot.channel, queue_, slot.stream->peer());
+    return slot;
+  }
   if (slot.stream) return slot;
   const int host = topo_.HostOf(dst);
   auto it = addresses_.find(host);
@@ -269,6 +283,7 @@ std::string WhyNotConnected(const std::shared_ptr<grpc::Channel>& channel) {
 absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_chips, const std::vector<int>& job_chips,
                                 absl::Duration within) {
   local_ = &local;
+  abort_in_->store(&local);
   const auto in_job = [&](int chip) {
     return job_chips.empty() || std::binary_search(job_chips.begin(), job_chips.end(), chip);
   };
@@ -311,7 +326,16 @@ void GrpcFabric::Send(Frame&& frame, SentFn sent) {
   }
   auto link = LinkFor(frame.header.pod_src_chip(), dst);
   if (!link.ok()) return sent(link.status());
-  link->stream->Send(EncodeFrame(std::move(frame)), std::move(sent));
+  // A frame that could not leave fails its job here at once: the chips
+  // waiting for it downstream would otherwise wait out their receive timeout
+  // (2 minutes), and the chip that sent it learns only when its step ends.
+  const uint64_t job = frame.header.job;
+  link->stream->Send(EncodeFrame(std::move(frame)),
+                     [abort_in = abort_in_, job, sent = std::move(sent)](absl::Status status) {
+                       Mailbox* local = abort_in->load();
+                       if (!status.ok() && local != nullptr) local->AbortJob(job, absl::AbortedError(status.message()));
+                       sent(std::move(status));
+                     });
 }
 
 absl::Status GrpcFabric::Deliver(Frame&& frame) { return SendAndWait(std::move(frame)); }

@@ -5,6 +5,7 @@
 // over and goes on.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,10 @@ class GrpcFabric : public HostFabric {
   std::map<int, std::string> addresses_;
   std::shared_ptr<PeerQueue> queue_;
   Mailbox* local_ = nullptr;
+  // Where a frame that could not leave aborts its job: local_ from Connect
+  // until Disconnect. Shared with the streams' callbacks, which a stream
+  // left to gRPC may call after the fabric is gone.
+  std::shared_ptr<std::atomic<Mailbox*>> abort_in_ = std::make_shared<std::atomic<Mailbox*>>(nullptr);
   std::mutex mu_;
   std::map<std::pair<int, int>, Link> links_;
   // Links of hosts that moved, cancelled: freed when the fabric is idle

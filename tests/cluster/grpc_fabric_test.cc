@@ -116,6 +116,25 @@ TEST_F(GrpcFabricTest, AfterThePeerIsGoneEveryFrameIsToldItCouldNotLeaveNamingTh
   fabric_->Disconnect();
 }
 
+// A frame the peer refuses (past its 8 MiB messages) breaks its stream with
+// the connection still up: its job fails on this host at once, not after
+// the receive timeout, and the frames after it go on a new stream (they
+// waited out two minutes each, job after job).
+TEST_F(GrpcFabricTest, AFrameThePeerRefusesAbortsItsJobAndTheNextFramesGoOnANewStream) {
+  constexpr uint64_t kJob = 7;
+  mailbox_.OpenJob(kJob, uint64_t{1} << 30);
+  Frame big = Numbered(1000, (9 << 20) / sizeof(float));
+  big.header.job = kJob;
+  ASSERT_FALSE(fabric_->Deliver(std::move(big)).ok());
+  const auto started = std::chrono::steady_clock::now();
+  auto waited = mailbox_.Take(kJob, 0, 1, 1, absl::Seconds(60));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  ASSERT_FALSE(waited.ok());
+  EXPECT_EQ(waited.status().code(), absl::StatusCode::kAborted) << waited.status();
+  EXPECT_NE(waited.status().message().find("link chip 0 -> chip 1"), std::string::npos) << waited.status();
+  for (const absl::Status& s : SendAll(0, 8)) EXPECT_TRUE(s.ok()) << s;
+}
+
 TEST_F(GrpcFabricTest, AFabricLetGoOfInThePeerQueuesOwnThreadClosesWithoutWaitingForIt) {
   // A worker's last hold on a replaced pod can go where a frame is
   // delivered: the fabric then closes in the queue's thread, with a write
