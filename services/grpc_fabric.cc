@@ -210,6 +210,8 @@ absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
   // refused a message) is replaced for the frames that follow; one to a
   // peer that is gone fails them at once until the pod is configured again.
   if (slot.stream && slot.stream->broken() && slot.channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY) {
+    // Safe under mu_: a broken stream holds no frames (its failed write
+    // failed them all, and it refuses more), so cancelling calls nothing back.
     slot.stream->Cancel();
     retired_.push_back(slot);
     slot.stream = std::make_shared<PeerStream>(slot.channel, queue_, slot.stream->peer());

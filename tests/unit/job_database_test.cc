@@ -46,6 +46,16 @@ class JobDatabaseTest : public ::testing::Test {
     return JobSpec(spec);
   }
 
+  // A collective job with `steps` step reports, 0 up.
+  static void AddJobWithSteps(JobStore& store, int steps) {
+    const std::string id = store.Add(AllGather(1 << 20))->id;
+    for (int step = 0; step < steps; ++step) {
+      StepReport s;
+      s.step = step;
+      store.AddStep(id, s);
+    }
+  }
+
   // Every record as users see it, bytes and all (maps in key order).
   static std::vector<std::string> Published(const JobStore& store) {
     std::vector<std::string> out;
@@ -154,12 +164,7 @@ TEST_F(JobDatabaseTest, KeepsTheLatestStepsOnDiskAsInMemory) {
   {
     auto store = OpenStore(retention);
     ASSERT_TRUE(store->Restore("unused").ok());
-    const std::string id = store->Add(AllGather(1 << 20))->id;
-    for (int step = 0; step < 5; ++step) {
-      StepReport s;
-      s.step = step;
-      store->AddStep(id, s);
-    }
+    AddJobWithSteps(*store, 5);
   }
   auto store = OpenStore(retention);
   ASSERT_TRUE(store->Restore("unused").ok());
@@ -177,12 +182,7 @@ TEST_F(JobDatabaseTest, DamagedRowsAreLeftOutAndSaidAsSuch) {
   {
     auto store = OpenStore();
     ASSERT_TRUE(store->Restore("unused").ok());
-    const std::string id = store->Add(AllGather(1 << 20))->id;
-    for (int step = 0; step < 5; ++step) {
-      StepReport s;
-      s.step = step;
-      store->AddStep(id, s);
-    }
+    AddJobWithSteps(*store, 5);
     ASSERT_TRUE(store->Add(AllGather(1 << 20)).ok());
   }
   {
