@@ -1,9 +1,11 @@
 #include "client/cluster_commands.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -195,14 +197,21 @@ bool HasFlag(const std::vector<std::string>& argv, const std::string& flag, cons
   return false;
 }
 
+bool IsCoordinator(const std::vector<std::string>& argv) {
+  return std::filesystem::path(argv[0]).filename() == "tpuemu-coordinator";
+}
+
 // Processes of the pod that its file does not know, started by hand: workers
-// pointing at the pod's coordinator, and a coordinator started again on its
-// address (as docs/deploy.md's restart by hand does).
+// pointing at the pod's coordinator, and a coordinator started again with
+// its command line (docs/deploy.md's restart by hand): on its address and
+// its job store here, not another pod's that took the port since.
 std::vector<StartedProcess> UnrecordedProcesses(const PodState& state) {
   auto all = FindProcesses([&](const std::vector<std::string>& argv) {
-    const auto name = std::filesystem::path(argv[0]).filename();
-    return (name == "tpuemu-worker" && HasFlag(argv, "--coordinator", state.coordinator)) ||
-           (name == "tpuemu-coordinator" && HasFlag(argv, "--listen", state.coordinator));
+    if (IsCoordinator(argv)) {
+      return HasFlag(argv, "--listen", state.coordinator) && HasFlag(argv, "--data-dir", StateDir() + "/jobs");
+    }
+    return std::filesystem::path(argv[0]).filename() == "tpuemu-worker" &&
+           HasFlag(argv, "--coordinator", state.coordinator);
   });
   std::vector<StartedProcess> unrecorded;
   for (const StartedProcess& p : all) {
@@ -245,19 +254,25 @@ int ClusterDown() {
   if (!state.ok()) return Fail(state.status());  // a damaged pod file: say so, stop nothing
   // Only processes that are still the ones recorded: a PID of a process that
   // exited may belong to anything by now.
-  std::vector<StartedProcess> ours;
-  for (const StartedProcess& p : state->processes()) {
-    if (IsRunning(p)) ours.push_back(p);
+  std::vector<StartedProcess> coordinators, workers;
+  const std::vector<StartedProcess> recorded = state->processes();  // the coordinator first
+  for (size_t i = 0; i < recorded.size(); ++i) {
+    if (IsRunning(recorded[i])) (i == 0 ? coordinators : workers).push_back(recorded[i]);
   }
-  const size_t gone = state->processes().size() - ours.size();
+  const size_t gone = recorded.size() - coordinators.size() - workers.size();
   const std::string unfinished = UnfinishedJobs(state->coordinator);
   const std::vector<StartedProcess> by_hand = UnrecordedProcesses(*state);
-  // A coordinator first: it records its running jobs as interrupted on
-  // SIGTERM, before its workers' ends could fail them.
-  ours.insert(ours.begin(), by_hand.begin(), by_hand.end());
-  const int killed = StopProcesses(ours, 5);
+  for (const StartedProcess& p : by_hand) (IsCoordinator(p.argv) ? coordinators : workers).push_back(p);
+  // The coordinator first, with a head start: on SIGTERM it records its
+  // running jobs as interrupted (it looks every 200 ms), which its workers'
+  // ends would otherwise fail. Not waited for: its shutdown may wait on them.
+  SignalTerm(coordinators);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::vector<StartedProcess> all = coordinators;
+  all.insert(all.end(), workers.begin(), workers.end());
+  const int killed = StopProcesses(all, 5);
   RemovePodState();
-  std::cout << "stopped " << ours.size() << " processes of the pod " << state->topology
+  std::cout << "stopped " << all.size() << " processes of the pod " << state->topology
             << (by_hand.empty() ? "" : absl::StrCat(" (", by_hand.size(), " started by hand)"))
             << (killed ? absl::StrCat(" (", killed, " needed SIGKILL)") : "")
             << (gone ? absl::StrCat("; ", gone, " recorded process(es) had already exited and were left alone") : "")

@@ -103,7 +103,7 @@ bool IsRunning(const StartedProcess& p) {
   return ReadStat(p.pid, state, start_ticks) && state != 'Z' && start_ticks == p.start_ticks;
 }
 
-int StopProcesses(const std::vector<StartedProcess>& processes, double grace_s) {
+std::vector<StartedProcess> SignalTerm(const std::vector<StartedProcess>& processes) {
   std::vector<StartedProcess> ours;
   for (const StartedProcess& p : processes) {
     if (IsRunning(p)) {
@@ -114,6 +114,11 @@ int StopProcesses(const std::vector<StartedProcess>& processes, double grace_s) 
       ours.push_back(p);
     }
   }
+  return ours;
+}
+
+int StopProcesses(const std::vector<StartedProcess>& processes, double grace_s) {
+  const std::vector<StartedProcess> ours = SignalTerm(processes);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(grace_s * 1000));
   while (std::chrono::steady_clock::now() < deadline) {
     bool any = false;

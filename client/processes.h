@@ -31,6 +31,9 @@ absl::StatusOr<StartedProcess> SpawnDetached(const std::vector<std::string>& arg
 // The process is alive (not a zombie) and is the one recorded, not a later
 // process that got its PID.
 bool IsRunning(const StartedProcess& p);
+// SIGTERM (and SIGCONT, for a stopped one) to those of `processes` that are
+// still the recorded ones, without waiting; returns them.
+std::vector<StartedProcess> SignalTerm(const std::vector<StartedProcess>& processes);
 // SIGTERM, then SIGKILL after grace_s, to those of `processes` that are
 // still the recorded ones (others are left alone); returns how many needed
 // SIGKILL.

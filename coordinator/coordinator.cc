@@ -140,10 +140,7 @@ absl::Status Coordinator::Heartbeat(int global_host, uint64_t incarnation, uint6
 std::vector<uint64_t> Coordinator::ForgottenJobs(const std::vector<uint64_t>& jobs) {
   std::vector<uint64_t> forgotten;
   for (uint64_t job : jobs) {
-    // Only a failed, cancelled or interrupted job resumes; a pending or
-    // running one (resumed, or about to write) uses its checkpoints.
-    const auto state = store_.State(absl::StrCat("job-", job));
-    if (!state || *state == JobState::kSucceeded) forgotten.push_back(job);
+    if (store_.Forgotten(job)) forgotten.push_back(job);
   }
   return forgotten;
 }

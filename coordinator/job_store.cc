@@ -72,11 +72,11 @@ absl::StatusOr<JobRecord> JobStore::Get(const std::string& id) const {
   return it->second.record;
 }
 
-std::optional<JobState> JobStore::State(const std::string& id) const {
+bool JobStore::Forgotten(uint64_t number) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return std::nullopt;
-  return it->second.record.state;
+  if (number == 0 || number >= next_number_ || skipped_.count(number)) return false;
+  auto it = jobs_.find(absl::StrCat("job-", number));
+  return it == jobs_.end() || it->second.record.state == JobState::kSucceeded;
 }
 
 JobStore::Listing JobStore::List() const {

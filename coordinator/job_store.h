@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,8 +51,10 @@ class JobStore {
   // database could not record it (then there is no such job).
   absl::StatusOr<JobRecord> Add(JobSpec spec, int priority = 0);
   absl::StatusOr<JobRecord> Get(const std::string& id) const;
-  // A job's state without copying its record; none when there is no record.
-  std::optional<JobState> State(const std::string& id) const;
+  // Whether nothing will resume job `number` any more: a number this store
+  // gave whose record went (or succeeded). Not a record it could not read,
+  // nor a number it never gave (another pod's, another store's).
+  bool Forgotten(uint64_t number) const;
 
   struct Listing {
     std::vector<JobRecord> jobs;  // oldest first

@@ -1,6 +1,7 @@
 #include "coordinator/scheduler.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,13 +19,16 @@ std::string AheadText(const std::string& why, int64_t ahead, const std::string& 
                       ahead > 1 ? " first)" : ")");
 }
 
-// The job's own kill_worker and pause_worker faults set off so far: the
-// worker it lost may be one it asked to lose.
-std::string FiredWorkerFaults(const PlannedJob& planned, uint64_t run, int next_step) {
+// The job's own kill_worker and pause_worker faults set off so far on the
+// hosts that are lost now (`lost`, by the pod's host): the worker it lost may
+// be one it asked to lose. `hosts`: the pod's hosts by the job's own host ids.
+std::string FiredWorkerFaults(const PlannedJob& planned, uint64_t run, int next_step, const std::vector<int>& hosts,
+                              const std::set<int>& lost) {
   if (!FirstAttempt(run)) return "";
   std::vector<std::string> fired;
   for (const WorkerFault& f : planned.WorkerFaults()) {
-    if (f.at_step < next_step) fired.push_back(f.Describe());
+    const bool on_lost = f.host >= 0 && f.host < static_cast<int>(hosts.size()) && lost.count(hosts[f.host]);
+    if (f.at_step < next_step && on_lost) fired.push_back(f.Describe());
   }
   if (fired.empty()) return "";
   return absl::StrCat("; the job's own faults had fired: ", absl::StrJoin(fired, "; "));
@@ -215,7 +219,13 @@ void Scheduler::EndRunningLocked(Running& job, const std::string& reason, bool f
   if (job.end_requested) return;
   job.end_requested = true;
   std::string why = reason;
-  if (failed && job.worker_lost) absl::StrAppend(&why, FiredWorkerFaults(*job.planned, job.run, job.next_step));
+  if (failed && job.worker_lost) {
+    std::set<int> lost;
+    for (const RegisteredWorker& w : registry_.Workers()) {
+      if (!w.alive) lost.insert(w.host);
+    }
+    absl::StrAppend(&why, FiredWorkerFaults(*job.planned, job.run, job.next_step, job.hosts, lost));
+  }
   if (failed) {
     // Not "failed" yet: max_restarts may resume it (RunJobThread says which).
     spdlog::warn("{} stops: {}", job.id, why);
@@ -417,7 +427,8 @@ void Scheduler::RunJobThread(const Queued& job, Running* running) {
   // A lost worker: the job goes on from its latest checkpoint once the
   // worker is back (pinned to its checkpoint's hosts, if it has one), if it may.
   // Straight from running to pending: a client following it never sees it fail.
-  if (!summary.ok() && ended->worker_lost && TryRestartLocked(job, summary.status())) {
+  // Not a job the user cancelled first, whatever was lost after.
+  if (!summary.ok() && ended->worker_lost && ended->cancel_why.empty() && TryRestartLocked(job, summary.status())) {
     spdlog::info("{} queued again (max_restarts), to go on from its latest checkpoint or the start", job.id);
     return;
   }
@@ -443,7 +454,7 @@ bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure)
   if (record->automatic_restarts >= allowed) {
     if (allowed > 0) {
       store_.Update(job.id, [&](JobRecord& r) {
-        absl::StrAppend(&r.error, "; not restarted: max_restarts (", allowed, ") used up");
+        if (!r.error.empty()) absl::StrAppend(&r.error, "; not restarted: max_restarts (", allowed, ") used up");
       });
     }
     return false;

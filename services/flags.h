@@ -37,6 +37,8 @@ inline int ParseFlagsAndEnv(CLI::App& app, int argc, char** argv, const std::vec
 
 // The longest a worker keeps a finished job's memory (`--keep-memory-for`).
 inline constexpr absl::Duration kMaxKeepMemoryFor = absl::Hours(24);
+// The longest a worker keeps a forgotten job's checkpoints (`--drop-checkpoints-after`).
+inline constexpr absl::Duration kMaxDropCheckpointsAfter = absl::Hours(24 * 30);
 
 // Whether `flag` is on the command line (as `--flag V` or `--flag=V`): what
 // names a refused value, the flag or its environment twin.

@@ -162,7 +162,10 @@ void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
 }
 
 void GrpcFabric::Disconnect() {
-  abort_in_->store(nullptr);  // no job uses the links now
+  {
+    std::lock_guard<std::mutex> lock(abort_in_->mu);
+    abort_in_->mailbox = nullptr;  // no job uses the links now
+  }
   std::map<std::pair<int, int>, Link> closing;
   std::vector<Link> retired;
   {
@@ -285,7 +288,10 @@ std::string WhyNotConnected(const std::shared_ptr<grpc::Channel>& channel) {
 absl::Status GrpcFabric::Connect(Mailbox& local, const std::vector<int>& local_chips, const std::vector<int>& job_chips,
                                 absl::Duration within) {
   local_ = &local;
-  abort_in_->store(&local);
+  {
+    std::lock_guard<std::mutex> lock(abort_in_->mu);
+    abort_in_->mailbox = &local;
+  }
   const auto in_job = [&](int chip) {
     return job_chips.empty() || std::binary_search(job_chips.begin(), job_chips.end(), chip);
   };
@@ -334,8 +340,12 @@ void GrpcFabric::Send(Frame&& frame, SentFn sent) {
   const uint64_t job = frame.header.job;
   link->stream->Send(EncodeFrame(std::move(frame)),
                      [abort_in = abort_in_, job, sent = std::move(sent)](absl::Status status) {
-                       Mailbox* local = abort_in->load();
-                       if (!status.ok() && local != nullptr) local->AbortJob(job, absl::AbortedError(status.message()));
+                       if (!status.ok()) {
+                         std::lock_guard<std::mutex> lock(abort_in->mu);
+                         if (abort_in->mailbox != nullptr) {
+                           abort_in->mailbox->AbortJob(job, absl::AbortedError(status.message()));
+                         }
+                       }
                        sent(std::move(status));
                      });
 }

@@ -5,7 +5,6 @@
 // over and goes on.
 #pragma once
 
-#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,8 +48,13 @@ class GrpcFabric : public HostFabric {
   Mailbox* local_ = nullptr;
   // Where a frame that could not leave aborts its job: local_ from Connect
   // until Disconnect. Shared with the streams' callbacks, which a stream
-  // left to gRPC may call after the fabric is gone.
-  std::shared_ptr<std::atomic<Mailbox*>> abort_in_ = std::make_shared<std::atomic<Mailbox*>>(nullptr);
+  // left to gRPC may call after the fabric is gone; they abort under `mu`,
+  // so that once Disconnect has cleared it none is still using the mailbox.
+  struct AbortTarget {
+    std::mutex mu;
+    Mailbox* mailbox = nullptr;
+  };
+  std::shared_ptr<AbortTarget> abort_in_ = std::make_shared<AbortTarget>();
   std::mutex mu_;
   std::map<std::pair<int, int>, Link> links_;
   // Links of hosts that moved, cancelled: freed when the fabric is idle

@@ -4,12 +4,16 @@
 // it, a coordinator without a job store restarted) they would stay on disk for
 // good. Every so often the janitor lists the job directories under the
 // worker's checkpoint directory, asks the coordinator which of those jobs it
-// has forgotten, and deletes theirs: on a thread and a connection of its own,
-// so that neither the disk nor the question ever delays a heartbeat.
+// has forgotten, and deletes theirs once the coordinator has said so for a
+// grace period without a break (a coordinator started by mistake without its
+// job store, then again with it, costs nothing): on a thread and a
+// connection of its own, so that neither the disk nor the question ever
+// delays a heartbeat.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,18 +28,20 @@ namespace tpuemu {
 
 class CheckpointJanitor {
  public:
-  CheckpointJanitor(std::unique_ptr<Registrar> coordinator, std::string dir);
+  CheckpointJanitor(std::unique_ptr<Registrar> coordinator, std::string dir, absl::Duration grace);
   ~CheckpointJanitor();  // stops, and waits for a sweep under way
 
   // Sweeps every `every`, from `every` after now, until destroyed.
   void Start(absl::Duration every);
-  // One sweep: the jobs whose checkpoints it deleted; an error when the
-  // coordinator did not answer (nothing is deleted then).
-  absl::StatusOr<std::vector<uint64_t>> SweepOnce();
+  // One sweep at `now`: the jobs whose checkpoints it deleted; an error when
+  // the coordinator did not answer (nothing is deleted then).
+  absl::StatusOr<std::vector<uint64_t>> SweepOnce(absl::Time now);
 
  private:
   const std::unique_ptr<Registrar> coordinator_;
   const std::string dir_;
+  const absl::Duration grace_;
+  std::map<uint64_t, absl::Time> forgotten_since_;  // by the sweeps' thread only
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

@@ -117,6 +117,13 @@ int main(int argc, char** argv) {
                             "job: 6 s instead of 10-12 on a VM). Lower it on a machine short of memory"),
              "TPUEMU_KEEP_MEMORY_FOR")
       ->capture_default_str();
+  std::string drop_checkpoints_after = "10m";
+  env_option(app.add_option("--drop-checkpoints-after", drop_checkpoints_after,
+                            "how long the coordinator must have kept no record that could resume a job\n"
+                            "(retention dropped it) before this worker deletes the job's checkpoints\n"
+                            "(seconds, or with a unit: 30s, 10m); checked every 10 s"),
+             "TPUEMU_DROP_CHECKPOINTS_AFTER")
+      ->capture_default_str();
   std::string peer_congestion = kDefaultPeerCongestion;
   auto* congestion_opt =
       env_option(app.add_option("--peer-tcp-congestion", peer_congestion,
@@ -167,6 +174,12 @@ int main(int argc, char** argv) {
       ParseTimeFlag(keep_memory_for, argc, argv, "--keep-memory-for", "TPUEMU_KEEP_MEMORY_FOR", kMaxKeepMemoryFor);
   if (!keep_memory.ok()) {
     spdlog::error("{}", std::string(keep_memory.status().message()));
+    return 2;
+  }
+  auto drop_checkpoints = ParseTimeFlag(drop_checkpoints_after, argc, argv, "--drop-checkpoints-after",
+                                        "TPUEMU_DROP_CHECKPOINTS_AFTER", kMaxDropCheckpointsAfter);
+  if (!drop_checkpoints.ok()) {
+    spdlog::error("{}", std::string(drop_checkpoints.status().message()));
     return 2;
   }
   auto congestion = ChoosePeerTcpCongestion(peer_congestion, congestion_opt->count() > 0,
@@ -251,7 +264,7 @@ int main(int argc, char** argv) {
   node.AwaitRegistration();
   // A failed or cancelled job's checkpoints stay for `tpuemu resume` only as
   // long as the coordinator keeps its record.
-  CheckpointJanitor janitor(MakeGrpcRegistrar(*coordinator_address), checkpoint_dir);
+  CheckpointJanitor janitor(MakeGrpcRegistrar(*coordinator_address), checkpoint_dir, *drop_checkpoints);
   janitor.Start(absl::Seconds(10));
   // Registration waits for the coordinator on a thread of its own, so that a
   // SIGTERM meanwhile still stops the process at once.

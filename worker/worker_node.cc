@@ -113,7 +113,8 @@ absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
   if (host < 0 || host >= topo->num_hosts()) {
     return absl::InvalidArgumentError(absl::StrCat("host ", host, " is not in ", topo->Describe()));
   }
-  auto pod = std::make_shared<Pod>(Pod{*topo, make_fabric_(config, *topo, host), nullptr, nullptr});
+  // Made in place: a Pod, with its destructor, does not move.
+  std::shared_ptr<Pod> pod(new Pod{*topo, make_fabric_(config, *topo, host), nullptr, nullptr});
   pod->net = std::make_unique<HostNetwork>(*topo, topo->ChipsOfHost(host), config.time_scale, pod->fabric.get());
   // 5 s: Configure answers within the coordinator's 10 s whatever the peers do.
   if (auto s = pod->fabric->Connect(pod->net->mailbox(), pod->net->local_chips(), {}, absl::Seconds(5)); !s.ok()) {

@@ -71,6 +71,11 @@ class WorkerNode : public WorkerInterface {
 
  private:
   struct Pod {
+    // The links close before the network (and its mailbox, which a link's
+    // failed frame aborts jobs in) goes.
+    ~Pod() {
+      if (fabric) fabric->Disconnect();
+    }
     Topology topo;
     std::unique_ptr<HostFabric> fabric;
     std::unique_ptr<HostNetwork> net;

@@ -12,7 +12,6 @@
 #include "core/base/field.h"
 #include "core/base/units.h"
 #include "core/pod/host_memory.h"
-#include "core/base/units.h"
 
 namespace tpuemu {
 namespace {

@@ -147,7 +147,9 @@ std::vector<uint64_t> CheckpointedJobs(const std::string& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     uint64_t job = 0;
-    if (absl::StartsWith(name, "job-") && absl::SimpleAtoi(name.substr(4), &job) && entry.is_directory(ec)) {
+    // Named exactly as JobDir names it: "job-007" is not job 7's.
+    if (absl::StartsWith(name, "job-") && absl::SimpleAtoi(name.substr(4), &job) &&
+        name == absl::StrCat("job-", job) && entry.is_directory(ec)) {
       jobs.push_back(job);
     }
   }

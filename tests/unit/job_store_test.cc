@@ -52,6 +52,16 @@ TEST(JobStoreTest, KeepsTheLatestFinishedJobsAndSaysWhyAnOlderOneIsGone) {
   EXPECT_THAT(store.Get("job-1").status().message(), HasSubstr("keeps the last 2 finished jobs"));
   EXPECT_THAT(store.Get("job-9").status().message(), HasSubstr("does not exist"));
   EXPECT_TRUE(store.Get("job-4").ok());
+  // What workers may delete the checkpoints of (worker/checkpoint_janitor.h):
+  // a job whose record went, not one that runs, may resume, or was never given.
+  const std::string cancelled = store.Add(AllGather())->id;  // job-5
+  store.Update(cancelled, [](JobRecord& r) { r.state = JobState::kCancelled; });
+  EXPECT_TRUE(store.Forgotten(1));   // its record dropped
+  EXPECT_TRUE(store.Forgotten(3));   // succeeded: nothing resumes it
+  EXPECT_FALSE(store.Forgotten(4));  // running
+  EXPECT_FALSE(store.Forgotten(5));  // cancelled and kept: `tpuemu resume` may take it
+  EXPECT_FALSE(store.Forgotten(9));  // never given by this store: another's
+  EXPECT_FALSE(store.Forgotten(0));
 }
 
 TEST(JobStoreTest, KeepsTheLatestStepRecords) {

@@ -64,6 +64,7 @@ TEST_F(CheckpointTest, TheJobsWithCheckpointsAreTheJobDirectories) {
   ASSERT_TRUE(WriteCheckpoint(dir_, 12, 4, 0, "a", 0).ok());
   ASSERT_TRUE(WriteCheckpoint(dir_, 3, 2, 1, "b", 0).ok());
   std::filesystem::create_directory(dir_ + "/job-x");
+  std::filesystem::create_directory(dir_ + "/job-007");
   std::filesystem::create_directory(dir_ + "/other");
   std::ofstream(dir_ + "/job-5") << "a file, not a job's directory";
   EXPECT_EQ(CheckpointedJobs(dir_), (std::vector<uint64_t>{3, 12}));
