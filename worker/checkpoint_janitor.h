@@ -1,14 +1,14 @@
 // Deletes the checkpoints of jobs nothing will resume. A worker keeps a
 // failed, cancelled or interrupted job's checkpoints for `tpuemu resume`; once
 // the coordinator holds no record that could resume the job (retention dropped
-// it, a coordinator without a job store restarted) they would stay on disk for
-// good. Every so often the janitor lists the job directories under the
-// worker's checkpoint directory, asks the coordinator which of those jobs it
-// has forgotten, and deletes theirs once the coordinator has said so for a
-// grace period without a break (a coordinator started by mistake without its
-// job store, then again with it, costs nothing): on a thread and a
-// connection of its own, so that neither the disk nor the question ever
-// delays a heartbeat.
+// it) they would stay on disk for good. Every so often the janitor lists the
+// job directories under the worker's checkpoint directory, asks the
+// coordinator which of those jobs it has forgotten (numbers it gave whose
+// record went or succeeded: JobStore::Forgotten), and deletes theirs once the
+// coordinator has said so for a grace period without a break (a coordinator
+// started by mistake without its job store, then again with it, costs
+// nothing): on a thread and a connection of its own, so that neither the
+// disk nor the question ever delays a heartbeat.
 #pragma once
 
 #include <condition_variable>
