@@ -168,7 +168,8 @@ void AddBenchCommands(CLI::App& app, int* exit_code) {
   c->add_option("--dtype", o->dtype, "emulated element type: bf16 (2 bytes) or f32; host buffers are f32")
       ->capture_default_str();
   c->add_option("--seed", o->seed, "seed of the deterministic inputs")->check(WholeNumber64())->capture_default_str();
-  c->add_option("--chunk", o->chunk, "wire chunk size (host bytes), a multiple of 4 from 1KiB to 4MiB")
+  c->add_option("--chunk", o->chunk,
+                absl::StrCat("wire chunk size (host bytes), a multiple of 4 from 1KiB to ", FormatBytes(kMaxChunkBytes)))
       ->capture_default_str();
   c->add_option("--slow-link", o->slow_links,
                 "a slow link on purpose (repeatable): LINKS@FRACTION[+LATENCY][ from STEP], e.g. x@0.5 (every\n"

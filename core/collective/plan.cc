@@ -227,7 +227,8 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
   if (spec.chunk_bytes < 1024 || spec.chunk_bytes > kMaxChunkBytes || spec.chunk_bytes % 4 != 0) {
     return absl::InvalidArgumentError(absl::StrCat(Field("chunk"), " ", FormatBytes(spec.chunk_bytes), " (",
                                                    spec.chunk_bytes,
-                                                   " bytes): a multiple of 4 bytes from 1KiB to 4MiB allowed"));
+                                                   " bytes): a multiple of 4 bytes from 1KiB to ",
+                                                   FormatBytes(kMaxChunkBytes), " allowed"));
   }
 
   std::vector<int> sizes;

@@ -22,6 +22,13 @@ constexpr char kJob[] =
     "ici_data_parallelism: 8\nemb_dim: 128\nmlp_dim: 512\nnum_layers: 2\nglobal_batch_tokens: 1024\nsteps: 60\n"
     "seed: 3\n";
 
+v1::AddFaultsRequest RequestFor(const std::string& id, const Faults& faults) {
+  v1::AddFaultsRequest request;
+  request.set_id(id);
+  *request.mutable_faults() = ToProto(faults);
+  return request;
+}
+
 v1::AddFaultsRequest Request(const std::string& id, const std::string& slow, const std::string& straggler) {
   Faults faults;
   if (!slow.empty()) {
@@ -30,10 +37,7 @@ v1::AddFaultsRequest Request(const std::string& id, const std::string& slow, con
   if (!straggler.empty()) {
     EXPECT_TRUE(ParseStraggler(straggler, "--straggler", &faults.stragglers.emplace_back()).ok());
   }
-  v1::AddFaultsRequest request;
-  request.set_id(id);
-  *request.mutable_faults() = ToProto(faults);
-  return request;
+  return RequestFor(id, faults);
 }
 
 // Waits until job `id` has run `steps` steps.
@@ -49,10 +53,7 @@ v1::AddFaultsRequest DownLinkRequest(const std::string& id, const std::string& l
   Faults faults;
   EXPECT_TRUE(ParseDownLink(link, "--down-link", &faults.down_links.emplace_back()).ok());
   faults.route_around = route;
-  v1::AddFaultsRequest request;
-  request.set_id(id);
-  *request.mutable_faults() = ToProto(faults);
-  return request;
+  return RequestFor(id, faults);
 }
 
 TEST(FaultCommandClusterTest, FaultsJoinARunningJobAtOneStepOnEveryWorker) {
