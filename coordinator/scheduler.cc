@@ -435,6 +435,8 @@ void Scheduler::RunJobThread(const Queued& job, Running* running) {
   store_.Update(job.id, [&](JobRecord& r) {
     if (summary.ok()) {
       r.state = JobState::kSucceeded;
+      // A worker lost after every host had answered ended nothing.
+      r.error.clear();
       if (summary->has_value()) r.summary = *std::move(summary);
     } else if (ended->end_requested && r.error.empty()) {
       r.state = JobState::kCancelled;

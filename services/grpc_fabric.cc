@@ -140,14 +140,16 @@ GrpcFabric::~GrpcFabric() { Disconnect(); }
 void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
   std::vector<std::shared_ptr<PeerStream>> cancelled;
   std::unique_lock<std::mutex> lock(mu_);
-  // A stream goes if its host moved, or if its connection is down: a worker
-  // back under the same name (a restarted Kubernetes pod) may be at a new
-  // address, which only a new channel looks up at once. Streams in use by a
-  // running job are up, and stay.
+  // A stream goes if its host moved, or if its connection is down (idle or
+  // failing): a worker back under the same name (a restarted Kubernetes pod)
+  // may be at a new address, which only a new channel looks up at once.
+  // Streams in use by a running job are up, and stay; so do those a job's
+  // Connect is bringing up, which it would otherwise find gone when it sends.
   for (auto it = links_.begin(); it != links_.end();) {
     const auto address = host_addresses.find(topo_.HostOf(it->first.second));
     const bool moved = address != host_addresses.end() && address->second != addresses_[address->first];
-    if (!moved && it->second.channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY) {
+    const grpc_connectivity_state state = it->second.channel->GetState(/*try_to_connect=*/false);
+    if (!moved && (state == GRPC_CHANNEL_READY || state == GRPC_CHANNEL_CONNECTING)) {
       ++it;
       continue;
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/process_memory.h"
 #include "core/wire/run_number.h"
@@ -142,21 +143,37 @@ absl::Status WorkerNode::ConfigurePod(const PodConfig& config) {
 absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec, const Placement& placement) {
   std::shared_ptr<Pod> p = pod();
   if (!p) return absl::FailedPreconditionError("worker is not configured yet; wait for the pod to be ready");
-  // The coordinator runs one job at a time on each host, in order: an
-  // earlier job still here is one it gave up on without this worker hearing
-  // the abort (the process was stopped, say). Its chips would hold this host
-  // until their receives time out. (Jobs on other hosts never come here.)
+  RunOptions options;
+  options.job = job;
+  options.checkpoint_dir = checkpoint_dir_;
+  options.worker_fault_action = worker_fault_action_;
+  // A host runs one job at a time (placements are made of whole hosts, and
+  // the coordinator starts a job on a host once the one before has ended
+  // there), though not in number order (priorities, resumes): any other job
+  // still here is one the coordinator ended without this worker hearing the
+  // abort (the process was stopped, say). Its chips would hold this host
+  // until their receives time out, and its buffers the memory.
   std::map<uint64_t, PreparedJob> superseded;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto first_kept = jobs_.lower_bound(job);
-    superseded.insert(jobs_.begin(), first_kept);
-    jobs_.erase(jobs_.begin(), first_kept);
+    if (jobs_.count(job) > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(RunName(job), " is already prepared on this worker; a second PrepareJob for it is refused"));
+    }
+    superseded.swap(jobs_);
+    // Listed while it prepares, so that an abort that comes meanwhile (a
+    // cancel, another host's failure) reaches this job's own JobAbort.
+    jobs_[job] = PreparedJob{nullptr, options.abort, 0, nullptr, /*preparing=*/true};
   }
   for (const auto& [old, prepared] : superseded) {
     AbortPrepared(prepared, *p, old, absl::StrCat(RunName(job), " started, so the coordinator had ended it"));
   }
   superseded.clear();  // their buffers, before this job's
+  // However the preparing ends early, the job is no longer listed.
+  absl::Cleanup unlist = [this, job] {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = jobs_.find(job); it != jobs_.end() && it->second.preparing) jobs_.erase(it);
+  };
   // The job's memory is what the process holds from here to its check.
   std::shared_ptr<void> hold = IdleRelease::Process().Hold();
   // Links closed while the worker was idle open again, before anything is
@@ -173,10 +190,6 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec, const Placem
   }
   const uint64_t resident_before = ResidentBytes();
   ResetPeakResident();
-  RunOptions options;
-  options.job = job;
-  options.checkpoint_dir = checkpoint_dir_;
-  options.worker_fault_action = worker_fault_action_;
   HostNetwork* net = p->net.get();
   std::shared_ptr<PlacedNetwork> placed;
   if (!placement.whole_pod()) {
@@ -191,15 +204,25 @@ absl::Status WorkerNode::Prepare(uint64_t job, const JobSpec& spec, const Placem
   auto host = (*planned)->MakeHostJob(*net, options);
   if (!host.ok()) return host.status();
   if (auto s = (*host)->Prepare(); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
   // The links a job sends on (a placed job's own, on the pod's fabric and
   // mailbox) live as long as it does, even past a reconfiguration.
   std::shared_ptr<HostJob> shared((*host).release(), [placed, p](HostJob* h) mutable {
     delete h;
     placed.reset();  // before the pod it sends through
   });
-  jobs_[job] = PreparedJob{std::move(shared), options.abort, resident_before, std::move(hold)};
-  return absl::OkStatus();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = jobs_.find(job); it != jobs_.end() && it->second.preparing) {
+      it->second = PreparedJob{std::move(shared), options.abort, resident_before, std::move(hold)};
+      std::move(unlist).Cancel();
+      return absl::OkStatus();
+    }
+  }
+  // Ended while it prepared (aborted, superseded, or the pod configured
+  // again): its buffers go now, then its hold, and nothing runs it.
+  shared.reset();
+  const absl::Status why = options.abort->status();
+  return why.ok() ? absl::AbortedError(absl::StrCat(RunName(job), " was ended while this worker prepared it")) : why;
 }
 
 void WorkerNode::AbortPrepared(const PreparedJob& prepared, Pod& pod, uint64_t job, const std::string& reason) {
@@ -208,7 +231,7 @@ void WorkerNode::AbortPrepared(const PreparedJob& prepared, Pod& pod, uint64_t j
   // The mailbox takes aborts of jobs this worker has (prepared, preparing or
   // running) only, and is told while `prepared` still holds the job, so that
   // the abort outlives it for a RunJob that comes after.
-  if (!pod.net->mailbox().AbortJob(job, why) && !prepared.host) {
+  if (!pod.net->mailbox().AbortJob(job, why) && !prepared.host && !prepared.preparing) {
     spdlog::warn("ignored an abort of {}, which this worker does not have: {}", RunName(job), reason);
     return;
   }
@@ -218,7 +241,7 @@ void WorkerNode::AbortPrepared(const PreparedJob& prepared, Pod& pod, uint64_t j
 std::shared_ptr<HostJob> WorkerNode::FindJob(uint64_t job) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(job);
-  return it == jobs_.end() ? nullptr : it->second.host;
+  return it == jobs_.end() ? nullptr : it->second.host;  // none while it prepares
 }
 
 absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int step, const Faults& added) {
@@ -249,6 +272,9 @@ absl::StatusOr<HostCheck> WorkerNode::Check(uint64_t job) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat(RunName(job), " has not run on this worker"));
+    if (it->second.preparing) {
+      return absl::FailedPreconditionError(absl::StrCat(RunName(job), " is still being prepared on this worker"));
+    }
     host = std::move(it->second.host);
     hold = std::move(it->second.hold);
     out.memory.before_bytes = it->second.resident_before;

@@ -88,6 +88,7 @@ class WorkerNode : public WorkerInterface {
     std::shared_ptr<JobAbort> abort;
     uint64_t resident_before = 0;  // the process's, before the job was prepared
     std::shared_ptr<void> hold;     // keeps the process from giving memory back (IdleRelease)
+    bool preparing = false;         // listed while PrepareJob makes it: `abort` only
   };
   // OK when `incarnation` is this process's registration; `call` names the
   // call for the refusal.
@@ -118,8 +119,9 @@ class WorkerNode : public WorkerInterface {
   bool awaiting_registration_ = false;
   std::shared_ptr<Pod> pod_;
   uint64_t running_job_ = 0;
-  // Prepared jobs, until they are checked or aborted (training jobs run a
-  // step per RunJob in between).
+  // The job being prepared or prepared, until it is checked or aborted
+  // (training jobs run a step per RunJob in between): each PrepareJob
+  // supersedes whatever else is here.
   std::map<uint64_t, PreparedJob> jobs_;
   std::mutex run_mu_;  // one job at a time
   WorkerMetrics metrics_;

@@ -13,8 +13,10 @@
 #include "grpcpp/support/sync_stream.h"
 #include "gtest/gtest.h"
 #include "services/frame_codec.h"
+#include "core/host/job.h"
 #include "services/worker_client.h"
 #include "tests/cluster/test_pod.h"
+#include "tests/cluster/train_jobs.h"
 #include "tpuemu/v1/services.grpc.pb.h"
 
 namespace tpuemu {
@@ -138,6 +140,35 @@ TEST(WorkerHardeningTest, AnAbortOfJobNumbersNotYetUsedLeavesThoseJobsAlone) {
     v1::Job job = pod.Run(AllGatherX(1 << 20));
     EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.id() << ": " << job.error();
   }
+}
+
+// A user's cancel (or another host's failure) reaches the workers while they
+// are still preparing the job: each must drop what it made, not keep it
+// prepared for a RunJob that never comes, holding its memory.
+TEST(WorkerHardeningTest, AJobCancelledWhileItsWorkersPrepareItLeavesNothingOnThem) {
+  TestPod pod(IssuePod(), 0);
+  // Big enough to take a while to prepare: weights, Adam's moments, the teacher's targets.
+  auto job = pod.Submit(Parsed("ici_fsdp_parallelism: -1\nemb_dim: 1024\nmlp_dim: 4096\nnum_layers: 4\n"
+                               "global_batch_tokens: 4096\nseed: 5\nsteps: 3\nopt_type: adam\nlearning_rate: 0.01\n",
+                               "big.yaml"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(30); absl::Now() < deadline;) {
+    auto now = pod.coordinator().GetJob(job->id());
+    ASSERT_TRUE(now.ok()) << now.status();
+    if (now->state() != v1::JOB_STATE_PENDING) break;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(pod.coordinator().CancelJob(job->id()).ok());
+  const v1::Job ended = pod.Wait(job->id());
+  EXPECT_EQ(ended.state(), v1::JOB_STATE_CANCELLED) << ended.error();
+  ASSERT_EQ(ended.steps_size(), 0) << "cancelled too late to test anything: preparing was faster than the cancel";
+  // Every worker's preparing ends, and what it made goes with it.
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(60); absl::Now() < deadline && LiveHostJobs() > 0;) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(LiveHostJobs(), 0) << "a worker kept the cancelled job prepared";
+  const v1::Job next = pod.Run(AllGatherX(1 << 20));
+  EXPECT_EQ(next.state(), v1::JOB_STATE_SUCCEEDED) << next.error();
 }
 
 TEST(WorkerHardeningTest, PeerFramesOfAJobThatDoesNotExistAreDroppedAndCounted) {
