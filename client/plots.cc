@@ -87,18 +87,10 @@ absl::Status WriteChart(const Chart& chart, const std::string& path) {
     if (!png.ok()) return png.status();
     bytes = *std::move(png);
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << bytes;
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(error)));
-  }
-  return absl::OkStatus();
+  auto file = OutputFile::Open("the chart's file", path);
+  if (!file.ok()) return file.status();
+  (*file)->stream() << bytes;
+  return (*file)->Commit();
 }
 
 namespace {

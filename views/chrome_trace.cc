@@ -124,37 +124,25 @@ void ChromeTraceWriter::Finish() {
   out_ << "],\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << "}\n";
 }
 
-ChromeTraceFile::ChromeTraceFile(std::string path, std::string flag)
-    : path_(std::move(path)), tmp_(path_ + ".tmp"), flag_(std::move(flag)) {}
-
-ChromeTraceFile::~ChromeTraceFile() {
-  if (committed_ || !writer_) return;
-  out_.close();
-  std::remove(tmp_.c_str());
-}
+ChromeTraceFile::ChromeTraceFile(std::string path, std::string flag) : path_(std::move(path)), flag_(std::move(flag)) {}
 
 absl::Status ChromeTraceFile::Open() {
-  if (auto s = CheckOutputFile(flag_, path_); !s.ok()) return s;
-  out_.open(tmp_);
-  if (!out_) return absl::InvalidArgumentError(absl::StrCat(flag_, ": cannot write '", path_, "'"));
-  writer_ = std::make_unique<ChromeTraceWriter>(out_);
+  auto file = OutputFile::Open(flag_, path_);
+  if (!file.ok()) return file.status();
+  file_ = *std::move(file);
+  writer_ = std::make_unique<ChromeTraceWriter>(file_->stream());
   return absl::OkStatus();
 }
 
 absl::Status ChromeTraceFile::Add(const v1::JobTrace& piece) {
   writer_->Add(piece);
-  return out_ ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing '", tmp_, "' failed (disk full?)"));
+  return file_->stream() ? absl::OkStatus()
+                         : absl::InternalError(absl::StrCat("writing '", path_, "' failed (disk full?)"));
 }
 
 absl::Status ChromeTraceFile::Commit() {
   writer_->Finish();
-  out_.close();
-  if (!out_) return absl::InternalError(absl::StrCat("writing '", tmp_, "' failed (disk full?)"));
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("writing '", path_, "' failed: ", std::strerror(errno)));
-  }
-  committed_ = true;
-  return absl::OkStatus();
+  return file_->Commit();
 }
 
 }  // namespace tpuemu

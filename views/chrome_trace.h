@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/base/output_file.h"
 
 #include "tpuemu/v1/coordinator.pb.h"
 
@@ -58,13 +59,12 @@ class ChromeTraceWriter {
   bool first_event_ = true;
 };
 
-// A trace file written whole or not at all: into PATH.tmp, renamed to PATH
-// by Commit (a reader never sees half a trace); dropped if not committed.
+// A trace file written whole or not at all (OutputFile: moved into place by
+// Commit, so a reader never sees half a trace; dropped if not committed).
 class ChromeTraceFile {
  public:
   // `flag` names the option the path came from, in errors ("-o", "--trace").
   ChromeTraceFile(std::string path, std::string flag);
-  ~ChromeTraceFile();
   absl::Status Open();
   // An error once writing failed (a full disk).
   absl::Status Add(const v1::JobTrace& piece);
@@ -72,10 +72,9 @@ class ChromeTraceFile {
   const ChromeTraceWriter& writer() const { return *writer_; }
 
  private:
-  std::string path_, tmp_, flag_;
-  std::ofstream out_;
+  std::string path_, flag_;
+  std::unique_ptr<OutputFile> file_;  // before the writer, which writes into it
   std::unique_ptr<ChromeTraceWriter> writer_;
-  bool committed_ = false;
 };
 
 }  // namespace tpuemu
