@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "client/pod_state.h"
 
@@ -71,7 +72,7 @@ absl::StatusOr<TransportSecurity> ClientSecurityFor(const std::string& address) 
         "by `tpuemu credentials create DIR`), or TPUEMU_INSECURE=1 for a pod started with --insecure"));
   }
   if (!Env("TPUEMU_TOKEN").empty()) {
-    security.token = Env("TPUEMU_TOKEN");
+    security.token = std::string(absl::StripAsciiWhitespace(Env("TPUEMU_TOKEN")));
   } else if (!Env("TPUEMU_TOKEN_FILE").empty()) {
     auto token = ReadSecretFile(Env("TPUEMU_TOKEN_FILE"), SettingName("TPUEMU_TOKEN_FILE"));
     if (!token.ok()) return token.status();

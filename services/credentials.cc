@@ -123,13 +123,29 @@ absl::Status CreateCredentials(const std::string& dir, int uid) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::UnavailableError(absl::StrCat(dir, ": cannot make the directory: ", std::strerror(errno)));
   }
-  // Before the chown: a directory that holds other files is the user's, not
-  // the credentials' (and the secrets would sit among them).
   std::error_code error;
-  if (std::filesystem::directory_iterator entries(dir, error); !error && entries != std::filesystem::directory_iterator()) {
+  if (!std::filesystem::is_directory(dir, error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, " is not a directory (a file, or a link to nothing): give a new or empty directory"));
+  }
+  // Before the chown: a directory that holds other files is the user's, not
+  // the credentials' (and the secrets would sit among them); one this user
+  // cannot list may hold anything.
+  std::filesystem::directory_iterator entries(dir, error);
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": cannot list it (", error.message(),
+                                                   "): give a new or empty directory this user can read"));
+  }
+  if (entries != std::filesystem::directory_iterator()) {
     return absl::AlreadyExistsError(absl::StrCat(
         dir, " is not empty (it holds ", entries->path().filename().string(),
         "): give a new or empty directory; credentials are made once per pod, into a directory of their own"));
+  }
+  // An empty directory made by someone else may let others in (0777): the
+  // secrets' directory is its owner's alone, as a new one is made.
+  if (chmod(dir.c_str(), 0700) != 0) {
+    return absl::UnavailableError(absl::StrCat(dir, ": cannot make it its owner's alone (chmod 0700): ",
+                                               std::strerror(errno)));
   }
   if (uid >= 0 && chown(dir.c_str(), uid, uid) != 0) {
     return absl::UnavailableError(absl::StrCat(dir, ": cannot give it to user ", uid, ": ", std::strerror(errno)));

@@ -16,17 +16,22 @@ HttpHandler Constant(std::string content_type, std::function<std::string()> body
 
 namespace {
 
-constexpr char kCookie[] = "tpuemu_token";
+// The cookie a browser keeps the token in, named by the port: cookies are
+// kept per host, not per port, and one pod's token must not be sent to
+// another pod's (or anybody's) server on the same host.
+std::string CookieName(int port) { return absl::StrCat("tpuemu_token_", port); }
 
-// The request's token and whether it came in the query string.
-std::pair<std::string, bool> TokenOf(const httplib::Request& req) {
+// The request's token and whether it came in the query string. A token in
+// the address wins over a cookie: it is what the user just opened.
+std::pair<std::string, bool> TokenOf(const httplib::Request& req, const std::string& cookie_name) {
   const std::string authorization = req.get_header_value("Authorization");
   if (absl::StartsWith(authorization, "Bearer ")) return {authorization.substr(7), false};
+  if (req.has_param("token")) return {req.get_param_value("token"), true};
   for (absl::string_view cookie : absl::StrSplit(req.get_header_value("Cookie"), ';')) {
     cookie = absl::StripAsciiWhitespace(cookie);
-    if (absl::ConsumePrefix(&cookie, absl::StrCat(kCookie, "="))) return {std::string(cookie), false};
+    if (absl::ConsumePrefix(&cookie, absl::StrCat(cookie_name, "="))) return {std::string(cookie), false};
   }
-  return {req.get_param_value("token"), true};
+  return {"", false};
 }
 
 }  // namespace
@@ -41,10 +46,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   server.set_read_timeout(5, 0);
   server.set_write_timeout(5, 0);
   server.set_payload_max_length(64 * 1024);
+  // Read once bound (port 0 is a free one): the server listens only after.
+  auto cookie_name = std::make_shared<std::string>();
   for (auto& [pattern, handler] : routes) {
-    server.Get(pattern, [handler, accepts](const httplib::Request& req, httplib::Response& res) {
+    server.Get(pattern, [handler, accepts, cookie_name](const httplib::Request& req, httplib::Response& res) {
       if (accepts) {
-        const auto [token, from_query] = TokenOf(req);
+        const auto [token, from_query] = TokenOf(req, *cookie_name);
         if (!accepts(token)) {
           res.status = 401;
           res.set_content(token.empty() ? "no token: send Authorization: Bearer TOKEN (the pod's read or admin token; "
@@ -55,7 +62,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
           return;
         }
         if (from_query) {
-          res.set_header("Set-Cookie", absl::StrCat(kCookie, "=", token, "; Path=/; HttpOnly; SameSite=Strict"));
+          res.set_header("Set-Cookie", absl::StrCat(*cookie_name, "=", token, "; Path=/; HttpOnly; SameSite=Strict"));
         }
       }
       HttpRequest request;
@@ -87,6 +94,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
                                                ": the port is taken or the address is not this host's"));
   }
   http->port_ = bound;
+  *cookie_name = CookieName(bound);
   http->thread_ = std::thread([&server] { server.listen_after_bind(); });
   return http;
 }

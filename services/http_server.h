@@ -36,8 +36,9 @@ struct HttpResponse {
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
-// Whether a request's token (its Authorization: Bearer header, the cookie
-// tpuemu_token, or ?token=) may read; null: every request may (a plaintext pod).
+// Whether a request's token (its Authorization: Bearer header, ?token=, or
+// the cookie tpuemu_token_PORT) may read; null: every request may (a
+// plaintext pod).
 using HttpTokenCheck = std::function<bool(const std::string& token)>;
 
 // A route whose answer never depends on the request.

@@ -110,7 +110,9 @@ absl::StatusOr<std::string> ReadCredentialsFile(const std::string& path, const s
                                                      "certificates and keys are made by `tpuemu credentials create DIR`"));
     }
   }
-  if (absl::EndsWith(path, ".token")) out = std::string(absl::StripAsciiWhitespace(out));
+  // A token is one line, whatever its file is called (a mounted Secret, a
+  // copy): the newline an editor or `echo` adds is not part of it.
+  if (!pem) out = std::string(absl::StripAsciiWhitespace(out));
   if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " '", path, "': empty"));
   return out;
 }

@@ -5,6 +5,8 @@
 // but cannot submit or cancel, a client's token cannot register a worker, and
 // a peer without the pod's certificate (none, or another CA's) reaches no
 // worker RPC, health included.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -12,6 +14,8 @@
 #include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
+#include "services/http_server.h"
 #include "services/credentials.h"
 #include "services/proto_conv.h"
 #include "services/transport_security.h"
@@ -44,6 +48,52 @@ TEST(CredentialsTest, AreMadeOnlyIntoANewOrEmptyDirectory) {
   EXPECT_FALSE(std::filesystem::exists(full + "/ca.pem"));
   std::filesystem::remove_all(full);
   std::filesystem::remove_all(dir);
+  // An empty directory anybody may write in is made its owner's alone.
+  std::filesystem::create_directory(full);
+  chmod(full.c_str(), 0777);
+  ASSERT_TRUE(CreateCredentials(full).ok());
+  EXPECT_EQ(std::filesystem::status(full).permissions(), std::filesystem::perms::owner_all);
+  std::filesystem::remove_all(full);
+  // A file is no directory to make them in.
+  std::ofstream(full) << "a file";
+  EXPECT_THAT(CreateCredentials(full).message(), HasSubstr("is not a directory"));
+  std::filesystem::remove(full);
+}
+
+TEST(CredentialsTest, ATokenFileOfAnyNameLosesTheNewlineAroundIt) {
+  // A Secret mounted under another name, or a copy: its newline was kept, and the token refused.
+  const std::string dir = FreshDir("tpuemu-token-name-");
+  std::ofstream(dir + "/read.txt") << "  s3cret-token\n";
+  auto token = ReadSecretFile(dir + "/read.txt", "token file");
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(*token, "s3cret-token");
+  std::filesystem::remove_all(dir);
+}
+
+// The web view's token: ?token= once, then a cookie named by the port, so
+// that a browser (which sends a host's cookies to every port on it) never
+// sends one pod's token to another's server, and a stale cookie does not
+// hide the token just opened.
+TEST(HttpTokenTest, TheCookieIsThePortsOwnAndATokenInTheAddressWins) {
+  auto served = HttpServer::Start("127.0.0.1", 0, {{"/page", Constant("text/plain", [] { return "ok"; })}},
+                                  [](const std::string& token) { return token == "right"; });
+  ASSERT_TRUE(served.ok()) << served.status();
+  const int port = (*served)->port();
+  const std::string cookie = "tpuemu_token_" + std::to_string(port);
+  httplib::Client client("127.0.0.1", port);
+  auto first = client.Get("/page?token=right");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_THAT(first->get_header_value("Set-Cookie"), HasSubstr(cookie + "=right;"));
+  auto with_cookie = client.Get("/page", {{"Cookie", cookie + "=right"}});
+  ASSERT_TRUE(with_cookie);
+  EXPECT_EQ(with_cookie->status, 200);
+  auto stale = client.Get("/page?token=right", {{"Cookie", cookie + "=wrong"}});
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->status, 200) << "a stale cookie hid the token in the address";
+  auto another_ports = client.Get("/page", {{"Cookie", "tpuemu_token_1=right; tpuemu_token=right"}});
+  ASSERT_TRUE(another_ports);
+  EXPECT_EQ(another_ports->status, 401) << "another port's cookie was taken for this one's";
 }
 
 class SecurityClusterTest : public ::testing::Test {
