@@ -231,6 +231,73 @@ std::vector<std::string> Faults::Described() const {
   return all;
 }
 
+namespace {
+
+// "slow_links 1, 3 and 4"
+std::string Entries(const char* kind, const std::vector<size_t>& which) {
+  std::string out = absl::StrCat(kind, " ");
+  for (size_t k = 0; k < which.size(); ++k) {
+    absl::StrAppend(&out, k == 0 ? "" : k + 1 == which.size() ? " and " : ", ", which[k] + 1);
+  }
+  return out;
+}
+
+// Faults in force together multiply (bandwidths, compute factors) or add
+// (latencies), and are held together to one fault's limits, which keep
+// emulated times finite: ten slow links at 1/1000 made a collective's time
+// overflow to a negative number. The worst case is at a step where one of
+// them starts, on a link one of them names or on any other link of an axis
+// and direction.
+absl::Status CheckTogether(const Faults& faults, const std::string& field) {
+  std::vector<int> starts;
+  for (const SlowLink& s : faults.slow_links) starts.push_back(s.when.from_step);
+  for (const Straggler& s : faults.stragglers) starts.push_back(s.when.from_step);
+  for (const SlowLink& probe : faults.slow_links) {
+    for (const int dir : {+1, -1}) {
+      if (probe.src >= 0 ? dir != probe.dir : (probe.dir != 0 && dir != probe.dir)) continue;
+      for (const int step : starts) {
+        double bandwidth = 1, latency = 0;
+        std::vector<size_t> which;
+        for (size_t i = 0; i < faults.slow_links.size(); ++i) {
+          const SlowLink& s = faults.slow_links[i];
+          if (!s.when.Covers(step) || !s.Covers(probe.src, probe.dst, probe.axis, dir)) continue;
+          bandwidth *= s.bandwidth;
+          latency += s.extra_latency_s;
+          which.push_back(i);
+        }
+        if (which.size() > 1 && (bandwidth < 1e-3 || latency > 1)) {
+          return Bad(absl::StrCat(field, ": ", Entries("slow_links", which), " together at step ", step),
+                     absl::StrCat(Fraction(bandwidth), " bandwidth, +", FormatSeconds(latency), " per hop"),
+                     "slow links in force on one link at once multiply their bandwidths and add their latencies, "
+                     "and together may slow it as much as one may: to 0.001 (1/1000) of its rate and 1 s more per "
+                     "hop; give fewer, or windows (from/until) that do not overlap");
+        }
+      }
+    }
+  }
+  for (const Straggler& probe : faults.stragglers) {
+    for (const int step : starts) {
+      double factor = 1;
+      std::vector<size_t> which;
+      for (size_t i = 0; i < faults.stragglers.size(); ++i) {
+        const Straggler& s = faults.stragglers[i];
+        if (s.chip != probe.chip || !s.when.Covers(step)) continue;
+        factor *= s.factor;
+        which.push_back(i);
+      }
+      if (which.size() > 1 && factor > 1000) {
+        return Bad(absl::StrCat(field, ": ", Entries("stragglers", which), " together at step ", step),
+                   absl::StrFormat("chip %d %gx slower", probe.chip, factor),
+                   "stragglers in force on one chip at once multiply, and together may slow it at most 1000 times "
+                   "as one may; give fewer, or windows (from/until) that do not overlap");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckFaultValues(const Faults& faults, const std::string& field) {
   for (size_t i = 0; i < faults.slow_links.size(); ++i) {
     if (auto bad = CheckValues(faults.slow_links[i], absl::StrCat(field, ": slow_link ", i + 1)); !bad.ok()) return bad;
@@ -245,7 +312,14 @@ absl::Status CheckFaultValues(const Faults& faults, const std::string& field) {
     const std::string at = absl::StrCat(field, ": ", faults.workers[i].kill ? "kill_worker " : "pause_worker ", i + 1);
     if (auto bad = CheckValues(faults.workers[i], at); !bad.ok()) return bad;
   }
-  return absl::OkStatus();
+  const size_t entries =
+      faults.slow_links.size() + faults.stragglers.size() + faults.down_links.size() + faults.workers.size();
+  if (entries > kMaxFaults) {
+    return Bad(field, absl::StrCat(entries, " faults"),
+               absl::StrCat("at most ", kMaxFaults, " (far more than a study of faults needs; each is checked at every "
+                            "step)"));
+  }
+  return CheckTogether(faults, field);
 }
 
 absl::Status CheckFaults(const Faults& faults, const Topology& topo, const std::string& field) {

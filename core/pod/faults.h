@@ -118,8 +118,15 @@ struct Faults {
   std::vector<std::string> Described() const;
 };
 
-// OK when every fault's values are in range, whatever the pod; errors name
-// `field`, the entry and the value.
+// The most faults a job may have, from its file, flags and `tpuemu fault`
+// together: far more than a study of faults needs; each is checked at every
+// step.
+inline constexpr size_t kMaxFaults = 64;
+
+// OK when every fault's values are in range, whatever the pod, alone and
+// together with those in force at the same time on the same link or chip
+// (they multiply), and there are at most kMaxFaults; errors name `field`,
+// the entries and the value.
 absl::Status CheckFaultValues(const Faults& faults, const std::string& field);
 
 // OK when every fault names what `topo` has (an axis it has, a directed link

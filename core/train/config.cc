@@ -222,7 +222,10 @@ absl::Status CheckNumber(const std::string& source, const std::string& key, doub
   if ((key == "adam_b1" || key == "adam_b2") && !(x >= 0 && x < 1)) {
     return KeyError(source, key, absl::StrCat(shown, ": must be in [0, 1)"));
   }
-  if (key == "adam_eps" && !(x > 0)) return KeyError(source, key, absl::StrCat(shown, ": must be > 0"));
+  // Below 1: an epsilon of infinity (or of 1e300) turned every update into 0, and the job "trained".
+  if (key == "adam_eps" && !(x > 0 && x < 1)) {
+    return KeyError(source, key, absl::StrCat(shown, ": must be above 0 and below 1 (1e-8 by default)"));
+  }
   if ((key == "time_scale" || key == "hbm_bytes") && !(x >= 0 && x < 1e15)) {
     return KeyError(source, key, absl::StrCat(shown, ": must be at least 0 and below 1e15"));
   }
@@ -369,9 +372,8 @@ absl::Status ReadFaults(const YAML::Node& list, const std::string& source, Fault
       "a list of entries such as '- slow_link: x@0.5', '- straggler: 3@2 from 5', '- down_link: 0->1 x+', "
       "'- kill_worker: 1 at 3' or '- pause_worker: 1 at 3 for 5s' (docs/faults.md)";
   if (!list.IsSequence()) return KeyError(source, "faults", kForm);
-  constexpr size_t kMostFaults = 64;  // far more than a study of faults needs; each is checked at every step
-  if (list.size() > kMostFaults) {
-    return KeyError(source, "faults", absl::StrCat(list.size(), " entries; at most ", kMostFaults));
+  if (list.size() > kMaxFaults) {
+    return KeyError(source, "faults", absl::StrCat(list.size(), " entries; at most ", kMaxFaults));
   }
   for (size_t i = 0; i < list.size(); ++i) {
     const YAML::Node& entry = list[i];

@@ -71,6 +71,8 @@ class PlannedTraining : public PlannedJob {
     }
     if (auto s = CheckFaultsBegin(faults, job_.config.steps, "faults"); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(added_mu_);
+    // With the job's own and those added before: together they are held to one fault's limits.
+    if (auto s = CheckFaultValues(job_.config.faults.With(added_).With(faults), "faults"); !s.ok()) return s;
     added_ = added_.With(faults);
     return faults;
   }

@@ -116,6 +116,7 @@ TEST(TrainClusterTest, ATypedSpecOverGrpcIsCheckedAsAJobFileIs) {
       {[](v1::TrainConfig& c) { c.set_pipeline_schedule("foo"); }, sizes + "pipeline_schedule: foo\n"},
       {[](v1::TrainConfig& c) { c.mutable_ici()->set_fsdp(-7); }, sizes + "ici_fsdp_parallelism: -7\n"},
       {[](v1::TrainConfig& c) { c.set_adam_eps(0); }, sizes + "adam_eps: 0\n"},
+      {[](v1::TrainConfig& c) { c.set_adam_eps(2); }, sizes + "adam_eps: 2\n"},
   };
   const TrainSpec good = Parsed(sizes, "typed.yaml");
   for (const Case& c : cases) {

@@ -144,6 +144,35 @@ TEST(FaultsTest, FaultsMustNameWhatThePodHas) {
 
 // A fault that would begin after the job's last step never happens: refused,
 // not ignored (`kill_worker: 1 at 99999` in a one-step job was accepted).
+// Ten slow links at 1/1000 on one axis made a collective's emulated time
+// overflow to a negative number: faults in force together are held to one
+// fault's limits, and those that never overlap are not.
+TEST(FaultsTest, FaultsInForceTogetherAreHeldToOneFaultsLimits) {
+  auto check = [](Faults f) { return CheckFaultValues(f, "faults"); };
+  Faults f;
+  f.slow_links = {ParsedLink("y+@0.01"), ParsedLink("y@0.01 from 2"), ParsedLink("0->1 y+@0.5")};
+  const absl::Status stacked = check(f);
+  EXPECT_EQ(stacked.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(stacked.message()), HasSubstr("slow_links 1 and 2 together at step 2"));
+  EXPECT_THAT(std::string(stacked.message()), HasSubstr("give fewer, or windows"));
+  f.slow_links[1] = ParsedLink("y-@0.01 from 2");  // the other direction: each link slowed once
+  EXPECT_TRUE(check(f).ok()) << check(f);
+  f.slow_links = {ParsedLink("x@0.01 until 3"), ParsedLink("x@0.01 from 3")};  // one after the other
+  EXPECT_TRUE(check(f).ok()) << check(f);
+  f.slow_links = {ParsedLink("0->1 x+@1+600ms"), ParsedLink("x@1+500ms")};  // the latencies add up past 1 s
+  EXPECT_THAT(std::string(check(f).message()), HasSubstr("slow_links 1 and 2 together at step 0"));
+  f.slow_links.clear();
+  Straggler s;
+  ASSERT_TRUE(ParseStraggler("3@40", "--straggler", &s).ok());
+  f.stragglers = {s, s};
+  EXPECT_THAT(std::string(check(f).message()), HasSubstr("stragglers 1 and 2 together at step 0 'chip 3 1600x slower'"));
+  f.stragglers[1].chip = 4;
+  EXPECT_TRUE(check(f).ok()) << check(f);
+  f.stragglers.assign(kMaxFaults + 1, s);
+  for (size_t i = 0; i < f.stragglers.size(); ++i) f.stragglers[i].chip = static_cast<int>(i);
+  EXPECT_THAT(std::string(check(f).message()), HasSubstr("'65 faults': at most 64"));
+}
+
 TEST(FaultsTest, AFaultBeginningAfterTheLastStepIsRefused) {
   Faults f;
   f.slow_links = {ParsedLink("x@0.5 from 9")};
