@@ -74,9 +74,18 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
   std::vector<std::string> security = {"--insecure"};
   if (!o.insecure) {
     state.tls_dir = o.dir + "/tls";
-    if (!CheckCredentials(state.tls_dir).ok()) {
+    if (const absl::Status usable = CheckCredentials(state.tls_dir); !usable.ok()) {
       progress.Update("making the pod's credentials");
-      if (auto made = CreateCredentials(state.tls_dir); !made.ok()) return made;
+      if (auto made = CreateCredentials(state.tls_dir); !made.ok()) {
+        // Credentials made before and damaged since: what is wrong with them, not only that the directory is full.
+        if (absl::IsAlreadyExists(made)) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "this pod's credentials in ", state.tls_dir,
+              " are damaged: remove that directory to have new ones made (clients given the old CA or tokens "
+              "will need the new ones). What is wrong: ", usable.message()));
+        }
+        return made;
+      }
     }
     security = {"--tls-dir", state.tls_dir};
   }

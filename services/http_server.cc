@@ -88,7 +88,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
                     "text/plain; charset=utf-8");
     return httplib::Server::HandlerResponse::Handled;
   }));
-  const int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+  // An IPv6 address as --listen writes it ("[::1]") is bound without its brackets.
+  std::string address = host;
+  if (address.size() > 2 && address.front() == '[' && address.back() == ']') address = address.substr(1, address.size() - 2);
+  const int bound =
+      port == 0 ? server.bind_to_any_port(address) : (server.bind_to_port(address, port) ? port : -1);
   if (bound < 0) {
     return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", host, ":", port,
                                                ": the port is taken or the address is not this host's"));

@@ -96,6 +96,17 @@ TEST(HttpTokenTest, TheCookieIsThePortsOwnAndATokenInTheAddressWins) {
   EXPECT_EQ(another_ports->status, 401) << "another port's cookie was taken for this one's";
 }
 
+TEST(HttpTokenTest, AnIpv6ListenAddressIsServedAsWritten) {
+  // --listen '[::1]:0' gave "cannot serve HTTP on [::1]:0": the brackets went to bind.
+  if (!std::filesystem::exists("/proc/sys/net/ipv6/conf/lo")) GTEST_SKIP() << "no IPv6 on this machine";
+  auto served = HttpServer::Start("[::1]", 0, {{"/page", Constant("text/plain", [] { return "ok"; })}});
+  ASSERT_TRUE(served.ok()) << served.status();
+  httplib::Client client("::1", (*served)->port());
+  auto page = client.Get("/page");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->body, "ok");
+}
+
 class SecurityClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
