@@ -1,6 +1,7 @@
 #include "core/pod/faults.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -35,7 +36,7 @@ absl::Status TakeWindow(std::string& text, const std::string& flag, StepWindow* 
     const std::string value = text.substr(at + std::string(word).size());
     if (!absl::SimpleAtoi(value, step) || *step < 0) {
       return Bad(flag, input, absl::StrCat("'", absl::StripAsciiWhitespace(word), " ", value,
-                                           "' must name a step, 0 or more"));
+                                           "' must name a step, from 0 to ", std::numeric_limits<int>::max()));
     }
     text.resize(at);
   }

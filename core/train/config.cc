@@ -436,7 +436,8 @@ absl::Status CheckAttention(const TrainConfig& c, const std::string& source) {
   if (c.head_dim <= 0) return KeyError(source, "head_dim", absl::StrCat(c.head_dim, ": must be positive"));
   if (c.seq_len <= 0) {
     return KeyError(source, "max_target_length",
-                    "missing: attention needs the sequence length (tokens per sequence)");
+                    absl::StrCat(c.seq_len == 0 ? "missing or 0" : absl::StrCat(c.seq_len),
+                                 ": attention needs the sequence length (tokens per sequence), 1 or more"));
   }
   if (c.global_batch_tokens % c.seq_len != 0) {
     return KeyError(source, "global_batch_tokens",

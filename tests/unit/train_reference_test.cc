@@ -70,7 +70,7 @@ TEST(TrainConfigTest, BadFilesNameKeyValueAndWhatIsAllowed) {
        "base_mlp_dim: give mlp_dim once: as mlp_dim or as base_mlp_dim"},
       // Attention's keys, each wrong once.
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbase_num_query_heads: 4\n",
-       "max_target_length: missing: attention needs the sequence length"},
+       "max_target_length: missing or 0: attention needs the sequence length"},
       {"emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nbase_num_query_heads: 4\nbase_num_kv_heads: 3\n"
        "max_target_length: 4\n",
        "base_num_kv_heads: 3: must divide base_num_query_heads=4"},
