@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <map>
 
-#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/pod_state.h"
 

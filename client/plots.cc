@@ -1,9 +1,6 @@
 #include "client/plots.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <map>
 
 #include "absl/strings/str_cat.h"

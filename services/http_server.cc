@@ -90,7 +90,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   }));
   // An IPv6 address as --listen writes it ("[::1]") is bound without its brackets.
   std::string address = host;
-  if (address.size() > 2 && address.front() == '[' && address.back() == ']') address = address.substr(1, address.size() - 2);
+  if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
+    address = address.substr(1, address.size() - 2);
+  }
   const int bound =
       port == 0 ? server.bind_to_any_port(address) : (server.bind_to_port(address, port) ? port : -1);
   if (bound < 0) {

@@ -2,14 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/base/output_file.h"
 #include "nlohmann/json.hpp"
 
 namespace tpuemu {

@@ -7,7 +7,6 @@
 // "chip 3, lane 2".
 #pragma once
 
-#include <fstream>
 #include <map>
 #include <memory>
 #include <ostream>
