@@ -43,13 +43,29 @@ void WorkerNode::AwaitRegistration() {
 }
 
 void WorkerNode::set_registration(int global_host, uint64_t incarnation) {
+  std::map<uint64_t, PreparedJob> before;
+  std::shared_ptr<Pod> p;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Registered again (the coordinator restarted, or had lost this worker):
+    // the jobs of the registration before are over, whatever the coordinator
+    // remembers of them, and calls for them are refused from now on.
+    if (incarnation_ != 0 && incarnation != incarnation_) {
+      before.swap(jobs_);
+      p = pod_;
+    }
     host_ = global_host;
     incarnation_ = incarnation;
     awaiting_registration_ = false;
   }
   registered_.notify_all();
+  if (!p) return;
+  for (const auto& [job, prepared] : before) {
+    AbortPrepared(prepared, *p, job, "this worker registered with its coordinator again");
+  }
+  before.clear();
+  // After the aborts above, so that those jobs' aborts are forgotten too once they close.
+  p->net->mailbox().ForgetAborts();
 }
 
 absl::Status WorkerNode::CheckIncarnation(uint64_t incarnation, const std::string& call) {
@@ -260,7 +276,9 @@ absl::StatusOr<std::vector<ChipRunResult>> WorkerNode::Run(uint64_t job, int ste
   auto result = faulted.ok() ? host->Run(step) : absl::StatusOr<std::vector<ChipRunResult>>(faulted);
   std::lock_guard<std::mutex> lock(mu_);
   running_job_ = 0;
-  if (!result.ok()) jobs_.erase(job);
+  // Its own entry only: a run of the same number may have been prepared since
+  // (a coordinator restarted without its job store numbers jobs from 1 again).
+  if (auto it = jobs_.find(job); !result.ok() && it != jobs_.end() && it->second.host == host) jobs_.erase(it);
   return result;
 }
 

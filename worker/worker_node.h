@@ -23,7 +23,8 @@ class WorkerNode : public WorkerInterface {
  public:
   WorkerNode(int global_host, FabricFactory fabric) : host_(global_host), make_fabric_(std::move(fabric)) {}
   // The place and incarnation the coordinator gave this process's latest
-  // registration: calls meant for another incarnation are refused.
+  // registration: calls meant for another incarnation are refused, and a new
+  // one ends the jobs of the one before (and their remembered aborts).
   void set_registration(int global_host, uint64_t incarnation);
   // Until set_registration: calls wait (2 s at most) for the registration's
   // answer, which the coordinator's first calls may overtake.

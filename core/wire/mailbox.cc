@@ -35,7 +35,9 @@ void Mailbox::CloseJob(uint64_t job) {
     if (open_.erase(job) == 0) return;
     DropFramesLocked(job);
     TakeHooksLocked(job, to_wake);
-    if (aborted_.count(job)) {
+    if (forget_on_close_.erase(job) > 0) {
+      aborted_.erase(job);
+    } else if (aborted_.count(job)) {
       closed_aborts_.push_back(job);
       if (closed_aborts_.size() > kRememberedAborts) {
         aborted_.erase(closed_aborts_.front());
@@ -44,6 +46,15 @@ void Mailbox::CloseJob(uint64_t job) {
     }
   }
   for (MailboxHook* h : to_wake) h->Wake();
+}
+
+void Mailbox::ForgetAborts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint64_t job : closed_aborts_) {
+    if (open_.count(job) == 0) aborted_.erase(job);
+  }
+  closed_aborts_.clear();
+  for (const auto& [job, _] : aborted_) forget_on_close_.insert(job);
 }
 
 void Mailbox::Put(Frame frame, bool may_run) {

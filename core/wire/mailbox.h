@@ -71,6 +71,12 @@ class Mailbox {
   // nothing, for a job that is not open: an abort may not poison a job
   // number before it is used.
   bool AbortJob(uint64_t job, const absl::Status& why);
+  // The worker registered again (its coordinator restarted, or had lost it):
+  // the aborts remembered so far are forgotten, and those of jobs still open
+  // are once they close. A coordinator restarted without its job store
+  // numbers jobs from 1 again, and its job-1 must not meet the old job-1's
+  // abort.
+  void ForgetAborts();
   // Drops whatever a job's run left behind (training runs a step at a time).
   void ClearJob(uint64_t job);
   size_t pending() const;
@@ -113,6 +119,7 @@ class Mailbox {
   std::map<uint64_t, Job> open_;
   std::map<uint64_t, absl::Status> aborted_;  // open jobs', and the last closed ones'
   std::deque<uint64_t> closed_aborts_;        // oldest first
+  std::set<uint64_t> forget_on_close_;        // open aborted jobs whose aborts are not remembered (ForgetAborts)
   uint64_t dropped_frames_ = 0;
 };
 

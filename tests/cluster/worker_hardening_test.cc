@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "services/frame_codec.h"
 #include "core/host/job.h"
+#include "core/wire/run_number.h"
 #include "services/worker_client.h"
 #include "tests/cluster/test_pod.h"
 #include "tests/cluster/train_jobs.h"
@@ -169,6 +170,52 @@ TEST(WorkerHardeningTest, AJobCancelledWhileItsWorkersPrepareItLeavesNothingOnTh
   EXPECT_EQ(LiveHostJobs(), 0) << "a worker kept the cancelled job prepared";
   const v1::Job next = pod.Run(AllGatherX(1 << 20));
   EXPECT_EQ(next.state(), v1::JOB_STATE_SUCCEEDED) << next.error();
+}
+
+// A coordinator restarted without its job store numbers jobs from 1 again.
+// Workers that registered with it again must not hold an old run's abort
+// against the new run of the same number: here job-1 is cancelled, the
+// workers register again, and a new job-1 runs through every worker's calls.
+TEST(WorkerHardeningTest, AWorkerRegisteredAgainForgetsTheRunsOfBefore) {
+  TestPod pod(IssuePod(), 0);
+  auto cancelled = pod.Submit(Job("ici_fsdp_parallelism: -1\n", 100000));
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  pod.WaitForSteps(cancelled->id(), 1);
+  ASSERT_TRUE(pod.coordinator().CancelJob(cancelled->id()).ok());
+  ASSERT_EQ(pod.Wait(cancelled->id()).state(), v1::JOB_STATE_CANCELLED);
+  // Its chips done on every worker: a new coordinator needs longer than that
+  // to number a job (frames of the old run still on the wire would count as
+  // the new one's, whose number they carry).
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(60); absl::Now() < deadline && LiveHostJobs() > 0;) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  const uint64_t run = RunNumber(1, 0);
+  ASSERT_EQ(cancelled->id(), RunName(run));
+  std::vector<uint64_t> incarnations;
+  for (int i = 0; i < pod.num_workers(); ++i) {
+    incarnations.push_back(pod.incarnation(i) + 1000);
+    pod.node(i).set_registration(i, incarnations.back());
+  }
+  const JobSpec spec = AllGatherX(1 << 20);
+  for (int i = 0; i < pod.num_workers(); ++i) {
+    Cancellation cancel;
+    const absl::Status prepared = pod.node(i).PrepareJob(incarnations[i], run, spec, Placement{}, cancel);
+    ASSERT_TRUE(prepared.ok()) << "worker " << i << ": " << prepared;
+  }
+  std::vector<absl::Status> ran(pod.num_workers());
+  std::vector<std::thread> chips;
+  for (int i = 0; i < pod.num_workers(); ++i) {
+    chips.emplace_back([&, i] {
+      Cancellation cancel;
+      ran[i] = pod.node(i).RunJob(incarnations[i], run, 0, Faults{}, cancel).status();
+    });
+  }
+  for (std::thread& t : chips) t.join();
+  for (int i = 0; i < pod.num_workers(); ++i) {
+    EXPECT_TRUE(ran[i].ok()) << "worker " << i << ": " << ran[i];
+    Cancellation cancel;
+    EXPECT_TRUE(pod.node(i).CheckJob(incarnations[i], run, cancel).ok()) << "worker " << i;
+  }
 }
 
 TEST(WorkerHardeningTest, PeerFramesOfAJobThatDoesNotExistAreDroppedAndCounted) {

@@ -169,6 +169,25 @@ TEST(MailboxTest, AnAbortedJobStaysAbortedAfterItClosesButOnlyTheLastFewAreRemem
   EXPECT_TRUE(box.Take(1, 1, 0, 7, kPatience).ok());
 }
 
+TEST(MailboxTest, AbortsAreForgottenWhenTheWorkerRegistersAgainThoseOfOpenJobsOnceTheyClose) {
+  Mailbox box;
+  box.OpenJob(1, kRoomy);
+  box.AbortJob(1, absl::AbortedError("job aborted: cancelled by the user"));
+  box.CloseJob(1);
+  box.OpenJob(2, kRoomy);
+  box.AbortJob(2, absl::AbortedError("job aborted: this worker registered with its coordinator again"));
+  box.ForgetAborts();
+  // Still open: still aborted, for its chips still running.
+  EXPECT_EQ(box.Take(2, 1, 0, 7, kPatience).status().code(), absl::StatusCode::kAborted);
+  box.CloseJob(2);
+  // A new coordinator's runs of the same numbers.
+  for (uint64_t job : {1, 2}) {
+    box.OpenJob(job, kRoomy);
+    box.Put(MakeFrame(job, 0, 1, 7, 3.0f));
+    EXPECT_TRUE(box.Take(job, 1, 0, 7, kPatience).ok()) << "job " << job;
+  }
+}
+
 // What a hook saw, and in which thread.
 struct RecordingHook : MailboxHook {
   void Arrived(Frame frame) override {
