@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include "absl/strings/match.h"
+
 #include "client/client_security.h"
 #include "client/pod_state.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -17,6 +19,28 @@ struct HealthOptions {
   double timeout_s = 2;
   bool json = false;
 };
+
+// What to try when no answer came: gRPC's reason alone ("Socket closed")
+// does not say that a worker admits only its pod's members.
+std::string UnreachableHint(const std::string& error, const TransportSecurity& security) {
+  if (absl::StrContains(error, "certificate verify failed")) {
+    return "its certificate is not signed by the CA given: give that pod's own ca.pem or credentials directory";
+  }
+  if (absl::StrContains(error, "Socket closed") || absl::StrContains(error, "andshake")) {
+    if (!security.tls) {
+      return "it closed the connection: it speaks TLS; leave TPUEMU_INSECURE unset and give the pod's credentials";
+    }
+    if (security.cert_pem.empty()) {
+      return "it closed the connection: a worker answers only its pod's members (mutual TLS), not a client with a "
+             "CA: set TPUEMU_TLS_DIR to the pod's credentials directory (a local pod's: $TPUEMU_HOME/tls); or it "
+             "speaks plaintext (a pod started with --insecure: TPUEMU_INSECURE=1)";
+    }
+    return "it closed the connection: it is stopping, or speaks plaintext (a pod started with --insecure: "
+           "TPUEMU_INSECURE=1)";
+  }
+  if (absl::StrContains(error, "Connection refused")) return "nothing listens there: is the pod running?";
+  return "";
+}
 
 int Probe(const HealthOptions& o) {
   if (o.timeout_s <= 0) {
@@ -40,6 +64,7 @@ int Probe(const HealthOptions& o) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int>(o.timeout_s * 1000)));
   const grpc::Status status = stub->Check(&ctx, req, &resp);
   const bool serving = status.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+  const std::string hint = status.ok() ? "" : UnreachableHint(status.error_message(), *security);
   const std::string state =
       status.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()) : "UNREACHABLE";
   if (o.json) {
@@ -47,12 +72,14 @@ int Probe(const HealthOptions& o) {
                                 {"check", o.live ? "liveness" : "readiness"},
                                 {"status", state},
                                 {"serving", serving},
-                                {"error", status.ok() ? "" : status.error_message()}}
+                                {"error", status.ok() ? "" : status.error_message()},
+                                {"hint", hint}}
                      .dump()
               << "\n";
   } else {
     std::cout << o.address << " " << (o.live ? "liveness" : "readiness") << ": " << state
               << (status.ok() ? "" : " (" + status.error_message() + ")") << "\n";
+    if (!hint.empty()) std::cout << "hint: " << hint << "\n";
   }
   return serving ? 0 : 1;
 }
@@ -65,7 +92,7 @@ void AddHealthCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("address", o->address, "the server's HOST:PORT")->required();
   cmd->add_flag("--live", o->live, "liveness (serving at all) instead of readiness");
   cmd->add_option("--timeout", o->timeout_s, "seconds to wait for an answer")->capture_default_str();
-  cmd->add_flag("--json", o->json, "print {address, check, status, serving, error}");
+  cmd->add_flag("--json", o->json, "print {address, check, status, serving, error, hint}");
   cmd->footer(
       "\nReadiness means: a worker has registered and been configured; the coordinator has every\n"
       "worker of its pod. Exit 0 when SERVING, 1 otherwise (NOT_SERVING or unreachable).\n"

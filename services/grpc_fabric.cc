@@ -98,6 +98,12 @@ class GrpcFabric::PeerStream final : public PeerQueue::Tag {
     for (size_t i = 0; i < done.size(); ++i) done[i].sent(ok && i == 0 ? absl::OkStatus() : broken);
   }
 
+  // Cancelled, with nothing in flight: freeing it now is safe.
+  bool Ended() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_ && !writing_;
+  }
+
   // Waits, after Cancel, until nothing of the stream is in flight; false if
   // something still is after `within`.
   bool WaitDone(absl::Duration within) {
@@ -137,9 +143,23 @@ GrpcFabric::GrpcFabric(const Topology& topo, int my_host, std::map<int, std::str
 
 GrpcFabric::~GrpcFabric() { Disconnect(); }
 
+std::vector<GrpcFabric::Link> GrpcFabric::TakeEndedRetired() {
+  std::vector<Link> ended;
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    if (it->stream->Ended()) {
+      ended.push_back(std::move(*it));
+      it = retired_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return ended;
+}
+
 void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
   std::vector<std::shared_ptr<PeerStream>> cancelled;
   std::unique_lock<std::mutex> lock(mu_);
+  const std::vector<Link> ended = TakeEndedRetired();  // freed with the lock let go
   // A stream goes if its host moved, or if its connection is down (idle or
   // failing): a worker back under the same name (a restarted Kubernetes pod)
   // may be at a new address, which only a new channel looks up at once.
@@ -161,6 +181,11 @@ void GrpcFabric::UpdatePeers(const std::map<int, std::string>& host_addresses) {
   lock.unlock();
   // Outside mu_: cancelling tells the frames still queued, whose callbacks may send again.
   for (auto& stream : cancelled) stream->Cancel();
+}
+
+size_t GrpcFabric::retired_links() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return retired_.size();
 }
 
 void GrpcFabric::Disconnect() {
@@ -209,6 +234,7 @@ void GrpcFabric::FreeWhenDone(std::vector<Link>& links) {
 }
 
 absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
+  std::vector<Link> ended;  // declared before the lock: freed after it is let go
   std::lock_guard<std::mutex> lock(mu_);
   Link& slot = links_[{src, dst}];
   // A stream whose call failed while its connection stays up (the peer
@@ -218,6 +244,7 @@ absl::StatusOr<GrpcFabric::Link> GrpcFabric::LinkFor(int src, int dst) {
     // Safe under mu_: a broken stream holds no frames (its failed write
     // failed them all, and it refuses more), so cancelling calls nothing back.
     slot.stream->Cancel();
+    ended = TakeEndedRetired();
     retired_.push_back(slot);
     slot.stream = std::make_shared<PeerStream>(slot.channel, queue_, slot.stream->peer());
     return slot;

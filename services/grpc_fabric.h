@@ -30,6 +30,7 @@ class GrpcFabric : public HostFabric {
   void Send(Frame&& frame, SentFn sent) override;
   void Disconnect() override;
   void UpdatePeers(const std::map<int, std::string>& host_addresses) override;
+  size_t retired_links();  // cancelled links not yet freed (for tests)
 
  private:
   class PeerStream;
@@ -38,6 +39,10 @@ class GrpcFabric : public HostFabric {
     std::shared_ptr<PeerStream> stream;
   };
   absl::StatusOr<Link> LinkFor(int src, int dst);
+  // Under mu_: the retired links whose streams have ended, taken out for the
+  // caller to free once it lets go of mu_. Without it a worker whose peers
+  // registered again and again between idle spells kept every old channel.
+  std::vector<Link> TakeEndedRetired();
   // Waits until each cancelled link's stream has ended, and frees it.
   static void FreeWhenDone(std::vector<Link>& links);
 
@@ -57,8 +62,9 @@ class GrpcFabric : public HostFabric {
   std::shared_ptr<AbortTarget> abort_in_ = std::make_shared<AbortTarget>();
   std::mutex mu_;
   std::map<std::pair<int, int>, Link> links_;
-  // Links of hosts that moved, cancelled: freed when the fabric is idle
-  // (Disconnect) or gone, once gRPC is done with their streams.
+  // Links of hosts that moved, cancelled: freed once gRPC is done with their
+  // streams, seen at the next retirement, or when the fabric is idle
+  // (Disconnect) or gone.
   std::vector<Link> retired_;
 };
 

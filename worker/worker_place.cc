@@ -61,7 +61,8 @@ absl::StatusOr<HostSource> FindHost(const PlaceInputs& in) {
     return HostSource{*n, absl::StrCat("TPU_WORKER_ID=", *id)};
   }
   if (auto names = in.env("TPU_WORKER_HOSTNAMES")) {
-    std::vector<std::string> list = absl::StrSplit(*names, ',', absl::SkipWhitespace());
+    // Empty entries keep their places: each entry's position is a host index.
+    std::vector<std::string> list = absl::StrSplit(*names, ',');
     for (size_t i = 0; i < list.size(); ++i) {
       if (FirstLabel(std::string(absl::StripAsciiWhitespace(list[i]))) == FirstLabel(in.hostname)) {
         return HostSource{static_cast<int>(i),

@@ -1,6 +1,8 @@
 #include "core/base/flat_yaml.h"
 
+#include <algorithm>
 #include <set>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -40,6 +42,18 @@ int SecondYamlDocumentLine(const std::string& text) {
   return 0;
 }
 
+std::string IndentedLineHint(const std::string& text, const YAML::Exception& e) {
+  const std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  const int at = e.mark.is_null() ? -1 : e.mark.line;  // from 0
+  for (int i = std::max(0, at - 1); i <= at && i < static_cast<int>(lines.size()); ++i) {
+    const absl::string_view line = lines[i];
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == 0 || first == absl::string_view::npos || line[first] == '#') continue;
+    return absl::StrCat(" (line ", i + 1, " is indented: every key of this file starts its own line, none nested)");
+  }
+  return "";
+}
+
 absl::StatusOr<int64_t> DecimalInteger(const std::string& text) {
   const size_t first = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
   if (first == text.size() || text.find_first_not_of("0123456789", first) != std::string::npos) {
@@ -64,7 +78,7 @@ absl::StatusOr<YAML::Node> LoadFlatYamlMap(const std::string& text, const std::s
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": not YAML: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not YAML: ", e.what(), IndentedLineHint(text, e)));
   }
   if (!root.IsMap()) return absl::InvalidArgumentError(absl::StrCat(source, ": expected `key: value` lines"));
   std::set<std::string> seen;

@@ -14,6 +14,11 @@ namespace tpuemu {
 // YAML::Load reads only the first and leaves the rest unread, silently.
 int SecondYamlDocumentLine(const std::string& text);
 
+// What yaml-cpp's refusal of `text` means for a flat file: its own message
+// ("illegal map value" at the end of a line) does not say that the line, or
+// the one before it, is indented as if nested. Empty when neither is.
+std::string IndentedLineHint(const std::string& text, const YAML::Exception& e);
+
 // `text` as one map whose keys are words and whose values are single words or
 // numbers, no key twice, all of it UTF-8. `source` starts every message.
 absl::StatusOr<YAML::Node> LoadFlatYamlMap(const std::string& text, const std::string& source);

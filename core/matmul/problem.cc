@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -60,9 +62,28 @@ bool Has(const ExprTensor& t, const std::string& name) {
   return std::any_of(t.dims.begin(), t.dims.end(), [&](const ExprDim& d) { return d.name == name; });
 }
 
+// A flag's comma-separated entries, each trimmed. An empty one is refused
+// rather than skipped: "I=64,,J=64" is more likely a lost entry than a typo.
+absl::StatusOr<std::vector<std::string>> CommaEntries(const std::string& csv, absl::string_view field,
+                                                      absl::string_view example) {
+  std::vector<std::string> out;
+  for (absl::string_view item : absl::StrSplit(csv, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    if (item.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(Field(field), " '", csv, "': entry ", out.size() + 1,
+                                                     " is empty; separate the entries with single commas (example: ",
+                                                     Field(field), " ", example, ")"));
+    }
+    out.emplace_back(item);
+  }
+  return out;
+}
+
 absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::string& csv) {
   std::map<std::string, int64_t> out;
-  for (absl::string_view item : absl::StrSplit(csv, ',', absl::SkipWhitespace())) {
+  auto items = CommaEntries(csv, "dims", "I=1024,J=512,K=2048");
+  if (!items.ok()) return items.status();
+  for (const std::string& item : *items) {
     std::vector<std::string> kv = absl::StrSplit(item, '=');
     int64_t v = 0;
     if (kv.size() != 2 || kv[0].empty() || !absl::SimpleAtoi(kv[1], &v) || v <= 0) {
@@ -106,7 +127,9 @@ absl::StatusOr<Mesh> Mesh::Create(const std::string& spec, const Topology& topo)
     }
     return mesh;
   }
-  for (absl::string_view item : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
+  auto items = CommaEntries(spec, "mesh", "X=x,Y=y,D=dcn");
+  if (!items.ok()) return items.status();
+  for (const std::string& item : *items) {
     std::vector<std::string> kv = absl::StrSplit(item, '=');
     if (kv.size() != 2 || kv[0].size() != 1 || !std::isalpha(static_cast<unsigned char>(kv[0][0]))) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -1,6 +1,8 @@
 #include "core/train/config.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <utility>
@@ -341,7 +343,16 @@ absl::Status ReadValue(const YAML::Node& v, const std::string& source, const std
             return KeyError(source, key, absl::StrCat(raw, ": must be a whole number from 0 to 18446744073709551615"));
           },
           [&](double* p) {
-            *p = v.as<double>();
+            if (!YAML::convert<double>::decode(v, *p)) {
+              // yaml-cpp refuses a number past a double's range (1e400) as if
+              // it were none: read as infinite, the key's own range names it.
+              char* end = nullptr;
+              errno = 0;
+              *p = std::strtod(raw.c_str(), &end);
+              if (raw.empty() || *end != '\0' || errno != ERANGE) {
+                return KeyError(source, key, absl::StrCat("'", raw, "' is not a number"));
+              }
+            }
             return CheckNumber(source, key, *p, raw);
           },
           [&](bool* p) {
@@ -543,7 +554,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const std::string& text, const std:
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid YAML: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid YAML: ", e.what(), IndentedLineHint(text, e)));
   }
   if (!root.IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": expected a flat map of keys (key: value per line)"));

@@ -8,7 +8,10 @@ void LinkSender::State::Left(uint64_t job, absl::Status status) {
   {
     std::lock_guard<std::mutex> lock(mu);
     --leaving;
-    if (!status.ok()) job_errors.emplace(job, std::move(status));
+    JobFrames& j = jobs[job];
+    --j.leaving;
+    if (!status.ok() && !j.forgotten && j.error.ok()) j.error = std::move(status);
+    if (j.leaving == 0 && (j.forgotten || j.error.ok())) jobs.erase(job);  // nothing left to tell
   }
   cv.notify_all();
 }
@@ -53,6 +56,9 @@ bool LinkSender::TryEnqueue(Frame& frame, std::shared_ptr<const JobAbort> abort)
 void LinkSender::Admit(std::unique_lock<std::mutex> lock, Frame&& frame, std::shared_ptr<const JobAbort> abort) {
   State& s = *state_;
   ++s.leaving;
+  State::JobFrames& j = s.jobs[frame.header.job];
+  ++j.leaving;
+  j.forgotten = false;  // the job runs again (a retry under the same number)
   if (thread_.joinable()) {  // paced: the link's thread sends it when its turn comes
     queue_.push_back({std::move(frame), WallClock::now(), std::move(abort)});
     lock.unlock();
@@ -70,13 +76,20 @@ void LinkSender::HandOver(Frame&& frame) {
 
 absl::Status LinkSender::JobStatus(uint64_t job) {
   std::lock_guard<std::mutex> lock(state_->mu);
-  auto it = state_->job_errors.find(job);
-  return it == state_->job_errors.end() ? absl::OkStatus() : it->second;
+  auto it = state_->jobs.find(job);
+  return it == state_->jobs.end() ? absl::OkStatus() : it->second.error;
 }
 
 void LinkSender::ForgetJob(uint64_t job) {
   std::lock_guard<std::mutex> lock(state_->mu);
-  state_->job_errors.erase(job);
+  auto it = state_->jobs.find(job);
+  if (it == state_->jobs.end()) return;
+  if (it->second.leaving == 0) {
+    state_->jobs.erase(it);
+  } else {
+    it->second.error = absl::OkStatus();
+    it->second.forgotten = true;
+  }
 }
 
 void LinkSender::Run() {

@@ -45,6 +45,8 @@ class LinkSender {
   bool TryEnqueue(Frame& frame, std::shared_ptr<const JobAbort> abort = nullptr);
   // The first delivery error of a job, if any.
   absl::Status JobStatus(uint64_t job);
+  // Drops the job's error, and those of its frames still leaving when they
+  // fail later (a stream to a stopped peer fails them only when cancelled).
   void ForgetJob(uint64_t job);
 
  private:
@@ -54,7 +56,12 @@ class LinkSender {
     std::mutex mu;
     std::condition_variable cv;
     size_t leaving = 0;  // frames queued, or handed to the fabric and not yet left
-    std::map<uint64_t, absl::Status> job_errors;
+    struct JobFrames {
+      size_t leaving = 0;
+      absl::Status error;  // the first
+      bool forgotten = false;  // erased once its last frame has left
+    };
+    std::map<uint64_t, JobFrames> jobs;  // those with frames leaving or an error
     void Left(uint64_t job, absl::Status status);
   };
   struct Queued {

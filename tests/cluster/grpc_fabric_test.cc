@@ -164,6 +164,17 @@ TEST_F(GrpcFabricTest, AFabricLetGoOfInThePeerQueuesOwnThreadClosesWithoutWaitin
   EXPECT_LT(closing->close_ms, 1000) << "the queue's thread waited for itself";
 }
 
+TEST_F(GrpcFabricTest, LinksRetiredAsThePeerMovesAreFreedOnceEndedNotKeptUntilTheFabricIsIdle) {
+  for (int i = 0; i < 12; ++i) {
+    // The same server by one name, then by another: to the fabric, a host that moved.
+    fabric_->UpdatePeers({{1, absl::StrCat(i % 2 == 1 ? "localhost:" : "127.0.0.1:", server_.port)}});
+    const std::vector<absl::Status> sent = SendAll(100 * i, 1);  // a new link, to the new address
+    ASSERT_EQ(sent.size(), 1u);
+    ASSERT_TRUE(sent[0].ok()) << sent[0];
+  }
+  EXPECT_LE(fabric_->retired_links(), 1u);
+}
+
 TEST_F(GrpcFabricTest, FramesForChipsOnThisHostGoToItsMailboxAndLeaveAtOnce) {
   Topology one_host = *Topology::Create({"v5p:2", 1, 2, "none"});
   GrpcFabric local(one_host, 0, {}, peer_.queue());

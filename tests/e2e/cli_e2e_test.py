@@ -122,6 +122,15 @@ class ClusterLifecycleTest(Pod):
         self.assertTrue(status["ready"])
         self.assertEqual(status["registered_workers"], 4)
         self.assertEqual(status["chips"], 16)
+        # A worker answers the pod's own credentials; with only its CA it closes the
+        # connection, and `health` says why rather than gRPC's bare "Socket closed".
+        worker = status["workers"][0]["address"]
+        self.assertEqual(self.cli("health", worker).returncode, 0)
+        env = dict(self.env, TPUEMU_TLS_CA=os.path.join(self.pod_file()["tls_dir"], "ca.pem"))
+        r = subprocess.run([TPUEMU, "health", worker, "--json"], env=env, capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("TPUEMU_TLS_DIR", json.loads(r.stdout)["hint"])
         # The local pod by the other name of its address: its credentials still apply.
         port = self.pod_file()["coordinator"].rsplit(":", 1)[1]
         r = self.cli("--coordinator", f"localhost:{port}", "jobs", "--json")

@@ -215,6 +215,24 @@ TEST(LinkSenderTest, ACompletionAfterTheLinkIsGoneIsHarmless) {
   fabric.Release(1);  // a stream cancelled after the pod's links closed
 }
 
+TEST(LinkSenderTest, AFrameThatFailsAfterItsJobIsForgottenLeavesNoErrorBehind) {
+  HeldFabric fabric;
+  LinkSender link({9e10, 1e-6}, 0, fabric);
+  ASSERT_TRUE(link.Enqueue(OfJob(7)));
+  ASSERT_TRUE(link.Enqueue(OfJob(7)));
+  fabric.status = absl::UnavailableError("the peer is gone");
+  fabric.Release(1);
+  EXPECT_FALSE(link.JobStatus(7).ok());
+  link.ForgetJob(7);
+  EXPECT_TRUE(link.JobStatus(7).ok());
+  fabric.Release(1);  // the job's last frame fails late, as a cancelled stream's do
+  EXPECT_TRUE(link.JobStatus(7).ok()) << "a forgotten job's late failure is kept";
+  // The same number run again (a retry) records its own errors.
+  ASSERT_TRUE(link.Enqueue(OfJob(7)));
+  fabric.Release(1);
+  EXPECT_FALSE(link.JobStatus(7).ok());
+}
+
 size_t Held(HeldFabric& fabric) {
   std::lock_guard<std::mutex> lock(fabric.mu);
   return fabric.held.size();

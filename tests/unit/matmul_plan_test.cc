@@ -94,6 +94,8 @@ TEST(MatmulBindTest, BadExpressionsGetClearErrors) {
       {"A[I, J] * B[J, K] -> C[I, K]", "I=8,J=8", "no size for dimension K"},
       {"A[I, J] * B[J, K] -> C[I, K]", "I=8,J=8,K=8,Q=2", "`dims`: Q names no dimension"},
       {"A[I, J] * B[J, K] -> C[I, K]", "I=8,J=0,K=8", "positive integer"},
+      {"A[I, J] * B[J, K] -> C[I, K]", "I=8,,J=8,K=8", "`dims` 'I=8,,J=8,K=8': entry 2 is empty"},
+      {"A[I, J] * B[J, K] -> C[I, K]", "I=8,J=8,K=8,", "entry 4 is empty"},
       {"A[I, J] * B[J, K] -> C[I, K]{U_X}", "I=8,J=8,K=8", "no contracted dimension is sharded on X"},
       {"A[I, J, L] * B[L, J, K] -> C[I, K]", "I=8,J=8,K=8,L=8", "same order"},
       {"A[J, I, L] * B[J, L, K] -> C[I, K]", "I=8,J=8,K=8,L=8", "interleaves"},
@@ -110,6 +112,11 @@ TEST(MatmulBindTest, BadExpressionsGetClearErrors) {
   auto mesh = Plan("A[I_X, J] * B[J, K] -> C[I_X, K]", "I=8,J=8,K=8", topo, "X=z");
   ASSERT_FALSE(mesh.ok());
   EXPECT_THAT(std::string(mesh.status().message()), HasSubstr("`mesh`"));
+  auto empty = Plan("A[I_X, J] * B[J, K] -> C[I_X, K]", "I=8,J=8,K=8", topo, "X=x,,Y=y");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_THAT(std::string(empty.status().message()), HasSubstr("`mesh` 'X=x,,Y=y': entry 2 is empty"));
+  // Spaces after the commas are fine.
+  EXPECT_TRUE(Plan("A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]", "I=8, J=8, K=8", topo, "X=x, Y=y").ok());
 }
 
 TEST(MatmulPlanTest, Case1NeedsNoCommunication) {

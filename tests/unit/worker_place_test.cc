@@ -62,6 +62,7 @@ TEST(WorkerPlaceTest, HostnamePositionInTpuWorkerHostnames) {
   EXPECT_EQ(p.host, 1);
   EXPECT_THAT(p.source, HasSubstr("position 1 of TPU_WORKER_HOSTNAMES"));
   EXPECT_EQ(Place(Inputs({{"TPU_WORKER_HOSTNAMES", "a,b,c"}}, "c.svc.cluster.local")).host, 2);
+  EXPECT_EQ(Place(Inputs({{"TPU_WORKER_HOSTNAMES", "a,,c"}}, "c")).host, 2);
 }
 
 TEST(WorkerPlaceTest, AHostnameMissingFromTheListIsAnError) {
