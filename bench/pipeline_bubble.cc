@@ -2,8 +2,9 @@
 // (S-1)/(repeats M + S-1), for each schedule as the model's F grows. The
 // formula assumes free transfers. On a v5p ring of 4 stages a microbatch's
 // forward through a stage does 4 b D F flops per layer and sends 2 b D
-// bytes on: 2 F L_stage flops per byte, against the chip's C / W_ici =
-// 4.59e14 / 9e10 = 5100 (seed 004's pipeline arithmetic intensity). Below
+// bytes on: 2 F L_stage flops per byte, against the chip's C over one
+// link one way, 4.59e14 / 9e10 = 5100 (seed 004's test for a pipeline; its
+// Trillium figures, 917e12 / 180e9, give the same 5100). Below
 // it the link, not the stage, sets the pace and the bubble is well above
 // the formula; well above it the bubble comes down to the formula. The
 // last table runs on a v5p whose compute is 1e5 times slower (a profile

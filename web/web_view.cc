@@ -64,7 +64,9 @@ std::map<std::string, HttpHandler> WebViewRoutes(CoordinatorBackend& backend, co
     const v1::ListJobsResponse list = backend.ListJobs();
     nlohmann::json jobs = nlohmann::json::array();
     for (const v1::Job& job : list.jobs()) jobs.push_back(JobRow(job));
-    return Json({{"jobs", jobs}, {"finished_jobs_dropped", list.finished_jobs_dropped()}});
+    return Json({{"jobs", jobs},
+                 {"finished_jobs_dropped", list.finished_jobs_dropped()},
+                 {"finished_jobs_kept", list.finished_jobs_kept()}});
   };
   routes[std::string("/api/jobs/") + kJobId] = [&backend, &topo](const HttpRequest& req) {
     auto job = backend.GetJob(req.groups.at(0));

@@ -257,10 +257,15 @@ std::string Explain(const MeshPlan& p, const ModelShape& m, const Topology& topo
                           p.ici_bound ? ">" : "<=", p.tensor_links, static_cast<long long>(m.mlp_dim), alpha,
                           m.mlp_matrices / 2.0, most, ici);
   } else {
+    // The seed's block has two matrices; a gated one (m = 3) computes 3/2 as
+    // much for the same activations, as if F were m F / 2: the priced verdict
+    // and the figures shown then agree.
+    const double f = m.mlp_dim * m.mlp_matrices / 2.0;
     why = absl::StrFormat(
-        "B/N = %.0f against 4 alpha^2 / (M_X M_Y F) = %.0f at the seed's optimum X = %.0f (here X = %d, Y = %d): %s",
-        batch_tokens / slices / n, MixedMinBatchPerChip(alpha, m.mlp_dim, p.data_links, p.tensor_links),
-        OptimalFsdp(batch_tokens / slices, m.mlp_dim, p.data_links, p.tensor_links, n), p.data, p.tensor, ici);
+        "B/N = %.0f against 4 alpha^2 / (M_X M_Y F) x 2/m = %.0f at the seed's optimum X = sqrt(B / F x 2/m x M_X / "
+        "M_Y x N) = %.0f (here X = %d, Y = %d): %s",
+        batch_tokens / slices / n, MixedMinBatchPerChip(alpha, f, p.data_links, p.tensor_links),
+        OptimalFsdp(batch_tokens / slices, f, p.data_links, p.tensor_links, n), p.data, p.tensor, ici);
   }
   if (slices > 1) {
     const double need = DcnMinBatchPerSlice(topo);

@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -353,16 +354,24 @@ std::string ChooseAndLog() {
   BlisLibrary lib = LinkedBlis();
   std::optional<std::string> user;
   if (const char* v = std::getenv("BLIS_ARCH_TYPE")) user = v;
+  if (user) {
+    // A setting whose self-test dies (a kernel this CPU cannot run: SIGILL;
+    // an id BLIS aborts on) would kill this process at its first multiply:
+    // dropped, with why, and the choice made as if it were unset.
+    auto r = ProbeInChild(user, true);
+    if (!r.ok()) {
+      log->warn("BLIS_ARCH_TYPE={} ({}) failed its self-test ({}): ignored, and tpuemu chooses as if it were unset",
+                *user, DescribeArchType(*user, lib), std::string(absl::StripAsciiWhitespace(r.status().message())));
+      unsetenv("BLIS_ARCH_TYPE");  // as the setenv below: BLIS reads it at its first call
+      user.reset();
+    }
+  }
   if (!user) {
     auto d = QueryBlisDefault();
     if (d.ok()) lib.default_config = *d;
     else log->warn("could not learn BLIS's own sub-configuration: {}", std::string(d.status().message()));
   }
   const KernelPlan plan = PlanBlisKernel(cpu, lib, user);
-  if (user) {
-    auto r = ProbeInChild(user, true);
-    if (!r.ok()) log->warn("{}; its self-test failed: {}", plan.why, std::string(r.status().message()));
-  }
   std::string chosen;
   for (const std::string& name : plan.candidates) {
     auto r = ProbeInChild(std::to_string(ArchId(lib, name)), true, name);

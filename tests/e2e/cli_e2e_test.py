@@ -377,6 +377,15 @@ class ReferenceTest(Pod):
         after = self.cli("reference", job, "--json", "--verbose")
         self.assertEqual(after.returncode, 0, after.stderr)
         self.assertIn("BLIS kernels:", after.stderr)
+        # A BLIS_ARCH_TYPE BLIS would abort on (or a kernel this CPU cannot run, SIGILL) is
+        # dropped with a warning, not left to kill the command at its first multiply.
+        env = dict(self.env, BLIS_ARCH_TYPE="999")
+        bad = subprocess.run([TPUEMU, "reference", job, "--json"], env=env, capture_output=True, text=True,
+                             timeout=120)
+        self.assertEqual(bad.returncode, 0, bad.stderr)
+        self.assertIn("BLIS_ARCH_TYPE=999", bad.stderr)
+        self.assertIn("ignored", bad.stderr)
+        self.assertEqual(json.loads(bad.stdout), res)
 
     def test_bad_job_files(self):
         path = os.path.join(self.home, "bad.yaml")
