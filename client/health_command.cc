@@ -3,7 +3,6 @@
 #include <iostream>
 
 #include "absl/strings/match.h"
-
 #include "client/client_security.h"
 #include "client/pod_state.h"
 #include "grpc/health/v1/health.grpc.pb.h"
