@@ -330,7 +330,8 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
   up->add_option("--dcn-oversubscription", up_opts->dcn_oversubscription,
                  "R:1, the DCN fabric between slices: a slice's hosts together get 1/R of their NICs'\n"
                  "bandwidth into it, shared by the multislice jobs there; jobs running at once then slow\n"
-                 "each other's DCN transfers, each step's report says by how much. 1: never. docs/jobs.md")
+                 "each other's DCN transfers, each step's report says by how much. 1: never; at most 1000.\n"
+                 "docs/jobs.md")
       ->capture_default_str();
   up->add_option("--timeout", up_opts->timeout_s, "seconds to wait for every worker")
       ->capture_default_str()

@@ -24,7 +24,9 @@ void AddCredentialsCommand(CLI::App& app, int* exit_code) {
       "The pod's processes take DIR as --tls-dir (TPUEMU_TLS_DIR); clients take TPUEMU_TLS_CA=DIR/ca.pem\n"
       "and TPUEMU_TOKEN_FILE=DIR/admin.token or read.token. Examples:\n"
       "  tpuemu credentials create ./tpuemu-credentials --uid 10001    # for docker compose\n"
-      "  kubectl create secret generic tpuemu-credentials --from-file=./tpuemu-credentials\n"
+      "  # for Kubernetes: every file but ca-key.pem, which no pod needs (keep it to sign again)\n"
+      "  kubectl create secret generic tpuemu-credentials $(for f in ca.pem member.pem member-key.pem \\\n"
+      "      admin.token read.token; do echo --from-file=./tpuemu-credentials/$f; done)\n"
       "docs/security.md");
   create->add_option("DIR", o->dir, "a new or empty directory")->required();
   create->add_option("--uid", o->uid,

@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
          "--token-file",
          [](const std::string& path) {
            setenv("TPUEMU_TOKEN_FILE", path.c_str(), 1);
+           unsetenv("TPUEMU_TOKEN");  // the flag wins over the variable it defaults to
            tpuemu::NoteSecurityFlag("TPUEMU_TOKEN_FILE", "--token-file");
          },
          "the token to present, admin.token or read.token (default: $TPUEMU_TOKEN, else\n"

@@ -28,7 +28,11 @@ std::string FiredWorkerFaults(const PlannedJob& planned, uint64_t run, int next_
   std::vector<std::string> fired;
   for (const WorkerFault& f : planned.WorkerFaults()) {
     const bool on_lost = f.host >= 0 && f.host < static_cast<int>(hosts.size()) && lost.count(hosts[f.host]);
-    if (f.at_step < next_step && on_lost) fired.push_back(f.Describe());
+    if (!(f.at_step < next_step && on_lost)) continue;
+    // A job on part of the pod counts its own hosts; the lost worker is named by the pod's.
+    fired.push_back(hosts[f.host] == f.host
+                        ? f.Describe()
+                        : absl::StrCat(f.Describe(), " (the job's host ", f.host, ", the pod's host ", hosts[f.host], ")"));
   }
   if (fired.empty()) return "";
   return absl::StrCat("; the job's own faults had fired: ", absl::StrJoin(fired, "; "));
@@ -468,7 +472,13 @@ bool Scheduler::TryRestartLocked(const Queued& job, const absl::Status& failure)
       // In priority order: pinned to its checkpoint's hosts (if any), it waits for
       // its lost worker, and jobs behind it that fit elsewhere pass it.
       /*ahead=*/false);
-  if (!resumed.ok()) spdlog::warn("{} could not resume: {}", job.id, std::string(resumed.message()));
+  if (!resumed.ok()) {
+    spdlog::warn("{} could not resume: {}", job.id, std::string(resumed.message()));
+    store_.Update(job.id, [&](JobRecord& r) {
+      if (r.error.empty()) r.error = std::string(failure.message());
+      absl::StrAppend(&r.error, "; not restarted: ", resumed.message());
+    });
+  }
   return resumed.ok();
 }
 

@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/field.h"
 #include "core/collective/host.h"
@@ -73,6 +74,14 @@ class CollectiveKind : public JobKind {
     const PodPart part{collective.num_slices == topo.slices() ? 0 : collective.num_slices, {0, 0, 0}};
     auto placed = part == PodPart{} ? absl::StatusOr<Topology>(topo) : PlacedTopology(topo, part);
     if (!placed.ok()) return placed.status();
+    // Planned on its slices alone, a DCN axis would be missing from the pod it
+    // plans on, and the pod's own advice (more slices) would be wrong.
+    if (part != PodPart{} && placed->slices() == 1 && absl::c_linear_search(collective.axes, Axis::kDcn)) {
+      return absl::InvalidArgumentError(absl::StrCat(Field("num_slices"), " ", collective.num_slices,
+                                                     ": one slice has no axis dcn; give ", Field("num_slices"),
+                                                     " 2 or more (up to the pod's ", topo.slices(),
+                                                     "), or 0 for all of them"));
+    }
     auto plan = PlanCollectiveJob(*placed, collective);
     if (!plan.ok()) return plan.status();
     return std::make_unique<PlannedCollective>(*std::move(plan), *placed, part);

@@ -74,10 +74,13 @@ void AddDcnShare(Faults& faults, int step, const std::optional<SlowLink>& share)
 }
 
 absl::Status CheckDcnOversubscription(double oversubscription, const std::string& flag) {
-  if (oversubscription >= 1) return absl::OkStatus();
+  // At most a thousandth of the NICs, as a slow-link fault's least bandwidth:
+  // infinity left DCN no bandwidth, and every time on it infinite.
+  if (oversubscription >= 1 && oversubscription <= kMaxDcnOversubscription) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      flag, " ", oversubscription, ": must be at least 1 (1: the DCN fabric carries every host's NICs at once; "
-      "R: a slice's hosts together get 1/R of their NICs' bandwidth into it, shared by the jobs there)"));
+      flag, " ", oversubscription, ": must be from 1 to ", kMaxDcnOversubscription,
+      " (1: the DCN fabric carries every host's NICs at once; R: a slice's hosts together get 1/R of their NICs' "
+      "bandwidth into it, shared by the jobs there)"));
 }
 
 }  // namespace tpuemu

@@ -53,6 +53,7 @@ class DcnFabric {
 void AddDcnShare(Faults& faults, int step, const std::optional<SlowLink>& share);
 
 // OK for a factor of at least 1; else an error naming `flag`.
+inline constexpr double kMaxDcnOversubscription = 1000;
 absl::Status CheckDcnOversubscription(double oversubscription, const std::string& flag);
 
 }  // namespace tpuemu

@@ -137,6 +137,10 @@ class TrainKind : public JobKind {
   absl::StatusOr<JobSpec> Resumed(const JobSpec& spec, int done) const override {
     TrainSpec resumed = *spec.get<TrainSpec>();
     resumed.resume_step = done;
+    // kill_worker and pause_worker fire on a first attempt only: kept, a
+    // resume on a pod of another shape was refused for a host they name that
+    // this pod lacks, rather than for its checkpoint.
+    resumed.config.faults.workers.clear();
     return JobSpec(std::move(resumed));
   }
 };

@@ -131,6 +131,12 @@ class ClusterLifecycleTest(Pod):
                            timeout=30)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("TPUEMU_TLS_DIR", json.loads(r.stdout)["hint"])
+        # --token-file wins over the TPUEMU_TOKEN it defaults to (another pod's, say).
+        env = dict(self.env, TPUEMU_TOKEN="another-pods-token")
+        token = ["--token-file", os.path.join(self.pod_file()["tls_dir"], "admin.token")]
+        self.assertNotEqual(subprocess.run([TPUEMU, "jobs"], env=env, capture_output=True, timeout=30).returncode, 0)
+        r = subprocess.run([TPUEMU, *token, "jobs"], env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
         # The local pod by the other name of its address: its credentials still apply.
         port = self.pod_file()["coordinator"].rsplit(":", 1)[1]
         r = self.cli("--coordinator", f"localhost:{port}", "jobs", "--json")

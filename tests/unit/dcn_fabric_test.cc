@@ -3,6 +3,7 @@
 #include "core/pod/dcn_fabric.h"
 
 #include <cmath>
+#include <limits>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -84,13 +85,14 @@ TEST(DcnFabricTest, ASteadyShareIsOneFaultOverItsSteps) {
   EXPECT_EQ(faults.Link({10, 1e-6}, 0, 4, Axis::kDcn, +1, 4).bw_dir, 10);
 }
 
-TEST(DcnFabricTest, AnOversubscriptionBelowOneIsRefusedNamingTheFlag) {
+TEST(DcnFabricTest, AnOversubscriptionOutsideOneToAThousandIsRefusedNamingTheFlag) {
   EXPECT_TRUE(CheckDcnOversubscription(1, "--dcn-oversubscription").ok());
-  for (double bad : {0.5, 0.0, -2.0, std::nan("")}) {
+  EXPECT_TRUE(CheckDcnOversubscription(1000, "--dcn-oversubscription").ok());
+  for (double bad : {0.5, 0.0, -2.0, std::nan(""), 1000.5, std::numeric_limits<double>::infinity()}) {
     const absl::Status s = CheckDcnOversubscription(bad, "--dcn-oversubscription");
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(s.message(), HasSubstr("--dcn-oversubscription"));
-    EXPECT_THAT(s.message(), HasSubstr("must be at least 1"));
+    EXPECT_THAT(s.message(), HasSubstr("must be from 1 to 1000"));
   }
 }
 

@@ -90,6 +90,41 @@ TEST(JobKindRegistryTest, FindsEveryBuiltInKind) {
   }
 }
 
+// They fire on a first attempt only; kept, a resume on a pod of another shape
+// was refused for a host they named, not for its checkpoint.
+TEST(JobKindTest, AResumedTrainingJobDropsItsKillAndPauseWorkerFaultsAndKeepsTheOthers) {
+  auto spec = ParseTrainSpec("emb_dim: 8\nmlp_dim: 8\nglobal_batch_tokens: 8\nsteps: 6\nfaults:\n"
+                             "  - kill_worker: 1 at 3\n  - pause_worker: 0 at 2 for 1s\n  - slow_link: x@0.5\n",
+                             "kill.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto kind = FindJobKind(TrainSpec::kKind);
+  ASSERT_TRUE(kind.ok());
+  auto resumed = (*kind)->Resumed(JobSpec(*spec), 4);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  const TrainSpec& again = *resumed->get<TrainSpec>();
+  EXPECT_EQ(again.resume_step, 4);
+  EXPECT_TRUE(again.config.faults.workers.empty());
+  EXPECT_EQ(again.config.faults.slow_links.size(), 1u);
+}
+
+TEST(JobKindTest, ACollectiveOverDcnOnOneSliceOfTwoNamesNumSlicesNotThePodsSlices) {
+  auto topo = Topology::Create({"v5p:2x2", 2, 2, "auto"});
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  CollectiveSpec spec;
+  spec.op = CollectiveOp::kAllGather;
+  spec.axes = {Axis::kDcn};
+  spec.bytes = 1 << 20;
+  spec.num_slices = 1;
+  auto kind = FindJobKind(CollectiveSpec::kKind);
+  ASSERT_TRUE(kind.ok());
+  auto planned = (*kind)->Plan(JobSpec(spec), *topo, 0);
+  ASSERT_FALSE(planned.ok());
+  EXPECT_THAT(planned.status().message(),
+              testing::HasSubstr("`num_slices` 1: one slice has no axis dcn; give `num_slices` 2 or more"));
+  spec.num_slices = 2;
+  EXPECT_TRUE((*kind)->Plan(JobSpec(spec), *topo, 0).ok());
+}
+
 TEST(JobKindRegistryTest, RefusesAnUnknownKindNamingTheKnownOnes) {
   auto kind = FindJobKind("sort");
   ASSERT_FALSE(kind.ok());
