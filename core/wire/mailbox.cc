@@ -1,7 +1,5 @@
 #include "core/wire/mailbox.h"
 
-#include <thread>
-
 #include "absl/strings/str_cat.h"
 #include "core/wire/run_number.h"
 #include "spdlog/spdlog.h"
@@ -129,11 +127,15 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
     auto aborted = aborted_.find(job);
     if (aborted != aborted_.end()) return aborted->second;
     auto it = frames_.find(key);
+    if (it != frames_.end() && it->second.usable_at <= WallClock::now()) return std::move(TakeEntryLocked(it).frame);
+    // A paced frame not yet usable is waited for like one not yet here, so
+    // that an abort wakes the chip: a sleep held a cancelled job's chips, and
+    // the next job behind it, until the frame's due time (seconds, paced).
     if (it != frames_.end()) {
-      Entry entry = TakeEntryLocked(it);
-      lock.unlock();
-      std::this_thread::sleep_until(entry.usable_at);
-      return std::move(entry.frame);
+      const auto waiting = waiters.keys.insert(key);
+      waiters.cv.wait_until(lock, it->second.usable_at);
+      waiters.keys.erase(waiting);
+      continue;
     }
     const auto waiting = waiters.keys.insert(key);
     const bool timed_out = waiters.cv.wait_until(lock, deadline) == std::cv_status::timeout;

@@ -267,6 +267,26 @@ TEST(MailboxTest, APacedFrameNotYetUsableWakesTheHookAtOnceAndTakeWaitsForIt) {
   EXPECT_GE(std::chrono::steady_clock::now().time_since_epoch(), now + std::chrono::seconds(1));
 }
 
+// A cancelled paced job held its chips (and the next job) until the frame was due.
+TEST(MailboxTest, AbortEndsAWaitForAPacedFrameNotYetUsable) {
+  OpenBox open;
+  Mailbox& box = open.box;
+  Frame paced = MakeFrame(1, 0, 1, 7, 4.0f);
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  paced.header.sent_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+  paced.header.due_at_ns = paced.header.sent_at_ns + 30'000'000'000;  // usable in 30 s
+  box.Put(std::move(paced), /*may_run=*/true);
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    box.AbortJob(1, absl::CancelledError("cancelled by the user"));
+  });
+  auto taken = box.Take(1, 1, 0, 7, kPatience);
+  aborter.join();
+  ASSERT_FALSE(taken.ok());
+  EXPECT_THAT(taken.status().message(), HasSubstr("cancelled by the user"));
+  EXPECT_LT(std::chrono::steady_clock::now().time_since_epoch(), now + kPrompt);
+}
+
 TEST(MailboxTest, AbortAndCloseWakeTheJobsHooksAndAnAbortedJobHooksNothing) {
   OpenBox open;
   Mailbox& box = open.box;
