@@ -71,6 +71,18 @@ class PythonClientTest(Pod):
             self.assertIn("ici_data_parallelism", refused.exception.message)
             self.assertEqual(refused.exception.code.name, "INVALID_ARGUMENT")
 
+            # Not a job: said as the caller's error, not a Python one from the stubs.
+            for bad in (["a"], {"priority": 10**12}):
+                with self.assertRaises(tpuemu.TpuemuError) as refused:
+                    pod.submit(bad) if isinstance(bad, list) else pod.submit(JOB, **bad)
+                self.assertEqual(refused.exception.code.name, "INVALID_ARGUMENT")
+            # One line of YAML is the file's text, not a path.
+            with self.assertRaises(tpuemu.TpuemuError) as refused:
+                pod.submit("emb_dim: 8")
+            self.assertIn("mlp_dim: missing", refused.exception.message)
+            # --dims as a dict.
+            self.assertTrue(pod.matmul("A[I_X, J] * B[J, K] -> C[I_X, K]", {"I": 8, "J": 8, "K": 8})["correct"])
+
             # A job file by path.
             path = os.path.join(self.home, "job.yaml")
             with open(path, "w") as f:

@@ -166,8 +166,11 @@ class Pod:
         """
         if isinstance(job, dict):
             text = yaml.safe_dump(job)
-        elif "\n" in job or job.lstrip().startswith("{"):
-            text = job  # the file's text
+        elif not isinstance(job, (str, os.PathLike)):
+            raise TpuemuError(grpc.StatusCode.INVALID_ARGUMENT, f"job: a {type(job).__name__}; give a job file's "
+                              "path, its text, or a dict of its keys")
+        elif not os.path.exists(job) and any(c in str(job) for c in ":\n{"):
+            text = str(job)  # the file's text ("name: x" is no file's name here)
         else:
             try:
                 with open(job) as f:
@@ -175,7 +178,7 @@ class Pod:
             except OSError as e:
                 raise TpuemuError(grpc.StatusCode.NOT_FOUND, f"{job}: {e.strerror}; give a job file's path, "
                                   "its text, or a dict of its keys") from None
-        request = coordinator_pb2.SubmitJobRequest(train_yaml=text, priority=priority)
+        request = _request(coordinator_pb2.SubmitJobRequest, train_yaml=text, priority=priority)
         return self._submitted(request, wait)
 
     def bench_collective(self, op="all-gather", axes=("x",), bytes=8 << 20, algorithm="auto", dtype="bf16",
@@ -183,14 +186,19 @@ class Pod:
         """Runs one collective and returns its result: emulated_s, predicted_s, busbw, links...
 
         num_slices: run on that many of the pod's slices, beside jobs on the others (0: all)."""
-        spec = collective_pb2.CollectiveSpec(op=op, axes=list(axes), bytes=bytes, algorithm=algorithm,
-                                             dtype_bytes=_dtype_bytes(dtype), seed=seed, num_slices=num_slices)
+        spec = _request(collective_pb2.CollectiveSpec, op=op, axes=list(axes), bytes=bytes, algorithm=algorithm,
+                        dtype_bytes=_dtype_bytes(dtype), seed=seed, num_slices=num_slices)
         return self._result(self._submitted(coordinator_pb2.SubmitJobRequest(collective=spec), True), "result")
 
     def matmul(self, expr, dims, mesh="", dtype="bf16", values="uniform", seed=0):
-        """Runs one sharded matmul in the seeds' notation and returns its result (plan, times, check)."""
-        spec = matmul_pb2.MatmulSpec(expr=expr, dims=dims, mesh=mesh, dtype_bytes=_dtype_bytes(dtype),
-                                     values=values, seed=seed)
+        """Runs one sharded matmul in the seeds' notation and returns its result (plan, times, check).
+
+        dims: the sizes as `tpuemu matmul --dims` takes them, "I=256,J=256,K=256", or a dict
+        {"I": 256, ...}; mesh likewise ("X=x,Y=y", or {"X": "x", ...})."""
+        def csv(v):
+            return ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else v
+        spec = _request(matmul_pb2.MatmulSpec, expr=expr, dims=csv(dims), mesh=csv(mesh),
+                        dtype_bytes=_dtype_bytes(dtype), values=values, seed=seed)
         return self._result(self._submitted(coordinator_pb2.SubmitJobRequest(matmul=spec), True), "matmul_result")
 
     def job(self, job_id):
@@ -227,6 +235,8 @@ class Pod:
         return self.job(job_id)
 
     def cancel(self, job_id):
+        """Asks the job to stop; returns it. One that has already ended comes back as it is (its
+        "state" says how it ended), so that a cancel can be repeated."""
         return to_dict(self._call(self._stub.CancelJob, coordinator_pb2.CancelJobRequest(id=job_id)))
 
     def _submitted(self, request, wait):
@@ -238,6 +248,14 @@ class Pod:
         if job.get("state") != "succeeded":
             raise TpuemuError(grpc.StatusCode.ABORTED, f"{job['id']} {job.get('state')}: {job.get('error', '')}")
         return job[field]
+
+
+def _request(message, **fields):
+    """A request message; a field of the wrong type or range is the caller's error, said as one."""
+    try:
+        return message(**fields)
+    except (TypeError, ValueError) as e:
+        raise TpuemuError(grpc.StatusCode.INVALID_ARGUMENT, f"{message.DESCRIPTOR.name}: {e}") from None
 
 
 def _dtype_bytes(dtype):
