@@ -19,7 +19,7 @@ void AddCredentialsCommand(CLI::App& app, int* exit_code) {
   auto* create = credentials->add_subcommand(
       "create", "make a CA, the members' certificate and the admin and read tokens in DIR");
   create->footer(
-      "Files (keys and tokens 0600): ca.pem, ca-key.pem, member.pem, member-key.pem (the coordinator's\n"
+      "Files (each 0600, in a 0700 directory): ca.pem, ca-key.pem, member.pem, member-key.pem (the coordinator's\n"
       "and workers' mutual TLS), admin.token (every call) and read.token (calls that change nothing).\n"
       "The pod's processes take DIR as --tls-dir (TPUEMU_TLS_DIR); clients take TPUEMU_TLS_CA=DIR/ca.pem\n"
       "and TPUEMU_TOKEN_FILE=DIR/admin.token or read.token. Examples:\n"

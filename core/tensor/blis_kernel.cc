@@ -17,6 +17,7 @@
 #include <map>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -359,7 +360,9 @@ std::string ChooseAndLog() {
     // an id BLIS aborts on) would kill this process at its first multiply:
     // dropped, with why, and the choice made as if it were unset.
     auto r = ProbeInChild(user, true);
-    if (!r.ok()) {
+    // The child ran and died or failed the self-test (Internal); not a fork,
+    // a pipe or a timeout on a loaded host, which say nothing of the setting.
+    if (absl::IsInternal(r.status()) && !absl::StartsWith(r.status().message(), "pipe:")) {
       log->warn("BLIS_ARCH_TYPE={} ({}) failed its self-test ({}): ignored, and tpuemu chooses as if it were unset",
                 *user, DescribeArchType(*user, lib), std::string(absl::StripAsciiWhitespace(r.status().message())));
       unsetenv("BLIS_ARCH_TYPE");  // as the setenv below: BLIS reads it at its first call

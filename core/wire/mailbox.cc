@@ -133,7 +133,9 @@ absl::StatusOr<Frame> Mailbox::Take(uint64_t job, int dst, int src, uint64_t tag
     // the next job behind it, until the frame's due time (seconds, paced).
     if (it != frames_.end()) {
       const auto waiting = waiters.keys.insert(key);
-      waiters.cv.wait_until(lock, it->second.usable_at);
+      // A copy: an abort may free the entry during the wait, and the wait reads its deadline after.
+      const WallClock::time_point usable_at = it->second.usable_at;
+      waiters.cv.wait_until(lock, usable_at);
       waiters.keys.erase(waiting);
       continue;
     }
