@@ -249,14 +249,23 @@ TEST(MailboxTest, AHookedFrameFromAThreadThatMayNotRunTheChipWakesItAndWaitsForI
   EXPECT_EQ(f->payload[0], 2.0f);
 }
 
+std::chrono::nanoseconds SteadyNow() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+// Job 1's frame from chip 0 to chip 1 (tag 7), sent `now` and usable `in` later.
+Frame PacedFrame(std::chrono::nanoseconds now, std::chrono::nanoseconds in) {
+  Frame paced = MakeFrame(1, 0, 1, 7, 4.0f);
+  paced.header.sent_at_ns = now.count();
+  paced.header.due_at_ns = (now + in).count();
+  return paced;
+}
+
 TEST(MailboxTest, APacedFrameNotYetUsableWakesTheHookAtOnceAndTakeWaitsForIt) {
   OpenBox open;
   Mailbox& box = open.box;
-  Frame paced = MakeFrame(1, 0, 1, 7, 4.0f);
-  const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  paced.header.sent_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
-  paced.header.due_at_ns = paced.header.sent_at_ns + 1'000'000'000;  // usable in 1 s
-  box.Put(std::move(paced), /*may_run=*/true);
+  const auto now = SteadyNow();
+  box.Put(PacedFrame(now, std::chrono::seconds(1)), /*may_run=*/true);
   RecordingHook hook;
   auto f = box.TakeOrHook(1, 1, 0, 7, &hook);
   ASSERT_TRUE(f.ok() && !f->has_value()) << "a frame not yet usable is not handed out";
@@ -264,18 +273,15 @@ TEST(MailboxTest, APacedFrameNotYetUsableWakesTheHookAtOnceAndTakeWaitsForIt) {
   EXPECT_FALSE(box.Unhook(1, 1, 0, 7)) << "woken, not left";
   auto taken = box.Take(1, 1, 0, 7, kPatience);
   ASSERT_TRUE(taken.ok());
-  EXPECT_GE(std::chrono::steady_clock::now().time_since_epoch(), now + std::chrono::seconds(1));
+  EXPECT_GE(SteadyNow(), now + std::chrono::seconds(1));
 }
 
 // A cancelled paced job held its chips (and the next job) until the frame was due.
 TEST(MailboxTest, AbortEndsAWaitForAPacedFrameNotYetUsable) {
   OpenBox open;
   Mailbox& box = open.box;
-  Frame paced = MakeFrame(1, 0, 1, 7, 4.0f);
-  const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  paced.header.sent_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
-  paced.header.due_at_ns = paced.header.sent_at_ns + 30'000'000'000;  // usable in 30 s
-  box.Put(std::move(paced), /*may_run=*/true);
+  const auto now = SteadyNow();
+  box.Put(PacedFrame(now, std::chrono::seconds(30)), /*may_run=*/true);
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     box.AbortJob(1, absl::CancelledError("cancelled by the user"));
@@ -284,7 +290,7 @@ TEST(MailboxTest, AbortEndsAWaitForAPacedFrameNotYetUsable) {
   aborter.join();
   ASSERT_FALSE(taken.ok());
   EXPECT_THAT(taken.status().message(), HasSubstr("cancelled by the user"));
-  EXPECT_LT(std::chrono::steady_clock::now().time_since_epoch(), now + kPrompt);
+  EXPECT_LT(SteadyNow(), now + kPrompt);
 }
 
 TEST(MailboxTest, AbortAndCloseWakeTheJobsHooksAndAnAbortedJobHooksNothing) {
