@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/fan_out.h"
@@ -292,8 +293,18 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
   const auto first = WaitsForLostWorkerLocked(*self) ? self : HoldingBackLocked(self);
   std::string why = first->pinned ? absl::StrCat(DescribePlacement(*first->pinned), ", where its checkpoint is")
                                   : WantedText(pod_, first->planned->part());
+  // The running jobs on hosts it could take; not those elsewhere (a job pinned
+  // to its checkpoint's block was said to wait for one on another block).
+  std::set<int> wanted;
+  for (const Placement& p : PlacementsOf(*first)) {
+    for (int host : PlacedHosts(pod_, p)) wanted.insert(host);
+  }
   std::vector<std::string> held;
-  for (const auto& [job, r] : running_) held.push_back(absl::StrCat(job, " on ", DescribePlacement(r->placement)));
+  for (const auto& [job, r] : running_) {
+    if (absl::c_any_of(r->hosts, [&](int host) { return wanted.count(host) > 0; })) {
+      held.push_back(absl::StrCat(job, " on ", DescribePlacement(r->placement)));
+    }
+  }
   if (!held.empty()) {
     const std::string last = held.back();
     held.pop_back();

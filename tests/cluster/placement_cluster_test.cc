@@ -16,6 +16,7 @@ namespace tpuemu {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 void ExpectSameRun(const v1::Job& got, const v1::Job& alone) {
   ASSERT_EQ(got.steps_size(), alone.steps_size());
@@ -343,6 +344,10 @@ TEST(PlacementClusterTest, AResumedJobGoesBackToTheSlicesItsCheckpointIsOn) {
   ASSERT_EQ(pod.coordinator().GetJob(second->id())->placement().first_slice(), 1);
   ASSERT_TRUE(pod.coordinator().CancelJob(blocker->id()).ok());
   pod.Wait(blocker->id());
+  // Slice 0 taken again: the job does not wait for that one.
+  auto third = pod.Submit(Job("num_slices: 1\nici_fsdp_parallelism: -1\n", 100000));
+  ASSERT_TRUE(third.ok());
+  pod.WaitForSteps(third->id(), 1);
 
   auto resumed = pod.coordinator().ResumeJob(job->id());
   ASSERT_TRUE(resumed.ok()) << resumed.status();
@@ -350,6 +355,9 @@ TEST(PlacementClusterTest, AResumedJobGoesBackToTheSlicesItsCheckpointIsOn) {
   const v1::Job waiting = *pod.coordinator().GetJob(job->id());
   EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
   EXPECT_THAT(waiting.waiting_for(), HasSubstr("slice 1, where its checkpoint is"));
+  EXPECT_THAT(waiting.waiting_for(), HasSubstr(second->id()));
+  EXPECT_THAT(waiting.waiting_for(), Not(HasSubstr(third->id()))) << "it runs on slice 0";
+  ASSERT_TRUE(pod.coordinator().CancelJob(third->id()).ok());
   ASSERT_TRUE(pod.coordinator().CancelJob(second->id()).ok());
   const v1::Job done = pod.Wait(job->id());
   ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();
