@@ -255,7 +255,8 @@ absl::StatusOr<CollectivePlan> CollectivePlan::Make(const Topology& topo, const 
   const uint64_t unit = a2a ? static_cast<uint64_t>(n) * n * k * 2 : static_cast<uint64_t>(n);
   if (spec.bytes == 0 || spec.bytes % spec.dtype_bytes != 0 || v % unit != 0 || v / n < static_cast<uint64_t>(k)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        Field("bytes"), " ", spec.bytes, ": the array must split evenly over the ", n, " chips of the group",
+        Field("bytes"), " ", FormatBytes(spec.bytes), ": the array must split evenly over the ", n,
+        " chips of the group",
         a2a ? absl::StrCat(" into ", n, "x", n, " blocks") : "", a2a && k > 1 ? absl::StrCat(" and ", k, " axis parts") : "",
         a2a ? " and halves" : "", !a2a && k > 1 ? absl::StrCat(", at least ", k, " elements each (one per axis part)") : "",
         "; use a multiple of ", unit * spec.dtype_bytes, " bytes"));
