@@ -1,6 +1,7 @@
 #include "coordinator/scheduler.h"
 
 #include <algorithm>
+#include <random>
 #include <set>
 
 #include "absl/algorithm/container.h"
@@ -79,7 +80,12 @@ std::string WantedText(const Topology& pod, const PodPart& part) {
 }  // namespace
 
 Scheduler::Scheduler(JobStore& store, Registry& registry, const Topology& pod, DcnFabric fabric, Planner plan)
-    : store_(store), registry_(registry), pod_(pod), fabric_(std::move(fabric)), plan_(std::move(plan)) {
+    : store_(store),
+      registry_(registry),
+      pod_(pod),
+      run_epoch_(std::random_device()() & kRunEpochMask),
+      fabric_(std::move(fabric)),
+      plan_(std::move(plan)) {
   watch_thread_ = std::thread([this] { WatchWorkersLoop(); });
   job_thread_ = std::thread([this] { JobLoop(); });
 }
@@ -408,7 +414,7 @@ void Scheduler::JobLoop() {
     queue_.erase(next->first);
     auto running = std::make_unique<Running>();
     running->id = job.id;
-    running->run = RunNumber(job.number, job.attempt);
+    running->run = RunNumber(job.number, job.attempt, run_epoch_);
     running->placement = placement;
     running->hosts = PlacedHosts(pod_, placement);
     running->calls = std::make_shared<Cancellation>();

@@ -149,6 +149,8 @@ class Scheduler {
   JobStore& store_;
   Registry& registry_;
   const Topology pod_;
+  // This coordinator's epoch in its runs' numbers (core/wire/run_number.h), drawn at start.
+  const uint32_t run_epoch_;
   const DcnFabric fabric_;  // what multislice jobs running at once share
   const Planner plan_;
   StepMetrics step_metrics_;

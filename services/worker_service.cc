@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/wire/run_number.h"
 #include "services/cluster_conv.h"
 #include "services/job_proto.h"
 #include "services/proto_conv.h"
@@ -41,7 +42,7 @@ grpc::Status WorkerServiceImpl::Configure(grpc::ServerContext*, const v1::Config
 // call itself is never cancelled here.
 grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJobRequest* req,
                                            v1::PrepareJobResponse*) {
-  return Guarded(absl::StrCat("PrepareJob of job ", req->job()), [&] {
+  return Guarded(absl::StrCat("PrepareJob of ", RunName(req->job())), [&] {
     auto spec = JobSpecFromProto(*req);
     if (!spec.ok()) return ToGrpcStatus(spec.status());
     Cancellation never;
@@ -51,7 +52,7 @@ grpc::Status WorkerServiceImpl::PrepareJob(grpc::ServerContext*, const v1::RunJo
 }
 
 grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobRequest* req, v1::RunJobResponse* resp) {
-  return Guarded(absl::StrCat("RunJob of job ", req->job()), [&] {
+  return Guarded(absl::StrCat("RunJob of ", RunName(req->job())), [&] {
     Cancellation never;
     auto added = FromProto(req->added_faults());
     if (!added.ok()) return ToGrpcStatus(added.status());
@@ -64,7 +65,7 @@ grpc::Status WorkerServiceImpl::RunJob(grpc::ServerContext*, const v1::RunJobReq
 
 grpc::Status WorkerServiceImpl::CheckJob(grpc::ServerContext*, const v1::CheckJobRequest* req,
                                          v1::CheckJobResponse* resp) {
-  return Guarded(absl::StrCat("CheckJob of job ", req->job()), [&] {
+  return Guarded(absl::StrCat("CheckJob of ", RunName(req->job())), [&] {
     Cancellation never;
     auto checks = worker_->CheckJob(req->incarnation(), req->job(), never);
     if (!checks.ok()) return ToGrpcStatus(checks.status());

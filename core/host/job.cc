@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "core/wire/run_number.h"
 
 namespace tpuemu {
 
@@ -65,7 +66,7 @@ absl::StatusOr<std::vector<ChipRunResult>> RunChips(HostNetwork& net, const RunO
       moved[i] = move(i);
     } catch (const std::bad_alloc&) {
       moved[i] = absl::ResourceExhaustedError(
-          absl::StrCat("chip ", net.local_chips()[i], " ran out of host memory while running job ", options.job));
+          absl::StrCat("chip ", net.local_chips()[i], " ran out of host memory while running ", RunName(options.job)));
     }
     if (!moved[i].ok()) {
       options.abort->Abort(moved[i]);

@@ -72,8 +72,8 @@ void Mailbox::Put(Frame frame, bool may_run) {
       // never had: held, they would stay forever.
       ++dropped_frames_;
       if ((dropped_frames_ & (dropped_frames_ - 1)) == 0) {
-        spdlog::warn("mailbox: dropped {} frame(s) of jobs this worker does not run (the last: job {}, chip {} -> {})",
-                     dropped_frames_, h.job, h.src_chip, h.dst_chip);
+        spdlog::warn("mailbox: dropped {} frame(s) of jobs this worker does not run (the last: {}, chip {} -> {})",
+                     dropped_frames_, RunName(h.job), h.src_chip, h.dst_chip);
       }
       return;
     }
@@ -87,7 +87,7 @@ void Mailbox::Put(Frame frame, bool may_run) {
       if (job->second.buffered_bytes + bytes > job->second.max_buffered_bytes) {
         AbortLocked(h.job,
                     absl::ResourceExhaustedError(absl::StrCat(
-                        "job ", h.job, ": a frame of ", bytes, " bytes from chip ", h.src_chip, " to chip ", h.dst_chip,
+                        RunName(h.job), ": a frame of ", bytes, " bytes from chip ", h.src_chip, " to chip ", h.dst_chip,
                         " would make this worker hold ", job->second.buffered_bytes + bytes,
                         " bytes of the job's data, more than its plan allows here (", job->second.max_buffered_bytes,
                         ")")),

@@ -111,11 +111,12 @@ TEST(WorkerHardeningTest, AnAllocationThatFailsFailsTheCallWithResourceExhausted
   const std::string address = absl::StrCat("127.0.0.1:", server->port);
   auto client = MakeGrpcWorkerClient(address);
   Cancellation calls;
-  const absl::Status prepared = client->PrepareJob(0, 3, AllGatherX(1 << 20), {}, calls);
+  const uint64_t run = RunNumber(3, 0, /*epoch=*/77);
+  const absl::Status prepared = client->PrepareJob(0, run, AllGatherX(1 << 20), {}, calls);
   EXPECT_EQ(prepared.code(), absl::StatusCode::kResourceExhausted) << prepared;
-  EXPECT_THAT(std::string(prepared.message()), HasSubstr("ran out of host memory in PrepareJob of job 3"));
-  EXPECT_EQ(client->RunJob(0, 3, 0, {}, calls).status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(client->CheckJob(0, 3, calls).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(prepared.message()), HasSubstr("ran out of host memory in PrepareJob of job-3"));
+  EXPECT_EQ(client->RunJob(0, run, 0, {}, calls).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(client->CheckJob(0, run, calls).status().code(), absl::StatusCode::kResourceExhausted);
   // A peer stream whose frame cannot be stored ends with a status, at once.
   RawPeerStream stream(address);
   Frame frame;

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/wire/run_number.h"
+
 namespace tpuemu {
 namespace {
 
@@ -291,6 +293,22 @@ TEST(MailboxTest, AbortEndsAWaitForAPacedFrameNotYetUsable) {
   ASSERT_FALSE(taken.ok());
   EXPECT_THAT(taken.status().message(), HasSubstr("cancelled by the user"));
   EXPECT_LT(SteadyNow(), now + kPrompt);
+}
+
+// A coordinator restarted without its job store numbers jobs from 1 again;
+// its epoch keeps a frame of the last one's job-1, still in flight, out of the new job-1.
+TEST(MailboxTest, AFrameOfTheSameJobNumberFromAnotherCoordinatorsEpochIsDropped) {
+  const uint64_t before = RunNumber(1, 0, /*epoch=*/5), now = RunNumber(1, 0, /*epoch=*/6);
+  EXPECT_NE(before, now);
+  EXPECT_EQ(JobOfRun(now), 1u);
+  EXPECT_TRUE(FirstAttempt(now));
+  EXPECT_EQ(RunName(RunNumber(2, 3, kRunEpochMask)), "job-2 (attempt 4)");
+  EXPECT_EQ(JobOfRun(RunNumber(uint64_t{1} << 31, 255, kRunEpochMask)), uint64_t{1} << 31);
+  Mailbox box;
+  box.OpenJob(now, kRoomy);
+  box.Put(MakeFrame(before, 0, 1, 7, 1.0f));
+  EXPECT_EQ(box.dropped_frames(), 1u);
+  EXPECT_EQ(box.pending(), 0u);
 }
 
 TEST(MailboxTest, AbortAndCloseWakeTheJobsHooksAndAnAbortedJobHooksNothing) {
