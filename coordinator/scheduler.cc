@@ -32,9 +32,10 @@ std::string FiredWorkerFaults(const PlannedJob& planned, uint64_t run, int next_
     const bool on_lost = f.host >= 0 && f.host < static_cast<int>(hosts.size()) && lost.count(hosts[f.host]);
     if (!(f.at_step < next_step && on_lost)) continue;
     // A job on part of the pod counts its own hosts; the lost worker is named by the pod's.
-    fired.push_back(hosts[f.host] == f.host
-                        ? f.Describe()
-                        : absl::StrCat(f.Describe(), " (the job's host ", f.host, ", the pod's host ", hosts[f.host], ")"));
+    const int pod_host = hosts[f.host];
+    fired.push_back(pod_host == f.host ? f.Describe()
+                                       : absl::StrCat(f.Describe(), " (the job's host ", f.host, ", the pod's host ",
+                                                      pod_host, ")"));
   }
   if (fired.empty()) return "";
   return absl::StrCat("; the job's own faults had fired: ", absl::StrJoin(fired, "; "));

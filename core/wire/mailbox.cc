@@ -87,7 +87,8 @@ void Mailbox::Put(Frame frame, bool may_run) {
       if (job->second.buffered_bytes + bytes > job->second.max_buffered_bytes) {
         AbortLocked(h.job,
                     absl::ResourceExhaustedError(absl::StrCat(
-                        RunName(h.job), ": a frame of ", bytes, " bytes from chip ", h.src_chip, " to chip ", h.dst_chip,
+                        RunName(h.job), ": a frame of ", bytes, " bytes from chip ", h.src_chip, " to chip ",
+                        h.dst_chip,
                         " would make this worker hold ", job->second.buffered_bytes + bytes,
                         " bytes of the job's data, more than its plan allows here (", job->second.max_buffered_bytes,
                         ")")),

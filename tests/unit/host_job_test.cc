@@ -10,6 +10,7 @@
 #include <new>
 
 #include "core/job/inprocess_pod.h"
+#include "core/wire/run_number.h"
 
 namespace tpuemu {
 namespace {
@@ -28,21 +29,22 @@ TEST(HostJobTest, AChipThatRunsOutOfMemoryFailsTheJobAndItsPeersStopWaiting) {
   ASSERT_TRUE(topo.ok());
   InProcessPod pod(*topo, 0);
   HostNetwork& net = pod.network();
-  net.mailbox().OpenJob(9, 1 << 20);
+  const uint64_t run = RunNumber(9, 0);
+  net.mailbox().OpenJob(run, 1 << 20);
   RunOptions options;
-  options.job = 9;
+  options.job = run;
   const auto start = std::chrono::steady_clock::now();
   auto result = RunChips(
       net, options, 4,
       [&](size_t i) -> absl::Status {
         if (i == 2) throw std::bad_alloc();
-        return net.mailbox().Take(9, static_cast<int>(i), 2, 0, absl::Seconds(60)).status();  // never sent
+        return net.mailbox().Take(run, static_cast<int>(i), 2, 0, absl::Seconds(60)).status();  // never sent
       },
       [](size_t) -> absl::StatusOr<ChipRunResult> { return ChipRunResult{}; });
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted) << result.status();
-  EXPECT_THAT(std::string(result.status().message()), HasSubstr("chip 2 ran out of host memory while running job 9"));
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("chip 2 ran out of host memory while running job-9"));
 }
 
 }  // namespace
