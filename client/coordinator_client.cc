@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/client_security.h"
+#include "client/connection_failure.h"
 #include "grpcpp/grpcpp.h"
 #include "services/coordinator_service.h"
 #include "services/status_conv.h"
@@ -20,10 +21,9 @@ absl::Status Explain(const grpc::Status& s, const std::string& address) {
     // gRPC's own reason (a name that did not resolve, a refused connection, a
     // deadline) tells a name problem from a stopped pod; a closed connection
     // is a coordinator that stopped during the call, or plaintext meeting TLS.
-    const bool closed = absl::StrContains(s.error_message(), "Socket closed") ||
-                        absl::StrContains(s.error_message(), "andshake");
-    // The coordinator's certificate checked against another pod's CA.
-    const bool other_ca = absl::StrContains(s.error_message(), "certificate verify failed");
+    const ConnectionFailure failure = ClassifyConnectionFailure(s.error_message());
+    const bool closed = failure == ConnectionFailure::kClosed;
+    const bool other_ca = failure == ConnectionFailure::kOtherCa;  // another pod's CA
     return absl::UnavailableError(absl::StrCat(
         "no coordinator answers at ", address, " (", s.error_message(), "): ",
         other_ca ? "its certificate is not signed by the CA given (TPUEMU_TLS_CA or --tls-ca): give that pod's own "

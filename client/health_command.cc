@@ -2,8 +2,8 @@
 
 #include <iostream>
 
-#include "absl/strings/match.h"
 #include "client/client_security.h"
+#include "client/connection_failure.h"
 #include "client/pod_state.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -22,10 +22,11 @@ struct HealthOptions {
 // What to try when no answer came: gRPC's reason alone ("Socket closed")
 // does not say that a worker admits only its pod's members.
 std::string UnreachableHint(const std::string& error, const TransportSecurity& security) {
-  if (absl::StrContains(error, "certificate verify failed")) {
+  const ConnectionFailure failure = ClassifyConnectionFailure(error);
+  if (failure == ConnectionFailure::kOtherCa) {
     return "its certificate is not signed by the CA given: give that pod's own ca.pem or credentials directory";
   }
-  if (absl::StrContains(error, "Socket closed") || absl::StrContains(error, "andshake")) {
+  if (failure == ConnectionFailure::kClosed) {
     if (!security.tls) {
       return "it closed the connection: it speaks TLS; leave TPUEMU_INSECURE unset and give the pod's credentials";
     }
@@ -37,7 +38,7 @@ std::string UnreachableHint(const std::string& error, const TransportSecurity& s
     return "it closed the connection: it is stopping, or speaks plaintext (a pod started with --insecure: "
            "TPUEMU_INSECURE=1)";
   }
-  if (absl::StrContains(error, "Connection refused")) return "nothing listens there: is the pod running?";
+  if (failure == ConnectionFailure::kRefused) return "nothing listens there: is the pod running?";
   return "";
 }
 

@@ -72,7 +72,18 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
   int64_t printed = 0;  // steps
   int total = 0;        // steps the job will run
   std::vector<std::string> faults;  // in force at the last step printed
+  int restarts = -1;                // as the first update said
   auto last = WaitForJob(client, id, [&](const v1::Job& job) {
+    // Resumed since the last update: the steps after its checkpoint run
+    // again, with their own records, and are printed again.
+    if (restarts >= 0 && job.restarts() > restarts) {
+      if (!quiet) {
+        progress.Done();
+        std::printf("resumed: %s\n", job.restart_reason().c_str());
+      }
+      printed = std::min<int64_t>(printed, job.checkpoint_step());
+    }
+    restarts = job.restarts();
     // The job holds its latest steps' records only: those of steps this
     // follower fell behind on may be gone.
     for (; printed < job.steps_dropped() + job.steps_size(); ++printed) {

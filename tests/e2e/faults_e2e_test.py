@@ -112,7 +112,12 @@ class WorkerFaultsTest(Pod):
         frozen = self.pids()[2]
         started = time.time()
         job_id = self.submit(JOB + "faults:\n  - pause_worker: 1 at 3 for 4s\n", "pause.yaml")
+        # Someone following it sees the resume and the steps run again.
+        watch = subprocess.Popen([TPUEMU, "watch", job_id], env=self.env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(watch.kill)
         job = self.wait_for(job_id, ("succeeded", "failed"), timeout=180)
+        watched = watch.communicate(timeout=30)[0]
         print(f"\npause_worker: done {time.time() - started:.1f} s after submit, {job['restarts']} restart: "
               f"{job.get('restart_reason')}", file=sys.stderr)
         self.assertEqual(job["state"], "succeeded", job.get("error"))
@@ -121,6 +126,12 @@ class WorkerFaultsTest(Pod):
                       job["restart_reason"])
         self.assertIn("from its checkpoint (steps 0-1 done), at step 2", job["restart_reason"])
         self.assertEqual([s["loss"] for s in job["steps"]], healthy)
+        self.assertEqual(watch.returncode, 0, watched)
+        self.assertIn("resumed: ", watched)
+        self.assertIn("from its checkpoint (steps 0-1 done), at step 2", watched)
+        rows = [line.split()[1] for line in watched.splitlines() if line.startswith("step ")]
+        self.assertEqual(rows.count("2"), 2, watched)  # before the freeze, and again after the resume
+        self.assertEqual(rows[-1], "5", watched)
         # The same process came back: frozen, not replaced.
         self.assertTrue(alive(frozen))
         self.assertEqual(self.pids()[2], frozen)
