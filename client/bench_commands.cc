@@ -196,7 +196,8 @@ void AddBenchCommands(CLI::App& app, int* exit_code) {
   c->add_flag("--json", o->json, "print {\"results\": [...]} for scripts");
   c->add_option("--plot", o->plot,
                 "also draw the sweep as a chart in this file (FILE.svg or FILE.png): bus bandwidth on the\n"
-                "emulated clock against size, beside the closed form's and the seed's rule's (docs/plots.md)");
+                "emulated clock against size, beside the closed form's and the seed's rule's (docs/plots.md)")
+      ->check(FileToWrite());
   c->callback([o, exit_code] { *exit_code = Bench(*o); });
 }
 

@@ -66,14 +66,30 @@ inline CLI::Validator WholeNumberFrom(int64_t low, int64_t high) {
       "N");
 }
 
-// Seconds to wait: above 0 and finite.
+// A file to write, given: not empty (which would read as "not given" and
+// write nothing), nor `-` (these files are written as the command runs,
+// beside what it prints).
+inline CLI::Validator FileToWrite() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (text.empty()) return "'': give the file to write";
+        if (text == "-") return "'-': give a file (standard output carries the command's own table)";
+        return "";
+      },
+      "FILE");
+}
+
+// Seconds to wait: above 0 and at most a week (beyond it a deadline in
+// milliseconds overflows, and no wait here needs more).
+inline constexpr double kMaxWaitSeconds = 7 * 24 * 3600;
 inline CLI::Validator PositiveSeconds() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         double value;
-        return absl::SimpleAtod(text, &value) && value > 0 && std::isfinite(value)
+        return absl::SimpleAtod(text, &value) && value > 0 && value <= kMaxWaitSeconds
                    ? ""
-                   : "'" + text + "': expected a number of seconds above 0";
+                   : "'" + text + "': expected a number of seconds above 0 and at most " +
+                         std::to_string(static_cast<int>(kMaxWaitSeconds)) + " (a week)";
       },
       "SECONDS");
 }

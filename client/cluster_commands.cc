@@ -21,6 +21,7 @@
 #include "core/base/units.h"
 #include "core/cluster/registrar.h"
 #include "core/pod/dcn_fabric.h"
+#include "core/pod/pod_config.h"
 #include "core/pod/topology.h"
 #include "nlohmann/json.hpp"
 #include "services/flags.h"
@@ -114,6 +115,10 @@ void PrintStatus(const v1::ClusterStatus& s, const std::string& address) {
   }
 }
 
+// The most worker processes `cluster up --local` starts (docs/benchmarks.md
+// runs 128 for 512 chips on 2 cores).
+constexpr int kMaxLocalWorkers = 256;
+
 int ClusterUp(const ClusterUpOptions& o) {
   if (!o.local) {
     return Fail(absl::InvalidArgumentError(
@@ -121,10 +126,17 @@ int ClusterUp(const ClusterUpOptions& o) {
   }
   auto topo = Topology::Create({o.topology, o.slices, o.chips_per_host, o.wraparound});
   if (!topo.ok()) return Fail(SayingTheDefaultChipsPerHost(topo.status(), o.chips_per_host, o.chips_per_host_given));
-  if (!(o.time_scale >= 0) || !std::isfinite(o.time_scale)) {  // NaN fails >= 0
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--time-scale ", o.time_scale, ": must be 0 (unpaced) or a positive stretch factor")));
+  // A worker process per host, all on this machine: past a few hundred they
+  // starve each other of cores and file descriptors, and a typo in the shape
+  // would fork thousands.
+  if (topo->num_hosts() > kMaxLocalWorkers) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--topology ", o.topology, " x ", o.slices, " slice(s): ", topo->num_hosts(), " hosts of ",
+        o.chips_per_host, " chips, a worker process each; a local pod runs at most ", kMaxLocalWorkers,
+        ": give more --chips-per-host or a smaller shape (`tpuemu simulate JOB.yaml --topology ", o.topology,
+        "` steps a pod of any size without its data)")));
   }
+  if (auto s = CheckTimeScale(o.time_scale, "--time-scale"); !s.ok()) return Fail(s);
   if (auto s = CheckDcnOversubscription(o.dcn_oversubscription, "--dcn-oversubscription"); !s.ok()) return Fail(s);
   if (!o.heartbeat_timeout.empty()) {
     auto t = ParseDuration(o.heartbeat_timeout, "--heartbeat-timeout", kMaxHeartbeatTimeout);

@@ -28,7 +28,9 @@ void AddCredentialsCommand(CLI::App& app, int* exit_code) {
       "  kubectl create secret generic tpuemu-credentials $(for f in ca.pem member.pem member-key.pem \\\n"
       "      admin.token read.token; do echo --from-file=./tpuemu-credentials/$f; done)\n"
       "docs/security.md");
-  create->add_option("DIR", o->dir, "a new or empty directory")->required();
+  create->add_option("DIR", o->dir, "a new or empty directory")
+      ->required()
+      ->check(CLI::Validator([](std::string& dir) { return dir.empty() ? "'': give the directory to make" : ""; }, "DIR"));
   create->add_option("--uid", o->uid,
                      "give the files to this user and group id: the image's user (10001) reads them from a\n"
                      "bind mount under docker compose")

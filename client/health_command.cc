@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "client/cli_checks.h"
 #include "client/client_security.h"
 #include "client/connection_failure.h"
 #include "client/pod_state.h"
@@ -43,10 +44,6 @@ std::string UnreachableHint(const std::string& error, const TransportSecurity& s
 }
 
 int Probe(const HealthOptions& o) {
-  if (o.timeout_s <= 0) {
-    std::cerr << "error: --timeout " << o.timeout_s << ": must be a positive number of seconds\n";
-    return 2;
-  }
   if (auto s = CheckHostPort(o.address, "address"); !s.ok()) {
     std::cerr << "error: " << s.message() << "\n";
     return 2;
@@ -61,7 +58,7 @@ int Probe(const HealthOptions& o) {
   req.set_service(o.live ? "liveness" : "");
   grpc::health::v1::HealthCheckResponse resp;
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int>(o.timeout_s * 1000)));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000)));
   const grpc::Status status = stub->Check(&ctx, req, &resp);
   const bool serving = status.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
   const std::string hint = status.ok() ? "" : UnreachableHint(status.error_message(), *security);
@@ -91,7 +88,9 @@ void AddHealthCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("health", "probe a coordinator or worker (grpc.health.v1); exit 0 if serving");
   cmd->add_option("address", o->address, "the server's HOST:PORT")->required();
   cmd->add_flag("--live", o->live, "liveness (serving at all) instead of readiness");
-  cmd->add_option("--timeout", o->timeout_s, "seconds to wait for an answer")->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s, "seconds to wait for an answer")
+      ->check(PositiveSeconds())
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "print {address, check, status, serving, error, hint}");
   cmd->footer(
       "\nReadiness means: a worker has registered and been configured; the coordinator has every\n"

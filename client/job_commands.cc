@@ -65,6 +65,12 @@ OnInterrupt LeftRunning(const std::string& id) {
   });
 }
 
+// The pod's job store could not write what this job's record says: the
+// user hears it wherever the record is shown, on stderr.
+void WarnIfUnsaved(const v1::Job& job) {
+  if (!job.unsaved().empty()) std::fprintf(stderr, "warning: %s: %s\n", job.id().c_str(), job.unsaved().c_str());
+}
+
 // Follows a job to its end: a line per finished step on stdout (unless
 // quiet) and a progress bar on stderr. Returns the final job.
 absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id, bool quiet) {
@@ -115,6 +121,7 @@ absl::StatusOr<v1::Job> Follow(CoordinatorClient& client, const std::string& id,
 }
 
 int Finish(const v1::Job& job, bool json) {
+  WarnIfUnsaved(job);
   if (json) {
     std::cout << JobJson(job).dump(2) << "\n";
   } else if (job.state() == v1::JOB_STATE_SUCCEEDED) {
@@ -124,20 +131,6 @@ int Finish(const v1::Job& job, bool json) {
   if (job.state() == v1::JOB_STATE_SUCCEEDED) return 0;
   std::cerr << "error: " << job.id() << " " << WithFlagNames(HowItEnded(job)) << "\n";
   return 1;
-}
-
-// The pod refuses a job with messages that begin with its name, with "job"
-// where a check has no name at hand, or with the key ("dp-small: out of
-// memory ...", "job: num_chips: 3 ...", "faults: kill_worker ..."): here they
-// name the file, which is what the user edits. A flag's refusal (`priority`)
-// is not the file's.
-absl::Status NamingTheFile(const absl::Status& refusal, const std::string& name, const std::string& path) {
-  absl::string_view message = refusal.message();
-  if (!absl::IsInvalidArgument(refusal) || absl::StartsWith(message, "`")) return refusal;
-  for (const std::string& prefix : {name + ": ", std::string("job: ")}) {
-    if (absl::ConsumePrefix(&message, prefix)) break;
-  }
-  return absl::Status(refusal.code(), absl::StrCat(path, ": ", message));
 }
 
 int Submit(const JobOptions& o) {
@@ -224,6 +217,7 @@ int Status(const JobOptions& o) {
   if (!client.ok()) return Fail(client.status());
   auto job = (*client)->Get(o.id);
   if (!job.ok()) return Fail(job.status());
+  WarnIfUnsaved(*job);
   if (o.json) {
     std::cout << JobJson(*job).dump(2) << "\n";
     return 0;
@@ -281,6 +275,7 @@ int Cancel(const JobOptions& o) {
   auto done = Follow(**client, o.id, true);
   if (!done.ok()) return Fail(done.status());
   std::printf("%s: %s\n", o.id.c_str(), JobState(*done).c_str());
+  WarnIfUnsaved(*done);
   return done->state() == v1::JOB_STATE_CANCELLED ? 0 : 1;  // it may have ended on its own meanwhile
 }
 
@@ -289,6 +284,7 @@ int Resume(const JobOptions& o) {
   if (!client.ok()) return Fail(client.status());
   auto job = (*client)->Resume(o.id);
   if (!job.ok()) return Fail(job.status());
+  WarnIfUnsaved(*job);
   if (!o.wait) {
     if (o.json) {
       std::cout << JobJson(*job).dump(2) << "\n";

@@ -17,4 +17,11 @@ namespace tpuemu {
 // `shape_only`: read as values: none, whatever the file says.
 absl::StatusOr<TrainSpec> ReadJobFile(const std::string& path, bool shape_only = false);
 
+// The pod (or a pod in this process) refuses a job with messages that begin
+// with its name, with "job" where a check has no name at hand, or with the
+// key ("dp-small: out of memory ...", "job: num_chips: 3 ...", "faults:
+// kill_worker ..."): they are said naming the file, which is what the user
+// edits. A flag's refusal (`priority`) is not the file's.
+absl::Status NamingTheFile(const absl::Status& refusal, const std::string& name, const std::string& path);
+
 }  // namespace tpuemu

@@ -44,7 +44,8 @@ absl::StatusOr<double> ParseTokens(const std::string& text) {
   if (!parsed || !(v >= 1) || !(v <= 1e12) || !is_whole) {
     return absl::InvalidArgumentError(absl::StrCat("--batch-tokens '", text,
                                                    "': the global batch in whole tokens, from 1 to 1e12, such as 3M, "
-                                                   "1.5e6 or 16000000"));
+                                                   "1.5e6 or 16000000 (suffixes K, M and B: thousands, millions, "
+                                                   "billions)"));
   }
   return v;
 }
@@ -229,7 +230,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->required();
   c->add_option("--topology", o->topology, "CHIP:SHAPE of one slice, e.g. v5p:16x16x16")->required();
   c->add_option("--slices", o->slices, "slices joined by DCN (data parallel between them)")
-      ->check(CLI::Range(1, 1024))
+      ->check(CLI::Range(1, kMaxSlices))
       ->capture_default_str();
   c->add_option("--chips-per-host", o->chips_per_host, "chips per host (each host's DCN bandwidth is shared by them)")
       ->check(CLI::Range(1, 64))

@@ -8,9 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "client/cli_errors.h"
 #include "client/job_file.h"
 #include "client/progress.h"
+#include "core/base/field.h"
+#include "core/pod/topology.h"
 #include "core/train/model.h"
 #include "nlohmann/json.hpp"
 
@@ -33,6 +36,15 @@ int RunReference(const ReferenceOptions& o) {
         o.path, " --topology CHIP:SHAPE` for its emulated times, or values: real")));
   }
 
+  // The pod's keys do not change one device's math, but a shape the pod
+  // would refuse is refused here too, as the help says.
+  if (!config.topology.empty()) {
+    if (auto t = Topology::Create({config.topology, 1, 1, "auto"}); !t.ok()) {
+      // The file's key, not the flag of the commands that take a topology.
+      const std::string why = absl::StrReplaceAll(t.status().message(), {{Field("topology"), "topology:"}});
+      return Fail(absl::Status(t.status().code(), absl::StrCat(o.path, ": ", why)));
+    }
+  }
   ReferenceTrainer trainer(config, o.threads);
   nlohmann::json steps = nlohmann::json::array();
   Progress progress(true);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "client/cli_checks.h"
 #include "client/cli_errors.h"
 #include "client/job_file.h"
 #include "client/progress.h"
@@ -48,6 +49,10 @@ struct SimulateOptions {
   bool json = false, chips_per_host_given = false;
 };
 
+// The most chips --engine every-chip runs, a thread each (a pod of 32K
+// chips ran out of threads).
+constexpr int kMaxEveryChip = 4096;
+
 int RunSimulate(const SimulateOptions& o) {
   // The file's keys as they are, its values aside: a real-data job file
   // simulates as its shape.
@@ -65,6 +70,12 @@ int RunSimulate(const SimulateOptions& o) {
   const std::string engine = one_for_all ? "one chip for all" : "every chip";
   const std::string why_every_chip =
       one_for_all ? "" : alike.ok() ? "--engine every-chip" : std::string(alike.message());
+  if (!one_for_all && topo->num_chips() > kMaxEveryChip) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--topology ", o.topology, ": ", topo->num_chips(), " chips; every chip runs as a thread of its own (",
+        why_every_chip, "), at most ", kMaxEveryChip,
+        "; one chip stands for all on a torus that wraps on every axis, with no pipeline and no faults")));
+  }
   const auto start = std::chrono::steady_clock::now();
   JobRecord record("sim-1", 1, JobSpec(*spec));
   record.submitted_unix_s = record.started_unix_s =
@@ -101,7 +112,7 @@ int RunSimulate(const SimulateOptions& o) {
     run = InProcessPod(*topo, 0).Run(record.spec, on_step);
   }
   progress.Done();
-  if (!run.ok()) return Fail(run.status());
+  if (!run.ok()) return Fail(NamingTheFile(run.status(), spec->config.name, o.path));
   if (!traced.ok()) return Fail(traced);
   if (trace) {
     if (auto s = trace->Commit(); !s.ok()) return Fail(s);
@@ -159,7 +170,7 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
       "docs/simulate.md");
   c->add_option("job", o->path, "JOB.yaml, the job file (its `values` key is taken as none)")->required();
   c->add_option("--topology", o->topology, "CHIP:SHAPE of each slice, e.g. v5p:4x4x4 or v5e:16x16")->required();
-  c->add_option("--slices", o->slices, "slices joined over DCN")->check(CLI::Range(1, 64))->capture_default_str();
+  c->add_option("--slices", o->slices, "slices joined over DCN")->check(CLI::Range(1, kMaxSlices))->capture_default_str();
   c->add_option("--chips-per-host", o->chips_per_host, "chips per host (each host's DCN bandwidth is shared by them)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -171,7 +182,8 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
   c->add_flag("--json", o->json, "print the finished job as JSON, as `submit --wait --json` does");
   c->add_option("--trace", o->trace,
                 "write a Chrome / Perfetto trace of every step to FILE: compute, collectives and waits per chip, "
-                "a span per collective and link (not per chunk); with one chip for all, that chip's");
+                "a span per collective and link (not per chunk); with one chip for all, that chip's")
+      ->check(FileToWrite());
   c->callback([o, c, exit_code] {
     o->chips_per_host_given = c->count("--chips-per-host") > 0;
     *exit_code = RunSimulate(*o);

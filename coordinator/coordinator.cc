@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "core/base/field.h"
 #include "core/job/kinds.h"
+#include "core/pod/pod_config.h"
 #include "core/train/job.h"
 #include "spdlog/spdlog.h"
 #include "services/cluster_conv.h"
@@ -51,7 +52,11 @@ absl::Status Coordinator::RestoreJobs() {
       if (resumed.ok()) continue;
       spdlog::warn("{} could not resume: {}", r.id, std::string(resumed.status().message()));
     }
-    store_.Update(r.id, [](JobRecord& job) {
+    const int allowed = planned.ok() ? (*planned)->max_restarts() : 0;
+    store_.Update(r.id, [&](JobRecord& job) {
+      if (allowed > 0 && r.automatic_restarts >= allowed) {
+        absl::StrAppend(&job.error, "; not restarted: max_restarts (", allowed, ") used up");
+      }
       absl::StrAppend(&job.error, "; `tpuemu resume` runs it again, from its latest checkpoint if it has one");
     });
   }
@@ -71,10 +76,7 @@ absl::Status Coordinator::RestoreJobs() {
 }
 
 absl::Status Coordinator::Validate(const CoordinatorOptions& options) {
-  if (options.time_scale < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--time-scale ", options.time_scale,
-                                                   ": must be 0 (unpaced) or a positive stretch factor"));
-  }
+  if (auto s = CheckTimeScale(options.time_scale, "--time-scale"); !s.ok()) return s;
   // Infinite: tests that time no heartbeats.
   if (options.heartbeat_timeout <= absl::ZeroDuration() ||
       (options.heartbeat_timeout > kMaxHeartbeatTimeout && options.heartbeat_timeout != absl::InfiniteDuration())) {

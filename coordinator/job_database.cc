@@ -113,6 +113,7 @@ int64_t Counter(sqlite3* db, const char* name, int64_t otherwise) {
 std::string Encoded(const JobRecord& record) {
   v1::Job job = ToProto(record);
   job.clear_steps();
+  job.clear_unsaved();
   return job.SerializeAsString();
 }
 
@@ -175,7 +176,10 @@ absl::StatusOr<std::unique_ptr<JobDatabase>> JobDatabase::Open(const std::string
   }
   if (auto s = Exec(db, kSchema, "creating the tables"); !s.ok()) return absl::FailedPreconditionError(s.message());
   const std::string set_version = absl::StrCat("PRAGMA user_version = ", kSchemaVersion);
-  if (auto s = Exec(db, set_version.c_str(), "setting the schema version"); !s.ok()) return s;
+  if (auto s = Exec(db, set_version.c_str(), "setting the schema version"); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " cannot be written (", s.message(), "); give the coordinator a --data-dir it can write"));
+  }
   return out;
 }
 
@@ -244,15 +248,18 @@ absl::Status JobDatabase::Put(const JobRecord& record) {
       .Run(absl::StrCat("recording ", record.id));
 }
 
+absl::Status JobDatabase::InsertStep(uint64_t number, int64_t index, const JobReport& step) {
+  return Statement(db_, "INSERT OR REPLACE INTO steps (number, step, report) VALUES (?, ?, ?)")
+      .Bind(1, static_cast<int64_t>(number))
+      .Bind(2, index)
+      .BindBlob(3, StepToProto(step).SerializeAsString())
+      .Run(absl::StrCat("recording step ", index, " of job-", number));
+}
+
 absl::Status JobDatabase::PutStep(uint64_t number, int64_t index, const JobReport& step, int64_t keep_from) {
   return InTransaction(db_, [&] {
     const auto n = static_cast<int64_t>(number);
-    auto s = Statement(db_, "INSERT OR REPLACE INTO steps (number, step, report) VALUES (?, ?, ?)")
-                 .Bind(1, n)
-                 .Bind(2, index)
-                 .BindBlob(3, StepToProto(step).SerializeAsString())
-                 .Run(absl::StrCat("recording step ", index, " of job-", number));
-    if (!s.ok()) return s;
+    if (auto s = InsertStep(number, index, step); !s.ok()) return s;
     return Statement(db_, "DELETE FROM steps WHERE number = ? AND step < ?")
         .Bind(1, n)
         .Bind(2, keep_from)
@@ -274,6 +281,19 @@ absl::Status JobDatabase::Drop(uint64_t number, uint64_t finished_dropped) {
       if (auto s = Statement(db_, sql).Bind(1, n).Run(absl::StrCat("dropping job-", number)); !s.ok()) return s;
     }
     return SetCounter(db_, "finished_dropped", static_cast<int64_t>(finished_dropped));
+  });
+}
+
+absl::Status JobDatabase::Rewrite(const JobRecord& record) {
+  return InTransaction(db_, [&] {
+    if (auto s = Put(record); !s.ok()) return s;
+    auto s = Statement(db_, "DELETE FROM steps WHERE number = ?")
+                 .Bind(1, static_cast<int64_t>(record.number))
+                 .Run(absl::StrCat("dropping ", record.id, "'s steps"));
+    for (size_t i = 0; s.ok() && i < record.steps.size(); ++i) {
+      s = InsertStep(record.number, record.steps_dropped + static_cast<int64_t>(i), record.steps[i]);
+    }
+    return s;
   });
 }
 

@@ -47,10 +47,14 @@ class JobDatabase {
   absl::Status DropStepsFrom(uint64_t number, int64_t from);
   // A finished job's record dropped by retention.
   absl::Status Drop(uint64_t number, uint64_t finished_dropped);
+  // The record and its kept steps written whole, replacing what the file
+  // has of the job: its copy after writes that failed (JobStore).
+  absl::Status Rewrite(const JobRecord& record);
 
   const std::string& path() const { return path_; }
 
  private:
+  absl::Status InsertStep(uint64_t number, int64_t index, const JobReport& step);
   JobDatabase(sqlite3* db, int lock_fd, std::string path) : db_(db), lock_fd_(lock_fd), path_(std::move(path)) {}
 
   sqlite3* db_;

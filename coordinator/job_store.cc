@@ -18,7 +18,12 @@ absl::StatusOr<JobStore::Restored> JobStore::Restore(const std::string& why) {
   Restored out;
   if (!db_) return out;
   auto contents = db_->Load();
-  if (!contents.ok()) return contents.status();
+  if (!contents.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot read the jobs in ", db_->path(), " (", contents.status().message(),
+        "): if the file is damaged, move it aside (this coordinator then starts with no jobs) or give another "
+        "--data-dir"));
+  }
   for (const std::string& row : contents->unreadable) spdlog::error("{}: skipped {}", db_->path(), row);
   std::lock_guard<std::mutex> lock(mu_);
   next_number_ = contents->next_number;
@@ -41,18 +46,26 @@ absl::StatusOr<JobStore::Restored> JobStore::Restore(const std::string& why) {
   std::stable_sort(finished.begin(), finished.end(),
                    [](const JobRecord& a, const JobRecord& b) { return a.finished_unix_s < b.finished_unix_s; });
   for (const JobRecord& r : finished) RetireLocked(r.id);
+  // Queued again in the order they joined the queue (a resumed job joined
+  // it when resumed, not when submitted).
+  const auto joined = [](const JobRecord& r) { return r.queued_unix_s > 0 ? r.queued_unix_s : r.submitted_unix_s; };
+  std::stable_sort(out.pending.begin(), out.pending.end(),
+                   [&](const JobRecord& a, const JobRecord& b) { return joined(a) < joined(b); });
   return out;
 }
 
 absl::StatusOr<JobRecord> JobStore::Add(JobSpec spec, int priority) {
   std::lock_guard<std::mutex> lock(mu_);
+  CatchUpLocked();
   const uint64_t number = next_number_;
   JobRecord record(absl::StrCat("job-", number), number, std::move(spec));
   record.submitted_unix_s = UnixSeconds();
   record.priority = priority;
   if (db_) {
     if (auto s = db_->Add(record, number + 1); !s.ok()) {
-      return absl::UnavailableError(absl::StrCat("the job was not accepted: the coordinator could not record it in ",
+      // Not Unavailable: the coordinator answered, and the client must not
+      // read it as a pod that is not running.
+      return absl::FailedPreconditionError(absl::StrCat("the job was not accepted: the coordinator could not record it in ",
                                                  db_->path(), " (", s.message(), "); see its log"));
     }
   }
@@ -61,15 +74,54 @@ absl::StatusOr<JobRecord> JobStore::Add(JobSpec spec, int priority) {
   return record;
 }
 
-void JobStore::Persist(const absl::Status& written) const {
-  if (!written.ok()) spdlog::error("{}: {}", db_->path(), std::string(written.message()));
+void JobStore::Persist(uint64_t number, const absl::Status& written) {
+  if (written.ok()) return;
+  if (unsaved_.empty()) {  // said once, not on every step while the disk is full
+    spdlog::error("{}: {}; the coordinator keeps the changes in memory and writes them again once the file takes "
+                  "them (stopped before then, it would come back with the older records)",
+                  db_->path(), std::string(written.message()));
+    next_catch_up_ = absl::Now() + kCatchUpPause;
+  }
+  unsaved_.insert(number);
+  unsaved_why_ = std::string(written.message());
+}
+
+void JobStore::CatchUp() {
+  std::lock_guard<std::mutex> lock(mu_);
+  CatchUpLocked();
+}
+
+void JobStore::CatchUpLocked() {
+  if (unsaved_.empty() || absl::Now() < next_catch_up_) return;
+  for (auto number = unsaved_.begin(); number != unsaved_.end();) {
+    // A job dropped by retention meanwhile is dropped from the file too.
+    auto it = jobs_.find(absl::StrCat("job-", *number));
+    const absl::Status s = it != jobs_.end() ? db_->Rewrite(it->second.record) : db_->Drop(*number, finished_dropped_);
+    if (!s.ok()) {
+      unsaved_why_ = std::string(s.message());
+      next_catch_up_ = absl::Now() + kCatchUpPause;
+      return;
+    }
+    number = unsaved_.erase(number);
+  }
+  spdlog::info("{}: the changes it had refused are written: every job's record is on disk again", db_->path());
+}
+
+JobRecord JobStore::ShownLocked(const JobRecord& record) const {
+  JobRecord shown = record;
+  if (unsaved_.count(record.number)) {
+    shown.unsaved = absl::StrCat("its latest changes are not on disk: ", db_->path(), " refused them (", unsaved_why_,
+                                 "); the coordinator writes them once it can, and would come back without them "
+                                 "if stopped before");
+  }
+  return shown;
 }
 
 absl::StatusOr<JobRecord> JobStore::Get(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return MissingLocked(id);
-  return it->second.record;
+  return ShownLocked(it->second.record);
 }
 
 bool JobStore::Forgotten(uint64_t number) const {
@@ -82,7 +134,7 @@ bool JobStore::Forgotten(uint64_t number) const {
 JobStore::Listing JobStore::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   Listing out;
-  for (const auto& [_, e] : jobs_) out.jobs.push_back(e.record);
+  for (const auto& [_, e] : jobs_) out.jobs.push_back(ShownLocked(e.record));
   std::sort(out.jobs.begin(), out.jobs.end(),
             [](const JobRecord& a, const JobRecord& b) { return a.number < b.number; });
   out.finished_dropped = finished_dropped_;
@@ -116,22 +168,24 @@ absl::StatusOr<std::pair<JobRecord, int64_t>> JobStore::Wait(const std::string& 
     return it == jobs_.end() || it->second.version != after_version || closed_;
   });
   if (it == jobs_.end()) return MissingLocked(id);
-  return std::make_pair(it->second.record, it->second.version);
+  return std::make_pair(ShownLocked(it->second.record), it->second.version);
 }
 
 void JobStore::Update(const std::string& id, const std::function<void(JobRecord&)>& change) {
   std::lock_guard<std::mutex> lock(mu_);
+  CatchUpLocked();
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   const bool was_finished = IsFinished(it->second.record.state);
   change(it->second.record);
   if (!was_finished && IsFinished(it->second.record.state)) it->second.record.finished_unix_s = UnixSeconds();
-  if (db_) Persist(db_->Put(it->second.record));
+  if (db_) Persist(it->second.record.number, db_->Put(it->second.record));
   ChangedLocked(it->second, was_finished);
 }
 
 void JobStore::Rewind(const std::string& id, int done, const std::function<void(JobRecord&)>& change) {
   std::lock_guard<std::mutex> lock(mu_);
+  CatchUpLocked();
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   JobRecord& r = it->second.record;
@@ -149,14 +203,15 @@ void JobStore::Rewind(const std::string& id, int done, const std::function<void(
     r.finished_unix_s = 0;
   }
   if (db_) {
-    Persist(db_->DropStepsFrom(r.number, done));
-    Persist(db_->Put(r));
+    Persist(r.number, db_->DropStepsFrom(r.number, done));
+    Persist(r.number, db_->Put(r));
   }
   ChangedLocked(it->second, was_finished);
 }
 
 void JobStore::AddStep(const std::string& id, JobReport report) {
   std::lock_guard<std::mutex> lock(mu_);
+  CatchUpLocked();
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   JobRecord& r = it->second.record;
@@ -166,7 +221,7 @@ void JobStore::AddStep(const std::string& id, JobReport report) {
   }
   if (db_) {
     const int64_t index = r.steps_dropped + static_cast<int64_t>(r.steps.size()) - 1;
-    Persist(db_->PutStep(r.number, index, r.steps.back(), r.steps_dropped));
+    Persist(r.number, db_->PutStep(r.number, index, r.steps.back(), r.steps_dropped));
   }
   ChangedLocked(it->second, IsFinished(r.state));
 }
@@ -184,7 +239,7 @@ void JobStore::RetireLocked(const std::string& id) {
     auto oldest = jobs_.find(finished_.front());
     trace_spans_ -= oldest->second.trace.spans();
     ++finished_dropped_;
-    if (db_) Persist(db_->Drop(oldest->second.record.number, finished_dropped_));
+    if (db_) Persist(oldest->second.record.number, db_->Drop(oldest->second.record.number, finished_dropped_));
     jobs_.erase(oldest);
     finished_.pop_front();
     dropped = true;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,8 +42,9 @@ class JobStore {
       : retention_(retention), db_(std::move(db)) {}
 
   // Reads the database's records back: jobs that were running become
-  // kInterrupted with `why` as their error. Returns the pending ones, oldest
-  // first, for the scheduler to queue again, and the ones just interrupted.
+  // kInterrupted with `why` as their error. Returns the pending ones, in the
+  // order they joined the queue, for the scheduler to queue again, and the
+  // ones just interrupted.
   struct Restored {
     std::vector<JobRecord> pending, interrupted;
   };
@@ -83,6 +85,10 @@ class JobStore {
   void Close();
   // Whether the records outlive the process (a JobDatabase).
   bool durable() const { return db_ != nullptr; }
+  // Writes again what the database refused (a full disk, say), once a
+  // second at most; every write calls it too. A record handed out while its
+  // copy on disk is behind says so in `unsaved`.
+  void CatchUp();
 
  private:
   struct Entry {
@@ -96,9 +102,14 @@ class JobStore {
   void ChangedLocked(Entry& entry, bool was_finished);
   // A job that just finished joins finished_, whose oldest records go past the cap.
   void RetireLocked(const std::string& id);
-  // A write to the database that failed after the change was made: logged
-  // (the record in memory stays right; the file misses the change).
-  void Persist(const absl::Status& written) const;
+  // A write to the database for job `number`, made after the change: if it
+  // failed, the record in memory stays right and the job joins unsaved_,
+  // for CatchUpLocked to write whole later.
+  void Persist(uint64_t number, const absl::Status& written);
+  void CatchUpLocked();
+  // `record` as handed out: with `unsaved` set while its copy on disk is behind.
+  JobRecord ShownLocked(const JobRecord& record) const;
+  static constexpr absl::Duration kCatchUpPause = absl::Seconds(1);
 
   const JobRetention retention_;
   const std::unique_ptr<JobDatabase> db_;  // null: in memory only
@@ -111,6 +122,9 @@ class JobStore {
   uint64_t next_number_ = 1;
   std::map<uint64_t, std::string> skipped_;  // records the database held but could not read: why
   bool closed_ = false;
+  std::set<uint64_t> unsaved_;  // jobs whose copy on disk misses changes the database refused
+  std::string unsaved_why_;     // its latest refusal
+  absl::Time next_catch_up_;
 };
 
 }  // namespace tpuemu

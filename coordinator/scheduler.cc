@@ -183,6 +183,7 @@ absl::Status Scheduler::ResumeLocked(const JobRecord& r, const std::string& why,
                                       : std::string("the start (no checkpoint yet)");
     job.restart_reason =
         absl::StrCat(why, "; from ", from, r.error.empty() ? "" : absl::StrCat("; it had ended: ", r.error));
+    job.queued_unix_s = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
     job.error.clear();
     ++job.restarts;
     if (automatic) ++job.automatic_restarts;
@@ -331,8 +332,12 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
     why = "";  // nothing: it starts now
   }
   if (first != self) {
-    why = AheadText(why, std::count_if(first, self, [&](const Queued& q) { return !WaitsForLostWorkerLocked(q); }),
-                    first->id);
+    // What the first job ahead waits for, said as its own: this job may want
+    // something else (the whole pod, where that one wants a slice).
+    const auto ahead = std::count_if(first, self, [&](const Queued& q) { return !WaitsForLostWorkerLocked(q); });
+    const std::string its = why.empty() ? "" : absl::StrCat(", which waits for ", why);
+    why = ahead > 1 ? absl::StrCat(ahead, " queued ahead of it to start (", first->id, " first", its, ")")
+                    : absl::StrCat(first->id, ", queued ahead of it, to start", its.empty() ? "" : " (" + its.substr(2) + ")");
   }
   return {position, why};
 }
@@ -406,6 +411,7 @@ void Scheduler::JobLoop() {
     std::optional<std::pair<std::deque<Queued>::iterator, Placement>> next;
     while (!stop_ && (queue_.empty() || !registry_.Configured() || keep_queue_ || !(next = NextToStartLocked()))) {
       cv_.wait_for(lock, std::chrono::milliseconds(200));
+      store_.CatchUp();  // what the disk refused, written once it takes it
     }
     if (stop_) return;  // the destructor joins the ended jobs' threads
     std::vector<std::thread> ended;
@@ -445,7 +451,9 @@ void Scheduler::RunJobThread(const Queued& job, Running* running) {
   running_.erase(job.id);
   ended_threads_.push_back(std::move(ended->thread));
   cv_.notify_all();
-  if (ended->keep_record) return;
+  // Stopping (Drain): the record stays as it is, for the next coordinator
+  // to resume; but a job that finished meanwhile is recorded as such.
+  if (ended->keep_record && !summary.ok()) return;
   // A lost worker: the job goes on from its latest checkpoint once the
   // worker is back (pinned to its checkpoint's hosts, if it has one), if it may.
   // Straight from running to pending: a client following it never sees it fail.

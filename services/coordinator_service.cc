@@ -103,11 +103,14 @@ grpc::Status CoordinatorServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1
                                               grpc::ServerWriter<v1::JobEvent>* writer) {
   TPUEMU_AUTHORIZE(ctx, kRead, "watch jobs");
   int64_t version = -1;
+  std::string place;  // the queue place last sent: it moves as jobs ahead start, which changes no record
   while (!ctx->IsCancelled()) {
     auto next = backend_->WaitJob(req->id(), version, absl::Seconds(1));
     if (!next.ok()) return ToGrpcStatus(next.status());
-    if (next->second == version) continue;
+    std::string now = absl::StrCat(next->first.queue_position(), " ", next->first.waiting_for());
+    if (next->second == version && now == place) continue;
     version = next->second;
+    place = std::move(now);
     v1::JobEvent event;
     *event.mutable_job() = next->first;
     if (!writer->Write(event)) break;

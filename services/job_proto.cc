@@ -96,6 +96,7 @@ absl::StatusOr<JobRecord> RecordFromProto(const v1::Job& job, uint64_t number) {
   record.restarts = job.restarts();
   record.automatic_restarts = job.automatic_restarts();
   record.queued_ahead = job.queued_ahead();
+  record.queued_unix_s = job.queued_unix_s();
   record.restart_reason = job.restart_reason();
   record.placement = FromProto(job.placement());
   record.started_unix_s = job.started_unix_s();
@@ -135,6 +136,8 @@ v1::Job ToProto(const JobRecord& record) {
   job.set_restarts(record.restarts);
   job.set_automatic_restarts(record.automatic_restarts);
   job.set_queued_ahead(record.queued_ahead);
+  job.set_unsaved(record.unsaved);
+  job.set_queued_unix_s(record.queued_unix_s);
   job.set_restart_reason(record.restart_reason);
   job.set_priority(record.priority);
   if (record.started_unix_s > 0) {

@@ -158,6 +158,7 @@ nlohmann::json JobJson(const v1::Job& job) {
                         {"submitted_unix_s", job.submitted_unix_s()},
                         {"priority", job.priority()}};
   if (!job.error().empty()) out["error"] = WithFlagNames(job.error());
+  if (!job.unsaved().empty()) out["unsaved"] = job.unsaved();
   if (job.started_unix_s() > 0) {
     out["started_unix_s"] = job.started_unix_s();
     const v1::Placement& p = job.placement();

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_cat.h"
 
 #include "nlohmann/json.hpp"
@@ -27,7 +28,7 @@ HttpResponse Error(const absl::Status& status) {
   return {code, kJsonType, nlohmann::json{{"error", std::string(status.message())}}.dump()};
 }
 
-// A job as the list shows it: JobJson without the per-step records.
+// A job as the list shows it: JobJson without its heavy parts.
 nlohmann::json JobRow(const v1::Job& job) {
   nlohmann::json row = JobJson(job);
   for (const char* heavy : {"steps", "summary", "link_bytes", "worker_memory", "plan", "alternatives"}) row.erase(heavy);
@@ -55,7 +56,8 @@ absl::StatusOr<int64_t> LatestSteps(const HttpRequest& req) {
 std::map<std::string, HttpHandler> WebViewRoutes(CoordinatorBackend& backend, const Topology& topo) {
   std::map<std::string, HttpHandler> routes;
   for (const WebAsset& asset : WebAssets()) {
-    routes[std::string(asset.path)] = [&asset](const HttpRequest&) {
+    // Routes are patterns: the dot in "/app.js" is meant as a dot.
+    routes[absl::StrReplaceAll(std::string(asset.path), {{".", "\\."}})] = [&asset](const HttpRequest&) {
       return HttpResponse{200, std::string(asset.content_type), std::string(asset.body)};
     };
   }

@@ -26,7 +26,7 @@ absl::StatusOr<uint64_t> ParseBytes(const std::string& text, const std::string& 
   }
   return absl::InvalidArgumentError(absl::StrCat(field, " '", text,
                                                  "': expected a positive size like 4096, 64KiB, 8MiB or 1GiB "
-                                                 "(units B, KiB, MiB, GiB, KB, MB, GB; at most 1 TiB)"));
+                                                 "(units B, KiB, MiB, GiB, KB, MB, GB; at most 1024 GiB)"));
 }
 
 absl::StatusOr<std::vector<uint64_t>> ParseByteList(const std::string& csv, const std::string& field) {

@@ -75,6 +75,12 @@ struct JobRecord {
   // all (and stays so through another restart while it waits).
   int priority = 0;
   bool queued_ahead = false;
+  // When it last joined the queue (submitted, or resumed): its place among
+  // equals, kept through a coordinator's restart. 0: its submit time.
+  double queued_unix_s = 0;
+  // Set only on the copies the coordinator's store hands out, never stored:
+  // why the job's copy on disk misses its latest changes (empty: it does not).
+  std::string unsaved;
 };
 
 }  // namespace tpuemu

@@ -88,8 +88,8 @@ absl::StatusOr<Topology> Topology::Create(const TopologyRequest& req) {
     }
     t.dims_[i] = d;
   }
-  if (req.slices < 1 || req.slices > 64) {
-    return Invalid(Field("slices"), std::to_string(req.slices), "must be 1 to 64");
+  if (req.slices < 1 || req.slices > kMaxSlices) {
+    return Invalid(Field("slices"), std::to_string(req.slices), absl::StrCat("must be 1 to ", kMaxSlices));
   }
   t.slices_ = req.slices;
   if (req.chips_per_host < 1 || t.chips_per_slice() % req.chips_per_host != 0) {

@@ -34,6 +34,9 @@ struct LinkParams {
 };
 
 // What the user asks for; ParseTopology validates it into a Topology.
+// The most slices a pod joins over DCN.
+inline constexpr int kMaxSlices = 64;
+
 struct TopologyRequest {
   std::string topology;        // "CHIP:SHAPE", e.g. "v5e:4x4"; CHIP may be a profile file path
   int slices = 1;

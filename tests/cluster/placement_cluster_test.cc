@@ -131,6 +131,9 @@ TEST(PlacementClusterTest, AJobWaitsInQueueOrderUntilAllItsSlicesAreFree) {
   ASSERT_TRUE(behind.ok());
   EXPECT_EQ(behind->state(), v1::JOB_STATE_PENDING);
   EXPECT_EQ(behind->queue_position(), 2);
+  // What it waits for is the whole-pod job ahead of it; the whole pod is that one's want, not its own.
+  EXPECT_EQ(behind->waiting_for(), whole->id() + ", queued ahead of it, to start (which waits for the whole pod, "
+                                   "while " + running->id() + " on slice 0 runs)");
   // Still waiting a moment later.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(pod.coordinator().GetJob(small->id())->state(), v1::JOB_STATE_PENDING);

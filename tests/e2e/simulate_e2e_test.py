@@ -163,6 +163,9 @@ class SimulateTest(Pod):
             (["simulate", self.write("ckpt.yaml", JOB + "checkpoint_every: 1\n"), "--topology", "v5p:2x4"],
              "checkpoint_every: 1: a shape-only job"),
             (["reference", self.write("shape.yaml", JOB + "values: none\n")], "tpuemu simulate"),
+            # A thread per chip has a ceiling; refused at once, not after gigabytes of set-up.
+            (["simulate", job, "--topology", "v5p:16x16x32", "--engine", "every-chip"], "at most 4096"),
+            (["simulate", job, "--topology", "v5p:2x4", "--trace", ""], "--trace: '': give the file to write"),
         ]
         for args, needle in cases:
             r = self.cli(*args)
@@ -170,6 +173,9 @@ class SimulateTest(Pod):
             self.assertIn(needle, r.stderr, args)
             self.assertNotIn("Traceback", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.home, "pod.json")))
+        # The job's own refusal names the file the user edits, as `submit` does, not the job's name.
+        r = self.cli("simulate", job, "--topology", "v5p:4x4")
+        self.assertTrue(r.stderr.startswith(f"error: {job}: "), r.stderr)
 
 
 if __name__ == "__main__":

@@ -234,7 +234,16 @@ class WebViewTest(Pod):
                                         headers={"Authorization": f"Bearer {self.token()}"})
         with self.assertRaises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(posted, timeout=30)
-        self.assertIn("POST /api/pod: only GET is served here", refused.exception.read().decode())
+        self.assertEqual(refused.exception.code, 405)
+        self.assertEqual(refused.exception.headers["Allow"], "GET, HEAD")
+        self.assertIn("POST /api/pod: only GET (and HEAD) is served here", refused.exception.read().decode())
+        # The token's scheme in any case (RFC 7235), and a dot in an asset's path only a dot.
+        lower = urllib.request.Request(f"http://127.0.0.1:{port}/api/pod",
+                                       headers={"Authorization": f"bearer {self.token()}"})
+        self.assertEqual(urllib.request.urlopen(lower, timeout=30).status, 200)
+        with self.assertRaises(urllib.error.HTTPError) as missing:
+            fetch(port, "/appXjs", self.token())
+        self.assertEqual(missing.exception.code, 404)
         with self.assertRaises(urllib.error.HTTPError) as refused:
             fetch(port, f"/api/jobs/{ids[0]}/trace.json?steps=0", self.token())
         self.assertEqual(refused.exception.code, 400)

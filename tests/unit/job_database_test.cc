@@ -7,7 +7,10 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "coordinator/job_store.h"
 #include "core/collective/report.h"
@@ -135,6 +138,96 @@ TEST_F(JobDatabaseTest, RunningJobsComeBackInterruptedAndPendingOnesToQueueAgain
   EXPECT_EQ(interrupted.error, "the coordinator stopped while it ran");
   EXPECT_GT(interrupted.finished_unix_s, 0);
   EXPECT_EQ(store->Add(AllGather(1 << 20))->id, "job-4");
+}
+
+// Writes the file refuses (here a trigger of SQLite's own, as a full disk
+// would refuse them): the records in memory stay right and say their copy
+// on disk is behind, and once the file takes writes again the store writes
+// them whole, so a coordinator started after sees what clients were told.
+TEST_F(JobDatabaseTest, ChangesTheFileRefusedAreWrittenOnceItTakesThemAgain) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->Restore("unused").ok());
+  AddJobWithSteps(*store, 2);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/jobs.db").c_str(), &db), SQLITE_OK);
+  const auto exec = [&](const char* sql) { ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK); };
+  exec("CREATE TRIGGER full_steps BEFORE INSERT ON steps BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;"
+       "CREATE TRIGGER full_jobs BEFORE UPDATE ON jobs BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;");
+  for (int step = 2; step < 4; ++step) {
+    StepReport s;
+    s.step = step;
+    store->AddStep("job-1", s);
+  }
+  store->Update("job-1", [](JobRecord& r) { r.state = JobState::kCancelled; });
+  const JobRecord told = *store->Get("job-1");
+  EXPECT_EQ(told.state, JobState::kCancelled);
+  EXPECT_THAT(told.unsaved, HasSubstr("database or disk is full"));
+  EXPECT_THAT(told.unsaved, HasSubstr(dir_ + "/jobs.db"));
+  EXPECT_TRUE(store->Get("job-1")->unsaved == store->List().jobs[0].unsaved);
+  store->CatchUp();  // the file still refuses
+  EXPECT_FALSE(store->Get("job-1")->unsaved.empty());
+
+  exec("DROP TRIGGER full_steps; DROP TRIGGER full_jobs;");
+  sqlite3_close(db);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the store tries again once a second
+  store->CatchUp();
+  EXPECT_EQ(store->Get("job-1")->unsaved, "");
+  const std::vector<std::string> before = Published(*store);
+  store.reset();  // as if killed now
+
+  auto again = OpenStore();
+  ASSERT_TRUE(again->Restore("unused").ok());
+  EXPECT_EQ(Published(*again), before);
+  EXPECT_EQ(again->Get("job-1")->steps.size(), 4u);
+}
+
+// A job resumed by the user joins the queue then, behind the jobs of its
+// priority already queued: a restarted coordinator queues it there again,
+// not by its (older) submit number.
+TEST_F(JobDatabaseTest, PendingJobsComeBackInTheOrderTheyJoinedTheQueue) {
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->Restore("unused").ok());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Add(AllGather(1 << 20)).ok());
+    store->Update("job-1", [](JobRecord& r) {
+      r.state = JobState::kPending;
+      r.queued_unix_s = r.submitted_unix_s + 3600;  // resumed an hour later
+    });
+  }
+  auto store = OpenStore();
+  auto restored = store->Restore("unused");
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  ASSERT_EQ(restored->pending.size(), 3u);
+  EXPECT_EQ(restored->pending[0].id, "job-2");
+  EXPECT_EQ(restored->pending[1].id, "job-3");
+  EXPECT_EQ(restored->pending[2].id, "job-1");
+}
+
+// A file SQLite cannot read stops the coordinator with its path and what to do.
+TEST_F(JobDatabaseTest, AFileThatCannotBeReadIsNamedWithWhatToDo) {
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->Restore("unused").ok());
+    for (int i = 0; i < 200; ++i) AddJobWithSteps(*store, 3);
+  }
+  {  // a page of the jobs table overwritten, past the header and schema
+    FILE* f = std::fopen((dir_ + "/jobs.db").c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, 0, SEEK_END);
+    const long size = std::ftell(f);
+    ASSERT_GT(size, 8 * 4096);
+    for (long page = 2; page * 4096 < size; page += 2) {
+      std::fseek(f, page * 4096, SEEK_SET);
+      const std::string junk(64, '\xff');
+      std::fwrite(junk.data(), 1, junk.size(), f);
+    }
+    std::fclose(f);
+  }
+  auto store = OpenStore();
+  auto restored = store->Restore("unused");
+  ASSERT_FALSE(restored.ok());
+  EXPECT_THAT(restored.status().message(), HasSubstr(dir_ + "/jobs.db"));
+  EXPECT_THAT(restored.status().message(), HasSubstr("move it aside"));
 }
 
 TEST_F(JobDatabaseTest, NumbersAreNeverReusedEvenWhenTheNewestRecordsWereDropped) {
