@@ -13,6 +13,7 @@
 #include "client/progress.h"
 #include "core/base/process_memory.h"
 #include "core/job/inprocess_pod.h"
+#include "core/job/kinds.h"
 #include "core/job/symmetric_pod.h"
 #include "core/job/record.h"
 #include "core/pod/topology.h"
@@ -71,6 +72,10 @@ int RunSimulate(const SimulateOptions& o) {
   const std::string why_every_chip =
       one_for_all ? "" : alike.ok() ? "--engine every-chip" : std::string(alike.message());
   if (!one_for_all && topo->num_chips() > kMaxEveryChip) {
+    // The job's own refusal first: it is what the user would fix.
+    if (auto planned = PlanJob(JobSpec(*spec), *topo, 0); !planned.ok()) {
+      return Fail(NamingTheFile(planned.status(), spec->config.name, o.path));
+    }
     return Fail(absl::InvalidArgumentError(absl::StrCat(
         "--topology ", o.topology, ": ", topo->num_chips(), " chips; every chip runs as a thread of its own (",
         why_every_chip, "), at most ", kMaxEveryChip,

@@ -175,10 +175,14 @@ absl::StatusOr<std::unique_ptr<JobDatabase>> JobDatabase::Open(const std::string
     if (auto s = Exec(db, pragma, pragma); !s.ok()) return absl::FailedPreconditionError(s.message());
   }
   if (auto s = Exec(db, kSchema, "creating the tables"); !s.ok()) return absl::FailedPreconditionError(s.message());
+  // Written to a new file only: a coordinator starts on a full disk, and
+  // says what the disk refuses later (JobStore).
+  if (found == kSchemaVersion) return out;
   const std::string set_version = absl::StrCat("PRAGMA user_version = ", kSchemaVersion);
   if (auto s = Exec(db, set_version.c_str(), "setting the schema version"); !s.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " cannot be written (", s.message(), "); give the coordinator a --data-dir it can write"));
+    return absl::FailedPreconditionError(absl::StrCat(path, " cannot be written (", s.message(),
+                                                      "): free space, or give the coordinator a --data-dir it can "
+                                                      "write"));
   }
   return out;
 }

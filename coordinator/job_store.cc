@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/base/process_memory.h"
 #include "core/job/kinds.h"
 #include "spdlog/spdlog.h"
@@ -35,7 +36,7 @@ absl::StatusOr<JobStore::Restored> JobStore::Restore(const std::string& why) {
       r.state = JobState::kInterrupted;
       r.error = why;
       r.finished_unix_s = UnixSeconds();
-      if (auto s = db_->Put(r); !s.ok()) return s;
+      Persist(r.number, db_->Put(r));
       out.interrupted.push_back(r);
     }
     (IsFinished(r.state) ? finished : out.pending).push_back(r);
@@ -103,6 +104,10 @@ void JobStore::CatchUpLocked() {
       return;
     }
     number = unsaved_.erase(number);
+    if (it != jobs_.end()) {  // its copies handed out from now on say nothing of it: news to waiters
+      ++it->second.version;
+      changed_.notify_all();
+    }
   }
   spdlog::info("{}: the changes it had refused are written: every job's record is on disk again", db_->path());
 }
@@ -280,6 +285,15 @@ absl::StatusOr<BoundedTrace::Snapshot> JobStore::ReadTrace(const std::string& id
 
 void JobStore::Close() {
   std::lock_guard<std::mutex> lock(mu_);
+  // A last try, whenever the one before was: the next coordinator reads the file.
+  next_catch_up_ = absl::InfinitePast();
+  CatchUpLocked();
+  if (!unsaved_.empty()) {
+    std::vector<std::string> ids;
+    for (uint64_t number : unsaved_) ids.push_back(absl::StrCat("job-", number));
+    spdlog::error("{}: stopping with the latest changes of {} not on disk ({}): the next coordinator reads their "
+                  "older records", db_->path(), absl::StrJoin(ids, ", "), unsaved_why_);
+  }
   closed_ = true;
   changed_.notify_all();
 }

@@ -103,14 +103,23 @@ grpc::Status CoordinatorServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1
                                               grpc::ServerWriter<v1::JobEvent>* writer) {
   TPUEMU_AUTHORIZE(ctx, kRead, "watch jobs");
   int64_t version = -1;
-  std::string place;  // the queue place last sent: it moves as jobs ahead start, which changes no record
+  // A queued job's place moves as jobs ahead start, which changes no record:
+  // sent when its position changes, and its reason (which may count a lost
+  // worker's seconds) at most every 5 s.
+  int position = 0;
+  std::string reason;
+  absl::Time reason_sent;
   while (!ctx->IsCancelled()) {
     auto next = backend_->WaitJob(req->id(), version, absl::Seconds(1));
     if (!next.ok()) return ToGrpcStatus(next.status());
-    std::string now = absl::StrCat(next->first.queue_position(), " ", next->first.waiting_for());
-    if (next->second == version && now == place) continue;
+    const v1::Job& job = next->first;
+    const bool moved = job.queue_position() != position ||
+                       (job.waiting_for() != reason && absl::Now() - reason_sent >= absl::Seconds(5));
+    if (next->second == version && !moved) continue;
     version = next->second;
-    place = std::move(now);
+    position = job.queue_position();
+    reason = job.waiting_for();
+    reason_sent = absl::Now();
     v1::JobEvent event;
     *event.mutable_job() = next->first;
     if (!writer->Write(event)) break;

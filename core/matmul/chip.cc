@@ -173,8 +173,7 @@ void ChipMatmul::Multiply() {
   // Paced: the op takes at least its emulated time, stretched.
   const double scale = net_.time_scale();
   if (scale > 0) {
-    options_.abort->SleepUntil(wall_start +
-                               std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(dt * scale)));
+    options_.abort->SleepUntil(wall_start + WallSeconds(dt * scale));
   }
   now_ += dt;
   compute_s_ += dt;

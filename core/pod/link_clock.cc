@@ -1,6 +1,7 @@
 #include "core/pod/link_clock.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 namespace tpuemu {
@@ -18,8 +19,7 @@ EmuLink::Booking EmuLink::Book(double bytes, double ready) {
 
 WallPacer::WallPacer(LinkParams params, double time_scale) : params_(params), scale_(time_scale) {
   if (scale_ > 0) {
-    latency_ = std::chrono::duration_cast<WallClock::duration>(
-        std::chrono::duration<double>(params_.latency * scale_));
+    latency_ = WallSeconds(params_.latency * scale_);
   }
 }
 
@@ -27,8 +27,7 @@ WallClock::time_point WallPacer::Book(double bytes, WallClock::time_point ready)
   if (scale_ <= 0) return ready;
   std::lock_guard<std::mutex> lock(mu_);
   const auto start = std::max(ready, free_);
-  free_ = start + std::chrono::duration_cast<WallClock::duration>(
-                      std::chrono::duration<double>(bytes * scale_ / params_.bw_dir));
+  free_ = start + WallSeconds(bytes * scale_ / params_.bw_dir);
   return free_;
 }
 
@@ -38,7 +37,13 @@ void WallPacer::Release(WallClock::time_point now) {
 }
 
 WallClock::duration WallPacer::Stretched(double emulated_s) const {
-  return std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(emulated_s * scale_));
+  return WallSeconds(emulated_s * scale_);
+}
+
+WallClock::duration WallSeconds(double seconds) {
+  constexpr double kCentury = 100 * 365.25 * 24 * 3600;
+  const double clamped = std::isnan(seconds) ? 0 : std::clamp(seconds, 0.0, kCentury);
+  return std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(clamped));
 }
 
 double RooflineSeconds(const ChipProfile& chip, double flops, double hbm_bytes) {

@@ -11,6 +11,11 @@ namespace tpuemu {
 
 using WallClock = std::chrono::steady_clock;
 
+// `seconds` of wall time on WallClock, saturated at a century: a paced
+// stretch of a long emulated step (seconds x --time-scale) past int64
+// nanoseconds would wrap and pace nothing.
+WallClock::duration WallSeconds(double seconds);
+
 // Emulated clock of one directed link, modelled like netem: a transfer of b
 // bytes ready at t holds the link for b / W of its idle time from t on,
 // interleaved with transfers booked before it as packets are

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "core/pod/link_clock.h"
 
 namespace tpuemu {
 
@@ -38,8 +39,7 @@ void StepClock::Compute(ComputeKind kind, double flops, double hbm_bytes) {
   now_ += dt;
   const double scale = net_.time_scale();
   if (scale > 0) {
-    abort_.SleepUntil(wall_start_ +
-                      std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(now_ * scale)));
+    abort_.SleepUntil(wall_start_ + WallSeconds(now_ * scale));
   }
   result_.compute_s += dt;
   result_.compute_parts_s[static_cast<int>(kind)] += dt;

@@ -164,7 +164,12 @@ class SimulateTest(Pod):
              "checkpoint_every: 1: a shape-only job"),
             (["reference", self.write("shape.yaml", JOB + "values: none\n")], "tpuemu simulate"),
             # A thread per chip has a ceiling; refused at once, not after gigabytes of set-up.
-            (["simulate", job, "--topology", "v5p:16x16x32", "--engine", "every-chip"], "at most 4096"),
+            (["simulate", self.write("wide.yaml", "name: wide\nici_data_parallelism: -1\nici_fsdp_parallelism: 1\n"
+                                     "emb_dim: 128\nmlp_dim: 1024\nnum_layers: 1\nglobal_batch_tokens: 8192\nsteps: 1\n"),
+              "--topology", "v5p:16x16x32", "--engine", "every-chip"], "at most 4096"),
+            # A job that does not fit is said as such first, naming the file.
+            (["simulate", job, "--topology", "v5p:16x16x32", "--engine", "every-chip"],
+             f"{job}: ici_data_parallelism=1"),
             (["simulate", job, "--topology", "v5p:2x4", "--trace", ""], "--trace: '': give the file to write"),
         ]
         for args, needle in cases:

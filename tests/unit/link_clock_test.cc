@@ -1,5 +1,6 @@
 #include "core/pod/link_clock.h"
 
+#include <cmath>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -50,6 +51,19 @@ TEST(RooflineTest, TakesTheSlowerOfComputeAndMemory) {
   chip.hbm_bw = 1e9;
   EXPECT_DOUBLE_EQ(RooflineSeconds(chip, 1e12, 1), 1.0);
   EXPECT_DOUBLE_EQ(RooflineSeconds(chip, 1, 2e9), 2.0);
+}
+
+// A long emulated step at a large --time-scale is paced, not wrapped past
+// int64 nanoseconds into nothing (4e9 s at 1e9 was about -1.4e9 s).
+TEST(WallPacerTest, StretchesSaturateAtACenturyInsteadOfWrapping) {
+  const auto century = std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(3155760000.0));
+  EXPECT_EQ(WallSeconds(4e18), century);
+  EXPECT_EQ(WallSeconds(1e9 * 10), century);
+  EXPECT_EQ(WallSeconds(-1), WallClock::duration::zero());
+  EXPECT_EQ(WallSeconds(std::nan("")), WallClock::duration::zero());
+  EXPECT_EQ(WallSeconds(1.5), std::chrono::milliseconds(1500));
+  WallPacer paced(LinkParams{1e9, 1e-6}, 1e9);
+  EXPECT_GT(paced.Stretched(10).count(), 0);
 }
 
 }  // namespace
