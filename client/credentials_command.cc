@@ -30,7 +30,8 @@ void AddCredentialsCommand(CLI::App& app, int* exit_code) {
       "docs/security.md");
   create->add_option("DIR", o->dir, "a new or empty directory")
       ->required()
-      ->check(CLI::Validator([](std::string& dir) { return dir.empty() ? "'': give the directory to make" : ""; }, "DIR"));
+      ->check(CLI::Validator(
+          [](std::string& dir) { return dir.empty() ? "'': give the directory to make" : ""; }, "DIR"));
   create->add_option("--uid", o->uid,
                      "give the files to this user and group id: the image's user (10001) reads them from a\n"
                      "bind mount under docker compose")

@@ -58,7 +58,8 @@ int Probe(const HealthOptions& o) {
   req.set_service(o.live ? "liveness" : "");
   grpc::health::v1::HealthCheckResponse resp;
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000)));
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000)));
   const grpc::Status status = stub->Check(&ctx, req, &resp);
   const bool serving = status.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
   const std::string hint = status.ok() ? "" : UnreachableHint(status.error_message(), *security);

@@ -175,7 +175,9 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
       "docs/simulate.md");
   c->add_option("job", o->path, "JOB.yaml, the job file (its `values` key is taken as none)")->required();
   c->add_option("--topology", o->topology, "CHIP:SHAPE of each slice, e.g. v5p:4x4x4 or v5e:16x16")->required();
-  c->add_option("--slices", o->slices, "slices joined over DCN")->check(CLI::Range(1, kMaxSlices))->capture_default_str();
+  c->add_option("--slices", o->slices, "slices joined over DCN")
+      ->check(CLI::Range(1, kMaxSlices))
+      ->capture_default_str();
   c->add_option("--chips-per-host", o->chips_per_host, "chips per host (each host's DCN bandwidth is shared by them)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -66,8 +66,9 @@ absl::StatusOr<JobRecord> JobStore::Add(JobSpec spec, int priority) {
     if (auto s = db_->Add(record, number + 1); !s.ok()) {
       // Not Unavailable: the coordinator answered, and the client must not
       // read it as a pod that is not running.
-      return absl::FailedPreconditionError(absl::StrCat("the job was not accepted: the coordinator could not record it in ",
-                                                 db_->path(), " (", s.message(), "); see its log"));
+      return absl::FailedPreconditionError(absl::StrCat("the job was not accepted: the coordinator could not "
+                                                        "record it in ", db_->path(), " (", s.message(),
+                                                        "); see its log"));
     }
   }
   ++next_number_;

@@ -337,7 +337,8 @@ std::pair<int, std::string> Scheduler::QueuePlace(const std::string& id) const {
     const auto ahead = std::count_if(first, self, [&](const Queued& q) { return !WaitsForLostWorkerLocked(q); });
     const std::string its = why.empty() ? "" : absl::StrCat(", which waits for ", why);
     why = ahead > 1 ? absl::StrCat(ahead, " queued ahead of it to start (", first->id, " first", its, ")")
-                    : absl::StrCat(first->id, ", queued ahead of it, to start", its.empty() ? "" : " (" + its.substr(2) + ")");
+                    : absl::StrCat(first->id, ", queued ahead of it, to start",
+                                   its.empty() ? "" : absl::StrCat(" (", its.substr(2), ")"));
   }
   return {position, why};
 }

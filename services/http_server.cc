@@ -112,7 +112,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   server.set_error_handler(httplib::Server::HandlerWithResponse([only_get](const httplib::Request& req,
                                                                           httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (!req.method.empty() && req.method != "GET" && req.method != "HEAD") {  // refused before routing (a POST without a length)
+    // A method refused before routing (a POST without a length).
+    if (!req.method.empty() && req.method != "GET" && req.method != "HEAD") {
       only_get(req, res);
       return httplib::Server::HandlerResponse::Handled;
     }
