@@ -1,7 +1,6 @@
 // Checks on command-line values that CLI11 does not make itself.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 
