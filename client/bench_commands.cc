@@ -133,8 +133,9 @@ int Bench(const BenchOptions& o) {
     }
     std::printf("\npredicted: the closed form of the algorithm run (its busiest link's bytes over the link's\n"
                 "bandwidth plus a hop, or its chain of hops if longer, with a reduction's adds; within 2%% on\n"
-                "one ring; over several axes high by up to a fifth where hops dominate, low by up to 13%% for\n"
-                "a reduction's adds: docs/collectives.md);\n"
+                "one ring; over several axes within about a fifth either way: high where hops dominate, low where\n"
+                "an axis's phase waits for the chunks the one before delivers (lines, 1-4 MiB) or for a\n"
+                "reduction's adds: docs/collectives.md);\n"
                 "ratio = emulated / predicted. seed_us: the seed's rule of thumb for the same case\n"
                 "(V / W_bidir on a ring, dropping (N-1)/N; (N-1) V / (N W) on a line or one-way ring; the axes'\n"
                 "bandwidths added over several; twice for all-reduce, a quarter for all-to-all), seed_r =\n"

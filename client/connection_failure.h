@@ -12,8 +12,10 @@ namespace tpuemu {
 enum class ConnectionFailure {
   kOtherCa,  // the server's certificate is not signed by the CA given
   kClosed,   // the server closed the connection: stopping, or TLS met plaintext
-  kRefused,  // nothing listens at the address
-  kUnknown,  // anything else (a name that did not resolve, a deadline)
+  kRefused,     // nothing listens at the address
+  kUnresolved,  // the host name did not resolve
+  kTimedOut,    // no answer before the deadline
+  kUnknown,     // anything else
 };
 
 inline ConnectionFailure ClassifyConnectionFailure(std::string_view grpc_message) {
@@ -21,6 +23,8 @@ inline ConnectionFailure ClassifyConnectionFailure(std::string_view grpc_message
   if (has("certificate verify failed")) return ConnectionFailure::kOtherCa;
   if (has("Socket closed") || has("andshake")) return ConnectionFailure::kClosed;  // [Hh]andshake
   if (has("Connection refused")) return ConnectionFailure::kRefused;
+  if (has("DNS resolution failed")) return ConnectionFailure::kUnresolved;
+  if (has("Deadline Exceeded")) return ConnectionFailure::kTimedOut;
   return ConnectionFailure::kUnknown;
 }
 

@@ -40,6 +40,14 @@ std::string UnreachableHint(const std::string& error, const TransportSecurity& s
            "TPUEMU_INSECURE=1)";
   }
   if (failure == ConnectionFailure::kRefused) return "nothing listens there: is the pod running?";
+  if (failure == ConnectionFailure::kUnresolved) {
+    return "the host name does not resolve: check it (a compose service's or Kubernetes Service's name resolves "
+           "only inside that network; from outside, give a published address such as localhost:PORT)";
+  }
+  if (failure == ConnectionFailure::kTimedOut) {
+    return "no answer within --timeout: the host is down or unreachable, a firewall drops the packets, or the "
+           "process is too busy to answer; try a longer --timeout";
+  }
   return "";
 }
 

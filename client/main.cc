@@ -26,25 +26,46 @@
 
 namespace {
 
-// The command word when it names no command: CLI11 would only say that a
-// command is required. Options before it are stepped over, with the value
-// of one that takes a value (--coordinator ADDRESS).
+// The command words when one names no command, or when a command that
+// takes commands is given none: CLI11 would only say that a command is
+// required. Options are stepped over, with the value of one that takes a
+// value (--coordinator ADDRESS); --help and --version anywhere are CLI11's.
 std::optional<std::string> UnknownCommand(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* level = &app;
+  std::string path = "tpuemu";
+  auto names_under = [](const CLI::App* at) {
+    std::vector<std::string> names;
+    for (const CLI::App* command : at->get_subcommands([](const CLI::App*) { return true; })) {
+      names.push_back(command->get_name());
+    }
+    return names;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help" || arg == "--version") return std::nullopt;
     if (!arg.empty() && arg[0] == '-') {
-      const CLI::Option* option = app.get_option_no_throw(arg);
+      const CLI::Option* option = level->get_option_no_throw(arg);
+      if (option == nullptr) option = app.get_option_no_throw(arg);
       if (option != nullptr && option->get_expected_min() > 0) ++i;
       continue;
     }
     if (arg.empty()) continue;
-    std::vector<std::string> names;
-    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
-      if (command->check_name(arg)) return std::nullopt;
-      names.push_back(command->get_name());
+    const std::vector<std::string> names = names_under(level);
+    if (names.empty()) return std::nullopt;  // the command's own arguments
+    const CLI::App* next = nullptr;
+    for (const CLI::App* command : level->get_subcommands([](const CLI::App*) { return true; })) {
+      if (command->check_name(arg)) next = command;
     }
-    return absl::StrCat("error: unknown command '", arg, "'; the commands are: ", absl::StrJoin(names, ", "),
-                        " (tpuemu --help)");
+    if (next == nullptr) {
+      return absl::StrCat("error: unknown command '", arg, "'", level == &app ? "" : absl::StrCat(" for ", path),
+                          "; the commands are: ", absl::StrJoin(names, ", "), " (", path, " --help)");
+    }
+    level = next;
+    absl::StrAppend(&path, " ", next->get_name());
+  }
+  if (level->get_require_subcommand_min() > 0) {
+    return absl::StrCat("error: ", path, " needs a command: ", absl::StrJoin(names_under(level), ", "), " (", path,
+                        " --help)");
   }
   return std::nullopt;
 }

@@ -83,6 +83,8 @@ nlohmann::json ToJson(const MeshPlan& p) {
           // JSON has no infinity: null where no batch is compute-bound.
           {"critical_batch_tokens",
            std::isfinite(p.critical_batch_tokens) ? nlohmann::json(p.critical_batch_tokens) : nlohmann::json()},
+          {"dcn_critical_batch_tokens",
+           p.dcn_critical_batch_tokens > 0 ? nlohmann::json(p.dcn_critical_batch_tokens) : nlohmann::json()},
           {"why", p.why}};
 }
 
@@ -219,9 +221,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   auto* c = app.add_subcommand("plan", "which mesh for a model on a pod, by seed 001's formulas; no pod needed");
   c->footer(
       "Every strategy seed 001 discusses (DP, FSDP, tensor parallelism, FSDP with tensor-parallel axes or\n"
-      "sub-rings, data parallelism over DCN between slices), each with its HBM per chip, compute and\n"
-      "communication per step, MFU, whether it is communication-bound and the global batch below which it\n"
-      "turns so, ranked by step time. Formulas only: nothing runs (docs/plan.md). Examples:\n"
+      "sub-rings, pipeline stages with FSDP, data parallelism over DCN between slices), each with its HBM\n"
+      "per chip, compute and communication per step, MFU, whether it is communication-bound and the global\n"
+      "batch below which it turns so, ranked by step time. Formulas only: nothing runs (docs/plan.md).\n"
+      "Examples:\n"
       "  tpuemu plan --model llama2-13b --topology v5p:16x16x16 --batch-tokens 3M\n"
       "  tpuemu plan --model llama3-70b --topology v5p:16x20x28 --slices 2 --batch-tokens 16M --json");
   c->add_option("--model", o->model, "a preset (llama2-7b, llama2-13b, llama3-8b, llama3-70b), a YAML file with "

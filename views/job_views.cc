@@ -53,13 +53,13 @@ void PrintPerLayer(const v1::TrainSummary& summary) {
   std::printf("\nper layer and chip, last step: seed 001's table vs the emulated step\n");
   int width = 34;  // the formula column: as wide as the longest
   for (const v1::LayerCost& l : summary.per_layer()) width = std::max(width, static_cast<int>(l.formula().size()));
-  std::printf("  %-8s %-*s %13s %13s %12s %12s\n", "", width, "formula", "predicted", "emulated", "predicted",
-              "emulated");
+  std::printf("  %-8s %-*s %13s %13s %12s %12s\n", "", width, "formula", "bytes pred", "bytes emu",
+              "time pred", "time emu");
   for (const v1::LayerCost& l : summary.per_layer()) {
     const bool compute = l.what() == "compute";
     std::printf("  %-8s %-*s %13s %13s %12s %12s\n", l.what().c_str(), width, l.formula().c_str(),
-                compute ? "" : FormatBytes(static_cast<uint64_t>(l.predicted_bytes())).c_str(),
-                compute ? "" : FormatBytes(static_cast<uint64_t>(l.emulated_bytes())).c_str(),
+                compute ? "" : FormatSize(l.predicted_bytes()).c_str(),
+                compute ? "" : FormatSize(l.emulated_bytes()).c_str(),
                 FormatSeconds(l.predicted_s()).c_str(), FormatSeconds(l.emulated_s()).c_str());
   }
   std::vector<std::string> times;
@@ -87,7 +87,7 @@ void PrintTrainStatus(const v1::Job& job) {
     std::printf("faults and contention in the latest step: %s\n", absl::StrJoin(faults, "; ").c_str());
   }
   for (const v1::MemoryUse& m : job.train_summary().memory_per_chip()) {
-    std::printf("  %-17s %12s per chip\n", m.item().c_str(), FormatBytes(static_cast<uint64_t>(m.bytes())).c_str());
+    std::printf("  %-17s %12s per chip\n", m.item().c_str(), FormatSize(m.bytes()).c_str());
   }
   if (job.steps_dropped() > 0) {
     std::printf("(steps 0..%lld not shown: the coordinator keeps the records of a job's latest %d steps)\n",
@@ -179,7 +179,7 @@ std::string StepLine(const v1::TrainStep& s) {
   std::string line = absl::StrFormat(
       "step %4d  loss %-12s step %-9s compute %-9s comm:%-28s MFU %5.1f%%  %9.4g tok/s  sent/chip %s", s.step(),
       std::isnan(s.loss()) ? "- (shape)" : absl::StrFormat("%.6g", s.loss()), FormatSeconds(s.emulated_step_s()), FormatSeconds(s.compute_s()), comm.empty() ? " none" : comm,
-      100 * s.mfu(), s.tokens_per_s_emulated(), FormatBytes(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
+      100 * s.mfu(), s.tokens_per_s_emulated(), FormatSize(bytes == s.comm_bytes_per_chip().end() ? 0 : bytes->second));
   // Paced pods only (time_scale > 0): wall time beyond emulated x scale, the
   // host not keeping up (docs/clocks.md).
   if (s.host_lag_s() > 0) {
@@ -188,7 +188,7 @@ std::string StepLine(const v1::TrainStep& s) {
   if (s.bubble_formula() > 0) {
     absl::StrAppend(&line, absl::StrFormat("  bubble %.1f%% (formula %.1f%%, with hops %.1f%%)  activations/chip %s",
                                            100 * s.bubble_fraction(), 100 * s.bubble_formula(),
-                                           100 * s.bubble_with_transfers(), FormatBytes(s.peak_activation_bytes())));
+                                           100 * s.bubble_with_transfers(), FormatSize(s.peak_activation_bytes())));
   }
   return line;
 }

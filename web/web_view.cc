@@ -28,10 +28,14 @@ HttpResponse Error(const absl::Status& status) {
   return {code, kJsonType, nlohmann::json{{"error", std::string(status.message())}}.dump()};
 }
 
-// A job as the list shows it: JobJson without its heavy parts.
+// A job as the list shows it: JobJson without its heavy parts, at the top or
+// in its result (a collective's link_bytes, a matmul's plan and alternatives).
 nlohmann::json JobRow(const v1::Job& job) {
   nlohmann::json row = JobJson(job);
-  for (const char* heavy : {"steps", "summary", "link_bytes", "worker_memory", "plan", "alternatives"}) row.erase(heavy);
+  for (const char* heavy : {"steps", "summary", "link_bytes", "worker_memory", "plan", "alternatives"}) {
+    row.erase(heavy);
+    if (row.contains("result") && row["result"].is_object()) row["result"].erase(heavy);
+  }
   row["steps_done"] = StepsDone(job);
   row["steps_total"] = ViewOf(job).steps(job);
   row["what"] = ViewOf(job).what(job);

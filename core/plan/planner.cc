@@ -25,8 +25,7 @@ struct Shape {
 // W_bidir per axis): 1 where the axis wraps; a line of n chips where it does
 // not, whose collectives take 2 (n-1) / n times as long (seed 000, Pop Quiz
 // 2: 3 x 8.4e6 / 4.5e10 = 560 us on v5e's unwrapped 4 against 377 us on a
-// ring). A sub-ring of a wrapped axis counts whole, as the seed counts it
-// ("dedicate the remaining bandwidth of the first axis to FSDP").
+// ring).
 double RingLinks(int n, bool wraps) { return wraps || n < 2 ? 1 : n / (2.0 * (n - 1)); }
 
 double AxesLinks(const std::vector<Shape>& axes, const std::string& except = "") {
@@ -73,11 +72,16 @@ std::vector<Candidate> Candidates(const std::vector<Shape>& axes, int chips) {
       }
       if (a.size > y) data.push_back(absl::StrCat(a.name, "/", a.size / y));
       const std::string ring = y == a.size ? a.name : absl::StrCat(a.name, " sub-ring of ", y);
-      const double rest = a.size > y ? RingLinks(a.size / y, a.wraps) : 0;
+      // The seed leaves this split's math out ("dedicate the remaining
+      // bandwidth of the first axis to FSDP"). Tensor groups are y
+      // neighbouring chips: a line unless they are the whole axis. FSDP's
+      // groups are the chips y apart, a ring of a.size / y whose every hop
+      // crosses y links, each link shared by the y groups at once.
+      const double rest = a.size > y ? RingLinks(a.size / y, a.wraps) / y : 0;
       out.push_back({"FSDP+TP",
                      absl::StrCat("fsdp: ", absl::StrJoin(data, ","), " (", chips / y, "), tensor: ", ring, " (", y, ")"),
                      chips / y, y, static_cast<int>(data.size()), 1, AxesLinks(axes, a.name) + rest,
-                     RingLinks(y, a.wraps), true});
+                     RingLinks(y, a.wraps && y == a.size), true});
     }
   }
   // Pipeline stages along one axis, FSDP over the others.
@@ -152,12 +156,17 @@ MeshPlan PricePipeline(const Candidate& c, const ModelShape& m, const Topology& 
     p.dcn_s = 4 * params / n / dcn_w;
   }
   const double bubble = (micro + stages - 1) / micro;
-  p.step_s = bubble * p.compute_s + std::max(0.0, p.comms_s + p.dcn_s - p.compute_s);
+  // ICI and DCN are different links: their transfers overlap each other, as
+  // in the other meshes' backward pass.
+  p.step_s = bubble * p.compute_s + std::max(0.0, std::max(p.comms_s, p.dcn_s) - p.compute_s);
   p.mfu = p.compute_s / p.step_s;
   p.ici_bound = p.comms_s > p.compute_s;
-  p.comms_bound = p.comms_s + p.dcn_s > p.compute_s;
-  p.critical_batch_tokens = Turns(slope, fixed + p.dcn_s, grows) * slices;
-  if (p.dcn_s > 0) p.dcn_critical_batch_tokens = p.dcn_s / slope * slices;
+  p.comms_bound = p.ici_bound || p.dcn_s > p.compute_s;
+  p.critical_batch_tokens = Turns(slope, fixed, grows) * slices;
+  if (p.dcn_s > 0) {
+    p.dcn_critical_batch_tokens = p.dcn_s / slope * slices;
+    p.critical_batch_tokens = std::max(p.critical_batch_tokens, p.dcn_critical_batch_tokens);
+  }
   return p;
 }
 

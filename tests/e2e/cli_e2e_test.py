@@ -131,6 +131,11 @@ class ClusterLifecycleTest(Pod):
                            timeout=30)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("TPUEMU_TLS_DIR", json.loads(r.stdout)["hint"])
+        # A name that does not resolve (or, with no DNS at hand, no answer in time) says what to try too.
+        r = subprocess.run([TPUEMU, "health", "nosuchhost.invalid:50051", "--json", "--timeout", "5"],
+                           env=dict(self.env, TPUEMU_INSECURE="1"), capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(json.loads(r.stdout)["hint"], "does not resolve|no answer within --timeout")
         # --token-file wins over the TPUEMU_TOKEN it defaults to (another pod's, say).
         env = dict(self.env, TPUEMU_TOKEN="another-pods-token")
         token = ["--token-file", os.path.join(self.pod_file()["tls_dir"], "admin.token")]
@@ -262,7 +267,9 @@ class BadInputTest(Pod):
 
     def test_usage_errors_exit_2_and_an_unknown_command_is_named(self):
         for args, needle in [
-            ([], "A subcommand is required"),
+            ([], "tpuemu needs a command: cluster, bench"),
+            (["cluster"], "tpuemu cluster needs a command: up, status, down"),
+            (["cluster", "stauts"], "unknown command 'stauts' for tpuemu cluster; the commands are: up, status"),
             (["bogus"], "unknown command 'bogus'; the commands are: cluster, bench"),
             (["--coordinator", "127.0.0.1:1", "--insecure", "sumbit"], "unknown command 'sumbit'"),
             (["status"], "job is required"),

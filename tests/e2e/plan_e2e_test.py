@@ -28,14 +28,20 @@ class PlanTest(Pod):
         self.assertTrue(plans["FSDP"]["comms_bound"])
         self.assertAlmostEqual(plans["FSDP"]["critical_batch_tokens"] / 3.48e6, 1, delta=0.01)
         # "small subrings of 4 chips of tensor parallelism and ... the remaining
-        # bandwidth of the first axis to FSDP": compute-bound, and first.
+        # bandwidth of the first axis to FSDP": priced by the links each group
+        # has (a line of 4; FSDP's chips 4 apart share the axis four ways), just
+        # communication-bound; sub-rings of 2 are compute-bound, and first.
         best = out["plans"][0]
-        self.assertEqual((best["strategy"], best["tensor"], best["comms_bound"]), ("FSDP+TP", 4, False), best)
-        self.assertIn("sub-ring of 4", best["mesh"])
+        self.assertEqual((best["strategy"], best["tensor"], best["comms_bound"]), ("FSDP+TP", 2, False), best)
+        self.assertIn("sub-ring of 2", best["mesh"])
+        four = next(p for p in out["plans"] if "sub-ring of 4" in p["mesh"])
+        self.assertAlmostEqual(four["tensor_links"], 2 / 3)
+        self.assertAlmostEqual(four["data_links"], 2 + 1 / 4)
+        self.assertTrue(four["comms_bound"])
 
         text = self.cli(*Q3)
         self.assertEqual(text.returncode, 0, text.stderr)
-        self.assertIn("choice: FSDP+TP, fsdp: y,z,x/4 (1024), tensor: x sub-ring of 4 (4)", text.stdout)
+        self.assertIn("choice: FSDP+TP, fsdp: y,z,x/8 (2048), tensor: x sub-ring of 2 (2)", text.stdout)
         self.assertIn("Adam moments (2 x fp32) alone 104 GB", text.stdout)
 
     def test_a_model_file_overrides_its_preset(self):

@@ -158,6 +158,9 @@ class WebViewTest(Pod):
         # A collective is one step, done once it succeeded (it showed 0 of 1).
         row = next(j for j in json.loads(fetch(port, "/api/jobs", self.token()))["jobs"] if j["id"] == result["job"])
         self.assertEqual((row["steps_done"], row["steps_total"]), (1, 1))
+        # The list leaves the heavy parts to /api/jobs/ID, in the result too.
+        self.assertNotIn("link_bytes", row.get("result", {}))
+        self.assertNotIn("link_bytes", row)
         page.evaluate("window.testMark = 'not reloaded'")
         # A job the coordinator does not keep (a bookmark from another pod): said so, and the
         # coordinator still counts as live.

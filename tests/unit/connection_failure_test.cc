@@ -17,8 +17,12 @@ TEST(ConnectionFailureTest, ReadsGrpcsReasons) {
                                       "Ssl handshake failed: SSL_ERROR_SSL: error:0A000086:SSL "
                                       "routines::certificate verify failed"),
             ConnectionFailure::kOtherCa);
-  EXPECT_EQ(ClassifyConnectionFailure("DNS resolution failed for nowhere.invalid:1"), ConnectionFailure::kUnknown);
-  EXPECT_EQ(ClassifyConnectionFailure("Deadline Exceeded"), ConnectionFailure::kUnknown);
+  EXPECT_EQ(ClassifyConnectionFailure("DNS resolution failed for nosuchhost.invalid:50051: C-ares status is not "
+                                      "ARES_SUCCESS qtype=AAAA name=nosuchhost.invalid is_balancer=0: Domain name not "
+                                      "found"),
+            ConnectionFailure::kUnresolved);
+  EXPECT_EQ(ClassifyConnectionFailure("Deadline Exceeded"), ConnectionFailure::kTimedOut);
+  EXPECT_EQ(ClassifyConnectionFailure("something else"), ConnectionFailure::kUnknown);
 }
 
 }  // namespace

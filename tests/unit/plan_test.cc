@@ -3,8 +3,10 @@
 // between pods), each with the seed's value.
 #include "core/plan/planner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #include "gtest/gtest.h"
@@ -111,6 +113,30 @@ TEST(PlanSeedTest, AnAxisThatDoesNotWrapIsALineThatTakes2NMinus1OverNTimesAsLong
   EXPECT_NEAR(Find(*lines, "FSDP").comms_s / Find(*rings, "FSDP").comms_s, 1.75, 1e-9);
   EXPECT_NEAR(Find(*lines, "FSDP").data_links, 8.0 / 7, 1e-12);
   EXPECT_EQ(Find(*rings, "FSDP").data_links, 2);
+}
+
+// Seed 001's "small subrings of 4 chips of tensor parallelism and dedicate
+// the remaining bandwidth of the first axis to FSDP", math left out there:
+// a sub-ring of 4 neighbours in a wrapped 16 is a line (2/3 of an axis);
+// FSDP's rings of the chips 4 apart cross 4 links a hop, each link shared by
+// the 4 of them (1/4), beside the other two axes. Not the axis twice.
+TEST(PlanSeedTest, AnAxisSplitIntoSubRingsGivesEachGroupTheLinksItHas) {
+  auto plans = PlanMeshes({*ModelPreset("llama2-13b"), 3e6}, Pod("v5p:16x16x16"));
+  ASSERT_TRUE(plans.ok());
+  std::map<int, const MeshPlan*> by_ring;
+  for (const MeshPlan& p : *plans) {
+    if (p.mesh.find("sub-ring") != std::string::npos) by_ring[p.tensor] = &p;
+  }
+  ASSERT_EQ(by_ring.size(), 3u);  // sub-rings of 2, 4 and 8
+  for (const auto& [y, p] : by_ring) {
+    EXPECT_NEAR(p->tensor_links, y / (2.0 * (y - 1)), 1e-12) << p->mesh;
+    EXPECT_NEAR(p->data_links, 2 + 1.0 / y, 1e-12) << p->mesh;
+  }
+  // The line of 4 and FSDP's shared links leave sub-rings of 4 just
+  // communication-bound at 3M; sub-rings of 2 stay compute-bound.
+  EXPECT_TRUE(by_ring[4]->comms_bound) << by_ring[4]->why;
+  EXPECT_FALSE(by_ring[2]->comms_bound) << by_ring[2]->why;
+  EXPECT_EQ(&plans->front(), by_ring[2]);
 }
 
 TEST(PlanSeedTest, TensorParallelismStaysComputeBoundBelowFOverAlpha) {
@@ -232,6 +258,24 @@ TEST(PlanSeedTest, DcnCountsInTheCriticalBatchAndEveryClauseAgreesWithTheVerdict
   EXPECT_NE(fsdp.why.find("compute-bound on ICI"), std::string::npos) << fsdp.why;
   EXPECT_NE(fsdp.why.find("communication-bound on DCN"), std::string::npos) << fsdp.why;
   EXPECT_NE(fsdp.why.find("compute-bound from"), std::string::npos) << fsdp.why;
+}
+
+// ICI and DCN are different links: a pipeline's transfers on one overlap
+// those on the other, as in every other mesh, and the step waits only for the
+// longer of the two.
+TEST(PlanSeedTest, APipelineOverDcnWaitsForTheLongerOfIciAndDcn) {
+  const Topology pods = Pod("v5p:4x4x4", 16);
+  for (double batch : {0.2e6, 1.4e6, 16e6}) {
+    auto plans = PlanMeshes({*ModelPreset("llama3-8b"), batch}, pods);
+    ASSERT_TRUE(plans.ok());
+    const MeshPlan& pp = Find(*plans, "PP+FSDP");
+    ASSERT_GT(pp.dcn_s, 0);
+    const double bubble = (pp.microbatches + pp.stages - 1.0) / pp.microbatches;
+    EXPECT_NEAR(pp.step_s, bubble * pp.compute_s + std::max(0.0, std::max(pp.comms_s, pp.dcn_s) - pp.compute_s),
+                1e-12 * pp.step_s);
+    EXPECT_EQ(pp.comms_bound, std::max(pp.comms_s, pp.dcn_s) > pp.compute_s) << batch;
+    EXPECT_GE(pp.critical_batch_tokens, pp.dcn_critical_batch_tokens);
+  }
 }
 
 // A batch smaller than the pod has chips printed per-chip batches of 0 and
