@@ -14,10 +14,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/coordinator_client.h"
+#include "client/interrupt.h"
 #include "client/local_pod.h"
 #include "client/processes.h"
 #include "bench/cpu_clock.h"
@@ -39,31 +41,47 @@ namespace {
 constexpr CollectiveOp kOps[] = {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
                                  CollectiveOp::kAllToAll};
 
+// Where this run's pods keep their files; their processes name it.
+std::filesystem::path PodDir() {
+  return std::filesystem::temp_directory_path() / absl::StrCat("tpuemu-bench-", getpid());
+}
+
+// Held while a pod starts, and by Ctrl-C's clean-up until the process exits:
+// no pod is half started when the clean-up looks, nor starts after it.
+std::mutex pod_start;
+
+// Stops the processes of this run's pod (in sessions of their own, which a
+// Ctrl-C does not reach), found by the directory their command lines name.
+void StopPod() {
+  const std::string dir = PodDir().string() + "/";
+  StopProcesses(FindProcesses([&](const std::vector<std::string>& argv) {
+                  return std::any_of(argv.begin(), argv.end(), [&](const std::string& a) { return a.rfind(dir, 0) == 0; });
+                }),
+                3);
+  std::filesystem::remove_all(PodDir());
+}
+
 // A pod of real processes on 127.0.0.1, stopped when this goes away.
 class ProcessPod {
  public:
   ProcessPod(const std::string& topology, int chips_per_host) {
-    dir_ = std::filesystem::temp_directory_path() / absl::StrCat("tpuemu-bench-", getpid());
+    std::lock_guard<std::mutex> starting(pod_start);
     Progress quiet(false);
     // Plaintext, as the OpenMPI over TCP it is compared with (TLS's own cost:
     // docs/security.md "What it costs"); the client below is told so too.
     setenv("TPUEMU_INSECURE", "1", 1);
     LocalPodOptions options;
     options.topology = {topology, 1, chips_per_host, "auto"};
-    options.dir = dir_.string();
+    options.dir = PodDir().string();
     options.insecure = true;
     auto pod = StartLocalPod(options, quiet, [](const PodState&) { return absl::OkStatus(); });
     if (!pod.ok()) {
       std::fprintf(stderr, "could not start the pod: %s\n", std::string(pod.status().message()).c_str());
       std::exit(1);
     }
-    processes_ = pod->state.processes();
     client_ = std::make_unique<CoordinatorClient>(pod->state.coordinator);
   }
-  ~ProcessPod() {
-    StopProcesses(processes_, 3);
-    std::filesystem::remove_all(dir_);
-  }
+  ~ProcessPod() { StopPod(); }
 
   v1::CollectiveResult Run(CollectiveOp op, uint64_t bytes) {
     CollectiveSpec spec;
@@ -88,8 +106,6 @@ class ProcessPod {
   }
 
  private:
-  std::filesystem::path dir_;
-  std::vector<StartedProcess> processes_;
   std::unique_ptr<CoordinatorClient> client_;
 };
 
@@ -273,9 +289,25 @@ void CeilingsTable() {
 }  // namespace tpuemu
 
 int main(int argc, char** argv) {
+  tpuemu::CatchInterrupts();  // first: before any thread starts
+  const std::string only = argc > 1 ? argv[1] : "all";
+  if (argc > 2 || (only != "all" && only != "collectives" && only != "p2p" && only != "paced" && only != "ceilings")) {
+    std::fprintf(stderr,
+                 "usage: datapath_bench [all|collectives|p2p|paced|ceilings]\n"
+                 "  collectives: busbw of each collective at n = 8 on three layouts of worker processes (best of 3)\n"
+                 "  p2p: one PeerService stream's throughput and a frame's hop latency\n"
+                 "  paced: paced links' achieved against configured rate\n"
+                 "  ceilings: what plain TCP sockets over loopback allow each collective\n"
+                 "bench/datapath.sh runs it beside OpenMPI (docs/benchmarks.md)\n");
+    return only == "--help" || only == "-h" ? 0 : 2;
+  }
+  // Ctrl-C or SIGTERM: the pod of the moment stops too.
+  const tpuemu::OnInterrupt stop_pod([] {
+    std::lock_guard<std::mutex> no_more(tpuemu::pod_start);
+    tpuemu::StopPod();
+  });
   tpuemu::PrepareProcessForDataPath();
   std::printf("%s\n", tpuemu::UseWorkersTcpCongestion().c_str());
-  const std::string only = argc > 1 ? argv[1] : "all";
   if (only == "all" || only == "collectives") tpuemu::CollectiveTable(3);
   if (only == "all" || only == "p2p") tpuemu::PointToPointTable();
   if (only == "all" || only == "p2p") tpuemu::HopLatencyTable();

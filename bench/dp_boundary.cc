@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_args.h"
 #include "bench/plot_flag.h"
 #include "client/plots.h"
 #include "core/train/host.h"
@@ -61,16 +62,14 @@ Point Measure(const Topology& topo, int64_t width, int64_t tokens_per_chip) {
 int main(int argc, char** argv) {
   using namespace tpuemu;
   const std::string plot = TakePlotFlag(argc, argv);
-  int64_t width = 3072;
-  std::vector<int64_t> tokens = {1024, 2048, 3072, 4096};
-  if (argc > 1) width = std::atoll(argv[1]);
-  if (argc > 2) {
-    tokens.clear();
-    for (absl::string_view t : absl::StrSplit(argv[2], ',')) {
-      int64_t v = 0;
-      if (absl::SimpleAtoi(t, &v)) tokens.push_back(v);
-    }
-  }
+  const BenchArgs args(argc, argv,
+                       "dp_boundary [--plot FILE.svg|FILE.png] [D [B,...]]\n"
+                       "  data parallelism's compute/communication boundary on a v5p ring of 16: a one-layer MLP,\n"
+                       "  D = F = D (16 to 8192, default 3072) at per-chip batches B,... tokens (1 to 1048576, default\n"
+                       "  1024,2048,3072,4096)",
+                       2);
+  const int64_t width = args.Whole(1, "D", 3072, 16, 8192);
+  const std::vector<int64_t> tokens = args.WholeList(2, "B", {1024, 2048, 3072, 4096}, 1, 1 << 20);
   auto topo = Topology::Create({"v5p:16", 1, 4, "auto"});
   const double c = topo->profile().flops_bf16, w = 2 * topo->profile().ici_bw_dir;
   std::printf("DP on v5p:16 (one wraparound axis, X = 16), D = F = %lld, 1 layer, bf16; C / W_ici = %.0f\n",

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/bench_args.h"
 #include "core/tensor/blis_kernel.h"
 #include "core/tensor/gemm.h"
 #include "core/tensor/matmul_gate.h"
@@ -186,17 +187,30 @@ int main(int argc, char** argv) {
   // (docs/benchmarks.md, "BLIS's sub-configuration").
   tpuemu::ExecWithHugePageMalloc(argv);
   tpuemu::PrepareProcessForDataPath();
-  if (argc == 3 && std::strcmp(argv[1], "--bare") == 0) {
-    const double gflops = tpuemu::BareGflopsPerCore(std::atoll(argv[2]), 2);
+  const tpuemu::BenchArgs args(
+      argc, argv,
+      "matmul_bench [MAX_N]            chip against bare BLIS under each sub-configuration, n = 512 to MAX_N\n"
+      "                                (512 to 8192, default 2048), GFLOP/s per core\n"
+      "       matmul_bench --sustained SECONDS [THREADS [AT_ONCE]]\n"
+      "                                n = 1024 multiplies on THREADS threads (0: one per core) for SECONDS,\n"
+      "                                AT_ONCE of them at a time (0: the chips' own limit); GFLOP/s per core\n"
+      "       matmul_bench --bare N    one bare BLIS multiply of n = N (what the table's bare columns run)",
+      4);
+  if (args.Text(1) == "--bare") {
+    if (args.Has(3)) args.Exit(2, "--bare takes one N");
+    const double gflops = tpuemu::BareGflopsPerCore(args.Whole(2, "N", 1024, 1, 16384), 2);
     std::printf("%s %.3f\n", bli_arch_string(bli_arch_query_id()), gflops);
     return 0;
   }
-  if (argc >= 3 && argc <= 5 && std::strcmp(argv[1], "--sustained") == 0) {
-    const int threads = argc > 3 ? std::atoi(argv[3]) : 0, at_once = argc > 4 ? std::atoi(argv[4]) : 0;
-    std::printf("%.1f\n", tpuemu::SustainedGflopsPerCore(1024, std::atof(argv[2]), threads, at_once));
+  if (args.Text(1) == "--sustained") {
+    if (!args.Has(2)) args.Exit(2, "--sustained takes SECONDS");
+    const double seconds = args.Number(2, "SECONDS", 0, 0.1, 3600);
+    const int threads = args.Whole(3, "THREADS", 0, 0, 1024), at_once = args.Whole(4, "AT_ONCE", 0, 0, 1024);
+    std::printf("%.1f\n", tpuemu::SustainedGflopsPerCore(1024, seconds, threads, at_once));
     return 0;
   }
-  const int64_t max_n = argc > 1 ? std::atoll(argv[1]) : 2048;
+  if (args.Has(2)) args.Exit(2, "one MAX_N only");
+  const int64_t max_n = args.Whole(1, "MAX_N", 2048, 512, 8192);
   // BLIS's own pick first: asked in a child, before this process uses BLIS.
   const auto blis_default = tpuemu::QueryBlisDefault();
   if (!blis_default.ok()) {

@@ -24,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_args.h"
 #include "bench/plot_flag.h"
 #include "client/plots.h"
 #include "core/train/host.h"
@@ -91,23 +92,14 @@ void Header() {
 int main(int argc, char** argv) {
   using namespace tpuemu;
   const std::string plot = TakePlotFlag(argc, argv);
-  int64_t tokens = 128;
-  std::vector<int64_t> mlps = {512, 2048, 8192, 32768};
-  if (argc > 1 && (!absl::SimpleAtoi(argv[1], &tokens) || tokens <= 0)) {
-    std::fprintf(stderr, "usage: pipeline_bubble [--plot FILE.svg|FILE.png] [tokens per microbatch] [F,...]\n");
-    return 2;
-  }
-  if (argc > 2) {
-    mlps.clear();
-    for (auto part : absl::StrSplit(argv[2], ',')) {
-      int64_t f = 0;
-      if (!absl::SimpleAtoi(part, &f) || f <= 0) {
-        std::fprintf(stderr, "F: '%s' is not a positive integer\n", std::string(part).c_str());
-        return 2;
-      }
-      mlps.push_back(f);
-    }
-  }
+  const BenchArgs args(argc, argv,
+                       "pipeline_bubble [--plot FILE.svg|FILE.png] [TOKENS [F,...]]\n"
+                       "  the bubble of GPipe, 1F1B and circular schedules against the formula, with microbatches of\n"
+                       "  TOKENS tokens (1 to 65536, default 128) and MLP widths F,... (1 to 1048576, default\n"
+                       "  512,2048,8192,32768)",
+                       2);
+  const int64_t tokens = args.Whole(1, "TOKENS", 128, 1, 1 << 16);
+  const std::vector<int64_t> mlps = args.WholeList(2, "F", {512, 2048, 8192, 32768}, 1, 1 << 20);
   const Schedule schedules[] = {{"gpipe", 1}, {"1f1b", 1}, {"circular", 2}};
   std::printf("v5p ring of %d stages (wraparound), D = %lld, %d layers, %d microbatches of %lld tokens, one step "
               "each; flops/B = 2 F L_stage, the chip's C / W_ici = 5100\n",

@@ -16,10 +16,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(64 128 256 512)
+for chips in "${sizes[@]}"; do  # all checked before the first pod starts
+  case $chips in
+    64 | 128 | 256 | 512) ;;
+    *) echo "pod_scale.sh: '$chips' chips: give 64, 128, 256 or 512 (none: all four)" >&2; exit 2 ;;
+  esac
+done
 bin=build/bin
 if [[ ${#} -eq 0 ]]; then cmake --build build --target tpuemu tpuemu-worker tpuemu-coordinator >/dev/null; fi
 work=$(mktemp -d)
-export HOME=$work/home
+# A pod of its own, whatever pod the caller's environment points at: the
+# state directory, and no other coordinator or credentials.
+export HOME=$work/home TPUEMU_HOME=$work/home
+unset TPUEMU_COORDINATOR TPUEMU_TLS_CA TPUEMU_TLS_DIR TPUEMU_TOKEN TPUEMU_TOKEN_FILE TPUEMU_INSECURE
 trap '"$bin/tpuemu" cluster down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 mkdir -p "$HOME"
 cat >"$work/dp.yaml" <<EOF
@@ -39,12 +48,12 @@ EOF
 shape() {
   case $1 in
     64) echo 4x4x4 8MiB ;; 128) echo 4x4x8 8MiB ;; 256) echo 4x8x8 8MiB ;; 512) echo 8x8x8 4MiB ;;
-    *) echo "pod_scale.sh: $1 chips: use 64, 128, 256 or 512" >&2; exit 2 ;;
   esac
 }
-workers_rss() {  # the worker processes' VmRSS, bytes, summed
+workers_rss() {  # this pod's worker processes' VmRSS, bytes, summed (not another pod's on the machine)
   local total=0
-  for pid in $(pgrep -f tpuemu-worker || true); do
+  for pid in $(python3 -c 'import json, sys; print(*[w["pid"] for w in json.load(open(sys.argv[1]))["workers"]])' \
+                 "$TPUEMU_HOME/pod.json"); do
     total=$((total + $(awk '/^VmRSS:/{print $2}' "/proc/$pid/status" 2>/dev/null || echo 0) * 1024))
   done
   echo $total

@@ -22,13 +22,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pod_flags=()
 tensor=1
+unset TPUEMU_INSECURE  # the caller's: --insecure below says it for this script's own pod
 while [[ ${1:-} == --* ]]; do
   case $1 in
     --insecure)
       pod_flags=(--insecure)
       export TPUEMU_INSECURE=1  # the CLI's side of it
       shift ;;
-    --tensor) tensor=$2; shift 2 ;;
+    --tensor)
+      [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "--tensor '${2:-}': give the tensor-parallel chips, e.g. 2" >&2; exit 2; }
+      tensor=$2; shift 2 ;;
     *) echo "unknown flag $1 (allowed: --insecure, --tensor N)" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +41,10 @@ if [[ ${#} -eq 0 ]]; then
   cmake --build build --target tpuemu tpuemu-worker tpuemu-coordinator matmul_bench >/dev/null
 fi
 work=$(mktemp -d)
+# A pod of its own, whatever pod the caller's environment points at (its
+# TPUEMU_INSECURE, from --insecure above, is the script's own).
+export TPUEMU_HOME=$work/home
+unset TPUEMU_COORDINATOR TPUEMU_TLS_CA TPUEMU_TLS_DIR TPUEMU_TOKEN TPUEMU_TOKEN_FILE
 trap 'for d in "${dirs[@]}"; do HOME=$work/home "$d/tpuemu" cluster down >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
 mkdir -p "$work/home"
 job() {  # job STEPS FILE

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli_checks.h"
@@ -144,10 +145,6 @@ int ClusterUp(const ClusterUpOptions& o) {
   if (!o.keep_memory_for.empty()) {
     auto t = ParseDuration(o.keep_memory_for, "--keep-memory-for", kMaxKeepMemoryFor);
     if (!t.ok()) return Fail(t.status());
-  }
-  if (o.http_port != -1 && (o.http_port < 1 || o.http_port > 65535)) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--http-port ", o.http_port, ": must be a port from 1 to 65535 (leave it out for no web view or metrics)")));
   }
   if (auto existing = LoadPodState(); existing.ok()) {
     if (CoordinatorClient(existing->coordinator).Status(1).ok()) {
@@ -314,7 +311,11 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
                  "chips each worker process owns; must tile the slice")->capture_default_str();
   up->add_option("--wraparound", up_opts->wraparound,
                  "auto (the chip's rule: v4/v5p wrap axes that are multiples of 4, v5e/v6e only an axis of 16),\n"
-                 "none, or a list of axes that wrap, e.g. x,y")->capture_default_str();
+                 "none, or a list of axes that wrap, e.g. x,y")
+      ->capture_default_str()
+      ->check([](const std::string& text) -> std::string {
+        return text.empty() ? "'': give auto, none, or a list of axes that wrap, e.g. x,y" : "";
+      });
   up->add_option("--time-scale", up_opts->time_scale,
                  "wall seconds per emulated second: links carry W/S bytes per second and hops take S x T.\n"
                  "0 runs unpaced (as fast as the host allows); the emulated clock is exact either way")
@@ -333,7 +334,12 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
                  "serve the web view at http://127.0.0.1:PORT/ (the torus, jobs, steps, timelines, live;\n"
                  "docs/web-view.md) and Prometheus metrics at /metrics (jobs by state, the queue, step\n"
                  "times on both clocks, link bytes, workers' liveness and memory; docs/metrics.md).\n"
-                 "Default: none");
+                 "Default: none")
+      ->check([](const std::string& text) -> std::string {
+        int port = 0;
+        if (absl::SimpleAtoi(text, &port) && port >= 1 && port <= 65535) return "";
+        return absl::StrCat("'", text, "': must be a port from 1 to 65535 (leave it out for no web view or metrics)");
+      });
   up->add_flag("--insecure", up_opts->insecure,
                "plaintext and no credentials. By default the pod's processes use mutual TLS from a CA of\n"
                "its own, made in $TPUEMU_HOME/tls on the first `cluster up` (with the admin and read\n"

@@ -50,13 +50,22 @@ absl::StatusOr<GrantedPlace> Registry::RegisterWorker(const PlaceRequest& req) {
     return absl::InvalidArgumentError(absl::StrCat(who, ": host ", req.host, " given without its slice"));
   }
   // A place whose holder still heartbeats is given to another worker only if
-  // that holder does not answer now: a worker restarted on a new address, or
-  // a compose container recreated, must not wait for its dead predecessor's
-  // heartbeats to lapse.
+  // that holder is gone now: a worker restarted on a new address, or a
+  // compose container recreated, must not wait for its dead predecessor's
+  // heartbeats to lapse. Gone, as liveness judges it: its connection reset
+  // or closed, or no answer while its heartbeats are already half a timeout
+  // late. One that registered a moment ago and is slow to answer (a new
+  // channel's TLS handshake on a busy host) keeps its place.
   const bool claimed = req.host >= 0;
   std::set<int> unanswered;
+  struct Holder {
+    int global;
+    std::shared_ptr<WorkerInterface> client;
+    bool late;  // heartbeats half a timeout late
+  };
   for (bool holders_asked = false;; holders_asked = true) {
-    std::vector<std::pair<int, std::shared_ptr<WorkerInterface>>> holders;
+    std::vector<Holder> holders;
+    auto late = [&](const Worker& w) { return w.live.SinceHeartbeat(awake_.Now()) >= heartbeat_timeout_ / 2; };
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (claimed) {
@@ -72,18 +81,19 @@ absl::StatusOr<GrantedPlace> Registry::RegisterWorker(const PlaceRequest& req) {
               it->second.address, " holds (place from ", it->second.place_source,
               "); give each worker its own place (see `tpuemu-worker --help`) or stop the other one"));
         }
-        holders.emplace_back(global, it->second.client);
+        holders.push_back({global, it->second.client, late(it->second)});
       } else {
         auto place = AssignPlaceLocked(req.address, req.slice, unanswered);
         if (place.ok()) return TakePlaceLocked(*place, req);
         if (holders_asked) return absl::Status(place.status().code(), absl::StrCat(who, ": ", place.status().message()));
         for (const auto& [g, w] : workers_) {
-          if (req.slice < 0 || topo_.SliceOfHost(g) == req.slice) holders.emplace_back(g, w.client);
+          if (req.slice < 0 || topo_.SliceOfHost(g) == req.slice) holders.push_back({g, w.client, late(w)});
         }
       }
     }
-    for (const auto& [global, client] : holders) {
-      if (!client->Status(absl::Seconds(1)).ok()) unanswered.insert(global);
+    for (const Holder& h : holders) {
+      const absl::Status answer = h.client->Status(absl::Seconds(1)).status();
+      if (absl::IsUnavailable(answer) || (!answer.ok() && h.late)) unanswered.insert(h.global);
     }
   }
 }

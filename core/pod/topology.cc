@@ -111,6 +111,9 @@ absl::StatusOr<Topology> Topology::Create(const TopologyRequest& req) {
                        absl::StrCat("allowed: auto, none, or a list of the slice's axes (",
                                     t.num_dims_ == 1 ? "x" : t.num_dims_ == 2 ? "x,y" : "x,y,z", ")"));
       }
+      if (t.wrap_[static_cast<int>(*axis)]) {
+        return Invalid(Field("wraparound"), req.wraparound, absl::StrCat("names ", name, " twice; list each axis once"));
+      }
       t.wrap_[static_cast<int>(*axis)] = true;
     }
   }

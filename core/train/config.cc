@@ -19,6 +19,7 @@
 #include "core/base/flat_yaml.h"
 #include "core/base/utf8.h"
 #include "core/plan/model_shape.h"
+#include "core/pod/pod_config.h"
 #include "core/train/pod_part.h"
 #include "yaml-cpp/yaml.h"
 
@@ -228,7 +229,10 @@ absl::Status CheckNumber(const std::string& source, const std::string& key, doub
   if (key == "adam_eps" && !(x > 0 && x < 1)) {
     return KeyError(source, key, absl::StrCat(shown, ": must be above 0 and below 1 (1e-8 by default)"));
   }
-  if ((key == "time_scale" || key == "hbm_bytes") && !(x >= 0 && x < 1e15)) {
+  if (key == "time_scale" && !(x >= 0 && x <= kMaxTimeScale)) {
+    return KeyError(source, key, absl::StrCat(shown, ": must be from 0 to 1e9, as a pod's (0: unpaced)"));
+  }
+  if (key == "hbm_bytes" && !(x >= 0 && x < 1e15)) {
     return KeyError(source, key, absl::StrCat(shown, ": must be at least 0 and below 1e15"));
   }
   return absl::OkStatus();

@@ -2,6 +2,11 @@
 // environment, StatefulSet ordinals) or assigned by the coordinator, and the
 // refusals that name both sides. Real WorkerService servers on free ports, so
 // that "is the holder of a place alive" is asked over gRPC as in a pod.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -108,6 +113,49 @@ TEST_F(RegistrationTest, AnAssignedWorkerTakesThePlaceOfOneThatNoLongerAnswers) 
   auto r = Register(*hosts_[4], -1, -1);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->global_host(), 2);
+}
+
+// A port that takes connections (the kernel's backlog) and never answers:
+// a worker whose server is slow to answer a new channel (its TLS handshake
+// on a busy host), though it heartbeats.
+struct SilentPort {
+  SilentPort() {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(listen(fd, 16), 0);
+    EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    address = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  }
+  ~SilentPort() { close(fd); }
+  int fd = -1;
+  std::string address;
+};
+
+TEST_F(RegistrationTest, AHolderSlowToAnswerWhileItsHeartbeatsAreFreshKeepsItsPlace) {
+  // Seen under compose on 2 busy cores: a third worker took the place of one
+  // that had registered a second before and missed the 1 s status call, and
+  // the two took it from each other until one used up its restarts.
+  SilentPort silent;
+  ASSERT_TRUE(Register(*hosts_[0], -1, -1).ok());
+  ASSERT_TRUE(Register(*hosts_[1], -1, -1).ok());
+  v1::RegisterWorkerRequest req;
+  req.set_slice(-1);
+  req.set_host(-1);
+  req.set_address(silent.address);
+  req.set_place_source("test");
+  auto held = coordinator_->RegisterWorker(req);
+  ASSERT_TRUE(held.ok()) << held.status();
+  ASSERT_TRUE(Register(*hosts_[3], -1, -1).ok());
+  auto r = Register(*hosts_[4], -1, -1);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  // Claimed by name, the same: refused, naming the holder.
+  auto claim = Register(*hosts_[4], held->slice(), held->host());
+  EXPECT_EQ(claim.status().code(), absl::StatusCode::kAlreadyExists) << claim.status();
+  EXPECT_THAT(claim.status().message(), HasSubstr(silent.address));
 }
 
 TEST_F(RegistrationTest, AssignmentWithinAGivenSlice) {
