@@ -44,11 +44,13 @@ RUN apt-get update \
       librsvg2-2 libcairo2 fonts-dejavu-core \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
  && groupadd --system --gid 10001 tpuemu \
- && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/tpuemu --create-home tpuemu
+ && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/tpuemu --create-home tpuemu \
+ && install -d -o 10001 -g 10001 /var/lib/tpuemu/checkpoints
 COPY --from=binaries /tpuemu /tpuemu-worker /tpuemu-coordinator /usr/local/bin/
 USER 10001:10001
 WORKDIR /var/lib/tpuemu
 ENV TPUEMU_HOME=/var/lib/tpuemu
-# 50051: the coordinator's gRPC port; 8471: a worker's (WorkerService and PeerService).
-EXPOSE 50051 8471
+# 50051: the coordinator's gRPC port; 8471: a worker's (WorkerService and PeerService); 9090:
+# the web view and metrics (TPUEMU_HTTP_PORT).
+EXPOSE 50051 8471 9090
 CMD ["tpuemu", "--help"]

@@ -47,6 +47,10 @@ export TPUEMU_HOME=$work/home
 unset TPUEMU_COORDINATOR TPUEMU_TLS_CA TPUEMU_TLS_DIR TPUEMU_TOKEN TPUEMU_TOKEN_FILE
 trap 'for d in "${dirs[@]}"; do HOME=$work/home "$d/tpuemu" cluster down >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
 mkdir -p "$work/home"
+# What failed, with what it said (the commands' own messages go to a file,
+# not over the tables).
+set -E
+trap 'echo "train_speed.sh: line $LINENO failed: $BASH_COMMAND" >&2; tail -n 5 "$work/err" >&2 2>/dev/null' ERR
 job() {  # job STEPS FILE
   cat >"$2" <<EOF
 name: dp8-speed
@@ -74,14 +78,14 @@ echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -
 # minutes, and a low peak would flatter the jobs. Bare columns only: the
 # row's last four are the best's name, the chip and two ratios.
 peak() {
-  build/bin/matmul_bench 1024 2>/dev/null | awk '$1 == 1024 { best = 0; for (i = 2; i <= NF - 4; i++) if ($i + 0 > best) best = $i + 0; print best }'
+  build/bin/matmul_bench 1024 2>>"$work/err" | awk '$1 == 1024 { best = 0; for (i = 2; i <= NF - 4; i++) if ($i + 0 > best) best = $i + 0; print best }'
 }
 peak_before=$(peak)
 # The machine's sustained matmul throughput, just before and just after each
 # binary directory's jobs (the mean of the two taken): every core
 # multiplying for 10 s, as a step's multiplies run for seconds among the
 # neighbours' bursts, where the peak is the best of short multiplies.
-sustained() { build/bin/matmul_bench --sustained 10 2>/dev/null; }
+sustained() { build/bin/matmul_bench --sustained 10 2>>"$work/err"; }
 
 rows=$work/rows
 for d in "${dirs[@]}"; do
@@ -89,7 +93,7 @@ for d in "${dirs[@]}"; do
   HOME=$work/home "$d/tpuemu" cluster up --local --topology v5p:2x4 --chips-per-host 4 "${pod_flags[@]}" >/dev/null
   for f in one three; do
     t0=$(date +%s.%N)
-    HOME=$work/home "$d/tpuemu" submit "$work/$f.yaml" --wait --json >"$work/out.json" 2>/dev/null
+    HOME=$work/home "$d/tpuemu" submit "$work/$f.yaml" --wait --json >"$work/out.json" 2>>"$work/err"
     t1=$(date +%s.%N)
     python3 - "$d" "$t0" "$t1" "$work/out.json" >>"$rows" <<'EOF2'
 import json, sys
@@ -136,7 +140,7 @@ for d in "${dirs[@]}"; do
     flag=()
     [[ ${#counts[@]} -eq 1 ]] || flag=(--threads "$threads")
     t0=$(date +%s.%N)
-    l2=$("$d/tpuemu" reference "$work/one.yaml" --json "${flag[@]}" 2>/dev/null | python3 -c 'import json,sys; print("%.6f" % json.load(sys.stdin)["param_l2"])')
+    l2=$("$d/tpuemu" reference "$work/one.yaml" --json "${flag[@]}" 2>>"$work/err" | python3 -c 'import json,sys; print("%.6f" % json.load(sys.stdin)["param_l2"])')
     t1=$(date +%s.%N)
     printf "%-28s threads %-3s %8.2f s   param L2 %s\n" "$d" "$threads" "$(echo "$t1 - $t0" | bc)" "$l2"
   done

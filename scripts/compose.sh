@@ -13,6 +13,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/container-env.sh
 project="${COMPOSE_PROJECT_NAME:-tpuemu}"
+# The pod's credentials, before anything starts: without them every container
+# fails on its own, and podman-compose still exits 0.
+credentials="${TPUEMU_CREDENTIALS:-./tpuemu-credentials}"
+if [[ "${1:-}" == up || "${1:-}" == run ]]; then
+  for f in ca.pem member.pem member-key.pem admin.token read.token; do
+    if [[ ! -e "$credentials/$f" ]]; then
+      echo "compose.sh: no $credentials/$f: make the pod's credentials first, as root:" >&2
+      echo "  build/bin/tpuemu credentials create $credentials --uid 10001" >&2
+      echo "(or set TPUEMU_CREDENTIALS to a directory made so; docs/deploy.md)" >&2
+      exit 2
+    fi
+  done
+fi
 if [[ $ENGINE == docker ]]; then
   exec docker compose -p "$project" "$@"
 fi

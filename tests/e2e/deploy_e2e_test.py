@@ -312,7 +312,7 @@ class CheckConfigTest(Processes):
         """A container's command as its image would run it, asked of the binary itself
         (the credentials' paths inside the container read as this machine's copy)."""
         binary, args = command[0], list(command[1:])
-        inside = ("/run/secrets/tpuemu-credentials", "/etc/tpuemu/credentials")
+        inside = ("/run/secrets", "/etc/tpuemu/credentials")
         env = {k: CREDENTIALS + str(v)[len(p):] if str(v).startswith(inside) else v
                for k, v in env.items() for p in [next((i for i in inside if str(v).startswith(i)), "")]}
         if binary in ("tpuemu-coordinator", "tpuemu-worker"):
