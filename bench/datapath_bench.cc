@@ -292,14 +292,15 @@ int main(int argc, char** argv) {
   tpuemu::CatchInterrupts();  // first: before any thread starts
   const std::string only = argc > 1 ? argv[1] : "all";
   if (argc > 2 || (only != "all" && only != "collectives" && only != "p2p" && only != "paced" && only != "ceilings")) {
-    std::fprintf(stderr,
+    const bool help = only == "--help" || only == "-h";
+    std::fprintf(help ? stdout : stderr,
                  "usage: datapath_bench [all|collectives|p2p|paced|ceilings]\n"
                  "  collectives: busbw of each collective at n = 8 on three layouts of worker processes (best of 3)\n"
                  "  p2p: one PeerService stream's throughput and a frame's hop latency\n"
                  "  paced: paced links' achieved against configured rate\n"
                  "  ceilings: what plain TCP sockets over loopback allow each collective\n"
                  "bench/datapath.sh runs it beside OpenMPI (docs/benchmarks.md)\n");
-    return only == "--help" || only == "-h" ? 0 : 2;
+    return help ? 0 : 2;
   }
   // Ctrl-C or SIGTERM: the pod of the moment stops too.
   const tpuemu::OnInterrupt stop_pod([] {
