@@ -54,8 +54,9 @@ std::mutex pod_start;
 // Ctrl-C does not reach), found by the directory their command lines name.
 void StopPod() {
   const std::string dir = PodDir().string() + "/";
+  auto names_dir = [&](const std::string& arg) { return arg.rfind(dir, 0) == 0; };
   StopProcesses(FindProcesses([&](const std::vector<std::string>& argv) {
-                  return std::any_of(argv.begin(), argv.end(), [&](const std::string& a) { return a.rfind(dir, 0) == 0; });
+                  return std::any_of(argv.begin(), argv.end(), names_dir);
                 }),
                 3);
   std::filesystem::remove_all(PodDir());

@@ -64,9 +64,9 @@ int main(int argc, char** argv) {
   const std::string plot = TakePlotFlag(argc, argv);
   const BenchArgs args(argc, argv,
                        "dp_boundary [--plot FILE.svg|FILE.png] [D [B,...]]\n"
-                       "  data parallelism's compute/communication boundary on a v5p ring of 16: a one-layer MLP,\n"
-                       "  D = F = D (16 to 8192, default 3072) at per-chip batches B,... tokens (1 to 1048576, default\n"
-                       "  1024,2048,3072,4096)",
+                       "  data parallelism's compute/communication boundary on a v5p ring of 16: a one-layer MLP\n"
+                       "  with D = F (16 to 8192, default 3072) at per-chip batches B,... tokens (1 to 1048576,\n"
+                       "  default 1024,2048,3072,4096)",
                        2);
   const int64_t width = args.Whole(1, "D", 3072, 16, 8192);
   const std::vector<int64_t> tokens = args.WholeList(2, "B", {1024, 2048, 3072, 4096}, 1, 1 << 20);

@@ -112,7 +112,8 @@ absl::StatusOr<Topology> Topology::Create(const TopologyRequest& req) {
                                     t.num_dims_ == 1 ? "x" : t.num_dims_ == 2 ? "x,y" : "x,y,z", ")"));
       }
       if (t.wrap_[static_cast<int>(*axis)]) {
-        return Invalid(Field("wraparound"), req.wraparound, absl::StrCat("names ", name, " twice; list each axis once"));
+        return Invalid(Field("wraparound"), req.wraparound,
+                       absl::StrCat("names ", name, " twice; list each axis once"));
       }
       t.wrap_[static_cast<int>(*axis)] = true;
     }
