@@ -14,7 +14,7 @@ if [[ "${1:-all}" == all || "${1:-all}" == collectives ]]; then
   ./build/bin/ring_floor tcp-copy 8
   ./build/bin/ring_floor tcp 8
   echo
-  echo "== OpenMPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'), 8 ranks, same sizes (best of 3) =="
+  echo "== OpenMPI $(mpirun --version 2>/dev/null | head -1 | awk '{print $NF}'), 8 ranks, same sizes (one untimed, then best of 3) =="
   MPIRUN=(mpirun -np 8 --oversubscribe --allow-run-as-root --bind-to none)
   OMPI_MCA_plm_rsh_agent= "${MPIRUN[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo ./build/bin/mpi_collectives tcp
   # OpenMPI picks its algorithm by size: at 1 MiB not the ring (recursive doubling, Bruck,
