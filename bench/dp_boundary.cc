@@ -13,9 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "bench/bench_args.h"
 #include "bench/plot_flag.h"
 #include "client/plots.h"
