@@ -6,7 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build --target datapath_bench ring_floor mpi_collectives tpuemu-worker tpuemu-coordinator >/dev/null
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 ./build/bin/datapath_bench "${1:-all}"
 if [[ "${1:-all}" == all || "${1:-all}" == collectives ]]; then
   echo

@@ -24,6 +24,7 @@
 #include "client/processes.h"
 #include "bench/cpu_clock.h"
 #include "bench/loopback_socket.h"
+#include "bench/machine.h"
 #include "bench/tcp_floor.h"
 #include "core/collective/plan.h"
 #include "core/collective/report.h"
@@ -325,6 +326,7 @@ int main(int argc, char** argv) {
     tpuemu::StopPod();
   });
   tpuemu::PrepareProcessForDataPath();
+  tpuemu::PrintMachine();
   std::printf("%s\n", tpuemu::UseWorkersTcpCongestion().c_str());
   if (only == "all" || only == "collectives") tpuemu::CollectiveTable(3);
   if (only == "all" || only == "p2p") tpuemu::PointToPointTable();

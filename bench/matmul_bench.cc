@@ -30,6 +30,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_args.h"
+#include "bench/machine.h"
 #include "core/tensor/blis_kernel.h"
 #include "core/tensor/gemm.h"
 #include "core/tensor/matmul_gate.h"
@@ -219,6 +220,7 @@ int main(int argc, char** argv) {
   }
   if (args.Has(2)) args.Exit(2, "one MAX_N only");
   const int64_t max_n = args.Whole(1, "MAX_N", 2048, 512, 8192);
+  tpuemu::PrintMachine();
   // BLIS's own pick first: asked in a child, before this process uses BLIS.
   const auto blis_default = tpuemu::QueryBlisDefault();
   if (!blis_default.ok()) {

@@ -64,7 +64,9 @@ settled_rss() {  # after a job: the workers (--keep-memory-for 2s below) have gi
 }
 now() { date +%s.%N; }
 
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+cpuinfo() { grep -m1 "^$1" /proc/cpuinfo | cut -d: -f2 | xargs; }
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(cpuinfo 'model name')\
+ (cpu family $(cpuinfo 'cpu family')), kernel $(uname -r)"
 rows=$work/rows.jsonl
 for chips in "${sizes[@]}"; do
   read -r shape_ ag_bytes <<<"$(shape "$chips")"

@@ -47,6 +47,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/loopback_socket.h"
+#include "bench/machine.h"
 #include "bench/socket_ring_fabric.h"
 #include "core/pod/topology.h"
 #include "core/wire/frame.h"
@@ -392,6 +393,7 @@ int main(int argc, char** argv) {
   const Transport transport = transports.at(name);
   setenv("TPUEMU_INSECURE", "1", 1);  // plaintext, as OpenMPI over TCP
   const std::string congestion = UseWorkersTcpCongestion();
+  PrintMachine();
   std::printf("== The same ring collectives, nothing else, over %s: %d processes, frames of at most %zu KiB, f32%s; "
               "busbw GB/s, median / best of %d ==\n",
               transport == Transport::kGrpc  ? "tpuemu's gRPC transport"

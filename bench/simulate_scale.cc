@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_args.h"
+#include "bench/machine.h"
 #include "bench/plot_flag.h"
 #include "client/plots.h"
 #include "core/base/process_memory.h"
@@ -96,6 +97,7 @@ int Main(int argc, char** argv) {
                        "  for all, and with every chip a thread up to N chips (0 to 8960, default 128)",
                        1);
   const int every_chip_up_to = static_cast<int>(args.Whole(1, "N", 128, 0, 8960));
+  PrintMachine();
   std::printf("One shape-only step of a LLaMA-3-70B-shaped model (a 128,256-token vocabulary's embedding and "
               "projection around 80 layers of causal attention, 64 query heads of "
               "128 and 16 key-value heads, then a gated MLP; D 8960, F 28672; bf16, Adam, full remat), FSDP x TP, one "

@@ -71,7 +71,9 @@ EOF
 job 1 "$work/one.yaml"
 job 3 "$work/three.yaml"
 
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+cpuinfo() { grep -m1 "^$1" /proc/cpuinfo | cut -d: -f2 | xargs; }
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(cpuinfo 'model name')\
+ (cpu family $(cpuinfo 'cpu family')), kernel $(uname -r)"
 # The machine's matmul peak: the best bare BLIS sub-configuration at n=1024,
 # one multiply per core at once. Measured before and after the jobs and the
 # higher taken: on a shared machine the throughput moves by 20% within
