@@ -125,7 +125,10 @@ absl::StatusOr<LocalPod> StartLocalPod(const LocalPodOptions& o, Progress& progr
     for (int host = 0; host < topo->hosts_per_slice(); ++host) {
       std::vector<std::string> argv = {FindBinary("tpuemu-worker"), "--coordinator", state.coordinator, "--slice",
                                        std::to_string(slice), "--host", std::to_string(host), "--listen", "127.0.0.1:0",
-                                       "--checkpoint-dir", o.dir + "/checkpoints"};
+                                       "--checkpoint-dir", o.dir + "/checkpoints",
+                                       // A local pod's workers serve no HTTP (docs/metrics.md), whatever
+                                       // TPUEMU_HTTP_PORT says in the environment they inherit.
+                                       "--http-port=-1"};
       if (!o.keep_memory_for.empty()) argv.insert(argv.end(), {"--keep-memory-for", o.keep_memory_for});
       argv.insert(argv.end(), security.begin(), security.end());
       auto w = SpawnDetached(argv, absl::StrCat(logs, "/worker-s", slice, "-h", host, ".log"));

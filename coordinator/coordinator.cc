@@ -227,6 +227,15 @@ std::string Coordinator::MetricsText() const {
   WriteMetricHeader(out, "tpuemu_jobs", "gauge",
                     "Jobs the coordinator keeps, by state (finished ones beyond its retention are dropped).");
   for (const auto& [state, n] : states) WriteSample(out, "tpuemu_jobs", {{"state", state}}, n);
+  // A gauge of kept records falls when retention drops one; alerts on
+  // failures need a count that only grows.
+  WriteMetricHeader(out, "tpuemu_jobs_finished_total", "counter",
+                    "Jobs that finished since the coordinator started, by final state.");
+  for (JobState s : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled, JobState::kInterrupted}) {
+    const auto n = listing.finished_here.find(s);
+    WriteSample(out, "tpuemu_jobs_finished_total", {{"state", JobStateName(s)}},
+                static_cast<double>(n == listing.finished_here.end() ? 0 : n->second));
+  }
   WriteMetricHeader(out, "tpuemu_finished_jobs_dropped_total", "counter",
                     "Finished jobs' records dropped beyond the retention (--keep-finished-jobs).");
   WriteSample(out, "tpuemu_finished_jobs_dropped_total", {}, static_cast<double>(listing.finished_dropped));
@@ -253,7 +262,7 @@ std::string Coordinator::MetricsText() const {
              [](const RegisteredWorker& w) -> std::optional<double> { return w.slow ? 1 : 0; });
   per_worker("tpuemu_worker_heartbeat_age_seconds", "gauge", "Seconds since the worker's last heartbeat.",
              [](const RegisteredWorker& w) -> std::optional<double> { return absl::ToDoubleSeconds(w.since_heartbeat); });
-  per_worker("tpuemu_worker_resident_bytes", "gauge",
+  per_worker("tpuemu_worker_heartbeat_resident_bytes", "gauge",
              "The worker process's resident memory at its last heartbeat (none while it is lost, or before its first).",
              [](const RegisteredWorker& w) -> std::optional<double> {
                if (w.resident_bytes == 0) return std::nullopt;

@@ -38,6 +38,7 @@ absl::StatusOr<JobStore::Restored> JobStore::Restore(const std::string& why) {
       r.finished_unix_s = UnixSeconds();
       Persist(r.number, db_->Put(r));
       out.interrupted.push_back(r);
+      ++finished_here_[r.state];
     }
     (IsFinished(r.state) ? finished : out.pending).push_back(r);
     std::string id = r.id;  // not r.id itself: moving r empties it before emplace reads it
@@ -145,6 +146,7 @@ JobStore::Listing JobStore::List() const {
             [](const JobRecord& a, const JobRecord& b) { return a.number < b.number; });
   out.finished_dropped = finished_dropped_;
   out.finished_kept = retention_.finished_jobs;
+  out.finished_here = finished_here_;
   return out;
 }
 
@@ -235,7 +237,10 @@ void JobStore::AddStep(const std::string& id, JobReport report) {
 void JobStore::ChangedLocked(Entry& entry, bool was_finished) {
   ++entry.version;
   changed_.notify_all();
-  if (!was_finished && IsFinished(entry.record.state)) RetireLocked(entry.record.id);
+  if (!was_finished && IsFinished(entry.record.state)) {
+    ++finished_here_[entry.record.state];
+    RetireLocked(entry.record.id);
+  }
 }
 
 void JobStore::RetireLocked(const std::string& id) {

@@ -62,6 +62,9 @@ class JobStore {
     std::vector<JobRecord> jobs;  // oldest first
     uint64_t finished_dropped = 0;
     int finished_kept = 0;  // the cap on finished jobs' records
+    // Jobs that finished in this process, by final state: a counter that
+    // retention never lowers (Restore's interrupted jobs count once).
+    std::map<JobState, uint64_t> finished_here;
   };
   Listing List() const;
 
@@ -118,6 +121,7 @@ class JobStore {
   std::map<std::string, Entry> jobs_;
   std::deque<std::string> finished_;  // finished jobs kept, oldest first
   uint64_t finished_dropped_ = 0;
+  std::map<JobState, uint64_t> finished_here_;
   int64_t trace_spans_ = 0;  // kept in all jobs' traces
   uint64_t next_number_ = 1;
   std::map<uint64_t, std::string> skipped_;  // records the database held but could not read: why

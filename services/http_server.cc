@@ -67,6 +67,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   server.set_write_timeout(5, 0);
   server.set_keep_alive_timeout(2);
   server.set_payload_max_length(64 * 1024);
+  // No SO_REUSEPORT, which cpp-httplib sets by default: with it a second
+  // server (another pod's, or a worker given the coordinator's port) binds
+  // the same port without an error and takes a share of its requests, so
+  // scrapes and the web view land on either at random (services/server.cc
+  // says the same of gRPC's listeners).
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   // Read once bound (port 0 is a free one): the server listens only after.
   auto cookie_name = std::make_shared<std::string>();
   for (auto& [pattern, handler] : routes) {

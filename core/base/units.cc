@@ -51,9 +51,11 @@ absl::StatusOr<absl::Duration> ParseDuration(const std::string& text, const std:
     parsed = absl::ParseDuration(text, &d);  // "500ms", "30s", "2m"
   }
   if (parsed && d > absl::ZeroDuration() && d <= max) return d;
+  // Examples within the limit (a fault's delay is at most 1s).
+  const char* examples = max >= absl::Minutes(2) ? "(3, 0.5) or with a unit (500ms, 30s, 2m)"
+                                                 : "(0.5, 0.02) or with a unit (500ms, 20ms)";
   return absl::InvalidArgumentError(absl::StrCat(field, " '", text, "': expected a time above 0 and at most ",
-                                                 absl::FormatDuration(max),
-                                                 ", in seconds (3, 0.5) or with a unit (500ms, 30s, 2m)"));
+                                                 absl::FormatDuration(max), ", in seconds ", examples));
 }
 
 std::string FormatBytes(uint64_t b) {

@@ -81,6 +81,9 @@ TEST(MetricsClusterTest, ScrapedMetricsAreWhatTheJobsAndWorkersSay) {
   Samples m = Scrape(port);
   EXPECT_EQ(m["tpuemu_jobs{state=\"succeeded\"}"], 2);
   EXPECT_EQ(m["tpuemu_jobs{state=\"running\"}"], 0);
+  EXPECT_EQ(m["tpuemu_jobs_finished_total{state=\"succeeded\"}"], 2);
+  EXPECT_EQ(m.count("tpuemu_jobs_finished_total{state=\"failed\"}"), 1u);  // a series from the start, at 0
+  EXPECT_EQ(m["tpuemu_jobs_finished_total{state=\"failed\"}"], 0);
   EXPECT_EQ(m["tpuemu_queue_length"], 0);
   EXPECT_EQ(m["tpuemu_pod_ready"], 1);
   EXPECT_EQ(m["tpuemu_pod_chips"], 8);
@@ -134,6 +137,16 @@ TEST(MetricsClusterTest, ScrapedMetricsAreWhatTheJobsAndWorkersSay) {
     EXPECT_EQ(w["tpuemu_worker_errors_total{" + h + ",call=\"run\"}"], 0);
     EXPECT_GT(w["tpuemu_worker_frames_received_total{" + h + "}"], 0);
     EXPECT_GT(w["tpuemu_worker_resident_bytes{" + h + "}"], 0);
+    // A name means one thing wherever it is scraped: the coordinator's
+    // figure of a worker's memory at its last heartbeat once shared the
+    // worker's own name for its memory now, and a sum over both counted
+    // every worker twice.
+    for (const auto& [key, value] : w) {
+      const std::string name = key.substr(0, key.find('{'));
+      for (const auto& [coordinator_key, unused] : m) {
+        EXPECT_NE(coordinator_key.substr(0, coordinator_key.find('{')), name) << "both serve " << name;
+      }
+    }
     worker_ici += w["tpuemu_worker_link_emulated_bytes_total{" + h + ",link=\"ici\"}"];
     worker_dcn += w["tpuemu_worker_link_emulated_bytes_total{" + h + ",link=\"dcn\"}"];
   }

@@ -107,6 +107,24 @@ TEST(HttpTokenTest, AnIpv6ListenAddressIsServedAsWritten) {
   EXPECT_EQ(page->body, "ok");
 }
 
+TEST(HttpTokenTest, ASecondServerOnAPortInUseIsRefused) {
+  // cpp-httplib's default SO_REUSEPORT let a local pod's workers bind the
+  // coordinator's port (TPUEMU_HTTP_PORT in their environment) without an
+  // error, and take a share of its scrapes and web-view requests.
+  auto first = HttpServer::Start("127.0.0.1", 0, {{"/page", Constant("text/plain", [] { return "first"; })}});
+  ASSERT_TRUE(first.ok()) << first.status();
+  const int port = (*first)->port();
+  auto second = HttpServer::Start("127.0.0.1", port, {{"/page", Constant("text/plain", [] { return "second"; })}});
+  ASSERT_FALSE(second.ok()) << "a second server bound port " << port;
+  EXPECT_THAT(second.status().message(), HasSubstr("the port is taken"));
+  httplib::Client client("127.0.0.1", port);
+  for (int i = 0; i < 8; ++i) {
+    auto page = client.Get("/page");
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->body, "first");
+  }
+}
+
 class SecurityClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -62,6 +62,13 @@ TEST(JobStoreTest, KeepsTheLatestFinishedJobsAndSaysWhyAnOlderOneIsGone) {
   EXPECT_FALSE(store.Forgotten(5));  // cancelled and kept: `tpuemu resume` may take it
   EXPECT_FALSE(store.Forgotten(9));  // never given by this store: another's
   EXPECT_FALSE(store.Forgotten(0));
+  // The count of finished jobs keeps the dropped one (tpuemu_jobs_finished_total),
+  // and a record changed again after it finished counts once.
+  store.Update("job-3", [](JobRecord& r) { r.error = "seen again"; });
+  const JobStore::Listing after = store.List();
+  EXPECT_EQ(after.finished_here.at(JobState::kSucceeded), 3u);
+  EXPECT_EQ(after.finished_here.at(JobState::kCancelled), 1u);
+  EXPECT_EQ(after.finished_here.count(JobState::kFailed), 0u);
 }
 
 TEST(JobStoreTest, KeepsTheLatestStepRecords) {

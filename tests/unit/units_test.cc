@@ -47,6 +47,10 @@ TEST(UnitsTest, RefusesTimesNotAboveZeroTooLongOrNotTimesNamingFieldValueAndRang
     EXPECT_NE(m.find(std::string("TPUEMU_HEARTBEAT_TIMEOUT '") + bad + "'"), std::string::npos) << m;
     EXPECT_NE(m.find("above 0 and at most 1h"), std::string::npos) << m;
   }
+  // The examples it gives are within the limit: a fault's extra latency is
+  // at most 1s, and "30s, 2m" were offered for it.
+  const std::string m(ParseDuration("5s", "--slow-link extra latency", absl::Seconds(1)).status().message());
+  EXPECT_NE(m.find("at most 1s, in seconds (0.5, 0.02) or with a unit (500ms, 20ms)"), std::string::npos) << m;
 }
 
 }  // namespace
