@@ -50,15 +50,24 @@ class PythonClientTest(Pod):
             self.assertEqual(done["train_summary"]["param_l2"], cli["summary"]["param_l2"])
             self.assertEqual(len(tpuemu.steps_frame(done)), 4)  # a DataFrame with pandas, else the list
 
-            # A collective: its result as the CLI shows it.
+            # A collective: its result as the CLI shows it; axes and bytes also as the CLI takes them.
             result = pod.bench_collective(op="all-reduce", axes=("x", "dcn"), bytes=1 << 20)
             self.assertTrue(result["correct"])
             listed = pod.jobs()
-            gathered = self.status_json(listed[-1]["id"])
+            self.assertEqual(result["job"], listed[-1]["id"])
+            gathered = self.status_json(result["job"])
             self.assertEqual(result["emulated_s"], gathered["result"]["emulated_s"])
             self.assertEqual(result["busbw_gbps"], gathered["result"]["busbw_gbps"])
             self.assertEqual([j["id"] for j in listed],
                              [j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"]])
+            again = pod.bench_collective(op="all-reduce", axes="x,dcn", bytes="1MiB")
+            self.assertEqual(again["emulated_s"], result["emulated_s"])
+            self.assertEqual(pod.job(int(again["job"][len("job-"):]))["id"], again["job"])  # the number alone, as the CLI takes it
+            for bad in ({"dtype": "fp8"}, {"bytes": "8 MiB"}, {"bytes": "lots"}):
+                with self.assertRaises(tpuemu.TpuemuError) as refused:
+                    pod.bench_collective(**bad)
+                self.assertEqual(refused.exception.code.name, "INVALID_ARGUMENT", bad)
+                self.assertIn(next(iter(bad)), refused.exception.message)
 
             # A sharded matmul in the seeds' notation, checked against one device by the pod.
             product = pod.matmul("A[I_X, J] * B[J, K_Y] -> C[I_X, K_Y]", "I=64,J=32,K=64")
@@ -80,6 +89,10 @@ class PythonClientTest(Pod):
             with self.assertRaises(tpuemu.TpuemuError) as refused:
                 pod.submit("emb_dim: 8")
             self.assertIn("mlp_dim: missing", refused.exception.message)
+            # A missing file is missing, even with a colon in its path.
+            with self.assertRaises(tpuemu.TpuemuError) as refused:
+                pod.submit("C:/no/such/dp.yaml")
+            self.assertEqual(refused.exception.code.name, "NOT_FOUND")
             # --dims as a dict.
             self.assertTrue(pod.matmul("A[I_X, J] * B[J, K] -> C[I_X, K]", {"I": 8, "J": 8, "K": 8})["correct"])
 
@@ -93,6 +106,17 @@ class PythonClientTest(Pod):
             long = pod.submit(dict(JOB, steps=100000), priority=2)
             self.assertEqual(long["priority"], 2)
             next(pod.watch(long["id"]))
+            # A collective queued behind it, waited for with a timeout: the wait ends, and the
+            # job, whose result was for that call, is cancelled rather than left to run later.
+            with self.assertRaises(tpuemu.TpuemuError) as late:
+                pod.bench_collective(axes="x", bytes="64KiB", timeout_s=1)
+            self.assertEqual(late.exception.code.name, "DEADLINE_EXCEEDED")
+            self.assertIn("was cancelled", late.exception.message)
+            self.assertEqual(pod.jobs()[-1]["state"], "cancelled")
+            with self.assertRaises(tpuemu.TpuemuError) as late:  # a bare wait leaves the job alone
+                pod.wait(long["id"], timeout_s=0.5)
+            self.assertEqual(late.exception.code.name, "DEADLINE_EXCEEDED")
+            self.assertEqual(pod.job(long["id"])["state"], "running")
             pod.cancel(long["id"])
             self.assertEqual(pod.wait(long["id"])["state"], "cancelled")
             self.assertEqual(self.status_json(long["id"])["state"], "cancelled")

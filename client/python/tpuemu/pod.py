@@ -169,8 +169,8 @@ class Pod:
         elif not isinstance(job, (str, os.PathLike)):
             raise TpuemuError(grpc.StatusCode.INVALID_ARGUMENT, f"job: a {type(job).__name__}; give a job file's "
                               "path, its text, or a dict of its keys")
-        elif not os.path.exists(job) and any(c in str(job) for c in ":\n{"):
-            text = str(job)  # the file's text ("name: x" is no file's name here)
+        elif not os.path.exists(job) and any(c in str(job) for c in ("\n", "{", ": ")):
+            text = str(job)  # the file's text ("name: x" is no file's name; "C:/jobs/dp.yaml" may be)
         else:
             try:
                 with open(job) as f:
@@ -182,16 +182,22 @@ class Pod:
         return self._submitted(request, wait)
 
     def bench_collective(self, op="all-gather", axes=("x",), bytes=8 << 20, algorithm="auto", dtype="bf16",
-                         seed=0, num_slices=0):
-        """Runs one collective and returns its result: emulated_s, predicted_s, busbw, links...
+                         seed=1, num_slices=0, timeout_s=None):
+        """Runs one collective and returns its result: emulated_s, predicted_s, busbw, links...,
+        and "job", its id. As `tpuemu bench collective` takes them: axes ("x", "y") or "x,y";
+        bytes 1048576 or "1MiB".
 
-        num_slices: run on that many of the pod's slices, beside jobs on the others (0: all)."""
-        spec = _request(collective_pb2.CollectiveSpec, op=op, axes=list(axes), bytes=bytes, algorithm=algorithm,
-                        dtype_bytes=_dtype_bytes(dtype), seed=seed, num_slices=num_slices)
-        return self._result(self._submitted(coordinator_pb2.SubmitJobRequest(collective=spec), True), "result")
+        num_slices: run on that many of the pod's slices, beside jobs on the others (0: all).
+        timeout_s: how long to wait for it, queued and running (None: until it ends). A wait that
+        ends otherwise (the timeout, Ctrl-C) cancels the job, as the CLI's does: its result was
+        for this call."""
+        spec = _request(collective_pb2.CollectiveSpec, op=op, axes=_axes(axes), bytes=_bytes(bytes),
+                        algorithm=algorithm, dtype_bytes=_dtype_bytes(dtype), seed=seed, num_slices=num_slices)
+        return self._run(coordinator_pb2.SubmitJobRequest(collective=spec), "result", timeout_s)
 
-    def matmul(self, expr, dims, mesh="", dtype="bf16", values="uniform", seed=0):
-        """Runs one sharded matmul in the seeds' notation and returns its result (plan, times, check).
+    def matmul(self, expr, dims, mesh="", dtype="bf16", values="uniform", seed=1, timeout_s=None):
+        """Runs one sharded matmul in the seeds' notation and returns its result (plan, times, check)
+        and "job", its id; timeout_s as bench_collective's.
 
         dims: the sizes as `tpuemu matmul --dims` takes them, "I=256,J=256,K=256", or a dict
         {"I": 256, ...}; mesh likewise ("X=x,Y=y", or {"X": "x", ...})."""
@@ -199,11 +205,12 @@ class Pod:
             return ",".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else v
         spec = _request(matmul_pb2.MatmulSpec, expr=expr, dims=csv(dims), mesh=csv(mesh),
                         dtype_bytes=_dtype_bytes(dtype), values=values, seed=seed)
-        return self._result(self._submitted(coordinator_pb2.SubmitJobRequest(matmul=spec), True), "matmul_result")
+        return self._run(coordinator_pb2.SubmitJobRequest(matmul=spec), "matmul_result", timeout_s)
 
     def job(self, job_id):
-        """A job as the coordinator records it: state, steps, results, placement, queue place."""
-        return to_dict(self._call(self._stub.GetJob, coordinator_pb2.GetJobRequest(id=job_id)))
+        """A job as the coordinator records it: state, steps, results, placement, queue place.
+        job_id: "job-3", or 3 (as the CLI takes it)."""
+        return to_dict(self._call(self._stub.GetJob, coordinator_pb2.GetJobRequest(id=_job_id(job_id))))
 
     def jobs(self):
         """Every job the coordinator keeps, oldest first."""
@@ -215,39 +222,58 @@ class Pod:
             raise TpuemuError(e.code(), e.details()) from None
         return out
 
-    def watch(self, job_id):
-        """Yields the job's steps (dicts) as they finish, until it ends; then pod.job(id) has the rest."""
+    def watch(self, job_id, timeout_s=None):
+        """Yields the job's steps (dicts) as they finish, until it ends; then pod.job(id) has the rest.
+
+        timeout_s: raise TpuemuError (deadline_exceeded) if it has not ended by then, the job
+        left as it is (None: wait as long as it takes, as `tpuemu watch` does)."""
+        job_id = _job_id(job_id)
         seen = 0
         try:
-            for event in self._stub.WatchJob(coordinator_pb2.WatchJobRequest(id=job_id)):
+            for event in self._stub.WatchJob(coordinator_pb2.WatchJobRequest(id=job_id), timeout=timeout_s):
                 job = event.job
                 first = job.steps_dropped
                 for k in range(max(seen, first), first + len(job.steps)):
                     yield to_dict(job.steps[k - first])
                 seen = max(seen, first + len(job.steps))
         except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise TpuemuError(e.code(), f"{job_id} has not ended within {timeout_s} s (pod.job(\"{job_id}\") "
+                                  "says whether it is queued or running; pod.cancel stops it)") from None
             raise TpuemuError(e.code(), e.details()) from None
 
-    def wait(self, job_id):
-        """The job once it has ended."""
-        for _ in self.watch(job_id):
+    def wait(self, job_id, timeout_s=None):
+        """The job once it has ended; timeout_s as watch's."""
+        for _ in self.watch(job_id, timeout_s):
             pass
         return self.job(job_id)
 
     def cancel(self, job_id):
         """Asks the job to stop; returns it. One that has already ended comes back as it is (its
         "state" says how it ended), so that a cancel can be repeated."""
-        return to_dict(self._call(self._stub.CancelJob, coordinator_pb2.CancelJobRequest(id=job_id)))
+        return to_dict(self._call(self._stub.CancelJob, coordinator_pb2.CancelJobRequest(id=_job_id(job_id))))
 
     def _submitted(self, request, wait):
         job = to_dict(self._call(self._stub.SubmitJob, request))
         return self.wait(job["id"]) if wait else job
 
-    @staticmethod
-    def _result(job, field):
+    def _run(self, request, field, timeout_s):
+        """Submits a job whose result is for this call, waits for it, and returns the result."""
+        job_id = self._submitted(request, False)["id"]
+        try:
+            job = self.wait(job_id, timeout_s)
+        except BaseException as e:  # the timeout, Ctrl-C, a lost coordinator: nobody else wants the job
+            try:
+                self.cancel(job_id)
+            except TpuemuError:
+                pass
+            if isinstance(e, TpuemuError):
+                raise TpuemuError(e.code, f"{e.message}; {job_id} was cancelled: its result was for this call") \
+                    from None
+            raise
         if job.get("state") != "succeeded":
             raise TpuemuError(grpc.StatusCode.ABORTED, f"{job['id']} {job.get('state')}: {job.get('error', '')}")
-        return job[field]
+        return dict(job[field], job=job_id)
 
 
 def _request(message, **fields):
@@ -261,8 +287,36 @@ def _request(message, **fields):
 def _dtype_bytes(dtype):
     sizes = {"bf16": 2, "f32": 4}
     if dtype not in sizes:
-        raise ValueError(f"dtype {dtype!r}: allowed: bf16, f32")
+        raise TpuemuError(grpc.StatusCode.INVALID_ARGUMENT, f"dtype {dtype!r}: allowed: bf16, f32")
     return sizes[dtype]
+
+
+def _job_id(job_id):
+    """ "job-3" as it is; 3 or "3" as "job-3", as the CLI takes them."""
+    return f"job-{job_id}" if isinstance(job_id, int) or str(job_id).isdigit() else job_id
+
+
+def _axes(axes):
+    """("x", "y"), or "x,y" as the CLI's --axes takes it."""
+    if isinstance(axes, str):
+        return [a.strip() for a in axes.split(",")]
+    return list(axes)
+
+
+# As the CLI reads --bytes (core/base/units.cc); the coordinator checks the range.
+_UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1000, "MB": 10**6, "GB": 10**9,
+          "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _bytes(size):
+    """1048576, or "1MiB" as the CLI's --bytes takes it."""
+    if isinstance(size, str):
+        number = size.rstrip("BKMGi")
+        if number.isdigit() and size[len(number):] in _UNITS:
+            return int(number) * _UNITS[size[len(number):]]
+        raise TpuemuError(grpc.StatusCode.INVALID_ARGUMENT, f"bytes {size!r}: a whole number of bytes, or one "
+                          "with a unit like 64KiB, 8MiB or 1GiB (B, KiB, MiB, GiB, KB, MB, GB)")
+    return size
 
 
 def steps_frame(job):
