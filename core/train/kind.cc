@@ -10,6 +10,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/host.h"
 #include "core/train/job.h"
+#include "core/train/mesh_plan.h"
 #include "core/train/pod_part.h"
 #include "core/train/report.h"
 
@@ -73,6 +74,11 @@ class PlannedTraining : public PlannedJob {
     std::lock_guard<std::mutex> lock(added_mu_);
     // With the job's own and those added before: together they are held to one fault's limits.
     if (auto s = CheckFaultValues(job_.config.faults.With(added_).With(faults), "faults"); !s.ok()) return s;
+    // A down link the job's collectives cannot go round is refused now, not
+    // at its step with the job failing there.
+    TrainConfig with_them = job_.config;
+    with_them.faults = job_.config.faults.With(added_).With(faults);
+    if (auto s = CheckMeshCollectives(with_them, job_.mesh, topo_); !s.ok()) return s;
     added_ = added_.With(faults);
     return faults;
   }

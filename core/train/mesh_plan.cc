@@ -1,5 +1,6 @@
 #include "core/train/mesh_plan.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -74,6 +75,20 @@ absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, c
           c.name, ": ", u.what, " over ", MeshAxisName(u.axis), " (", u.elements, " elements of ", c.dtype_bytes,
           " bytes) cannot run: ", colon == std::string::npos ? why : why.substr(colon + 2), ". Its size comes from ",
           u.keys));
+    }
+  }
+  // The links down at a step are most at some link's first step (a set
+  // that only grows there), and more links down never let more through.
+  if (!c.faults.route_around) return absl::OkStatus();
+  for (const DownLink& d : c.faults.down_links) {
+    const int step = std::max(d.when.from_step, 0);  // before c.steps: CheckFaultsBegin
+    for (const Use& u : all) {
+      if (mesh.size(u.axis) == 1) continue;
+      auto plan = PlanMeshCollective(c, mesh, topo, u.op, u.axis, static_cast<uint64_t>(u.elements), {}, step);
+      if (!plan.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(c.name, ": at step ", step, ", ", u.what, " over ",
+                                                       MeshAxisName(u.axis), " cannot run: ", plan.status().message()));
+      }
     }
   }
   return absl::OkStatus();

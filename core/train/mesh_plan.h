@@ -26,7 +26,12 @@ absl::StatusOr<CollectivePlan> PlanMeshCollective(const TrainConfig& c, const Tr
 
 // Every collective a training step runs, planned at submit: an array the
 // axis cannot split evenly is refused then, naming the array, the keys
-// that size it and what would split, not on the workers mid-job.
+// that size it and what would split, not on the workers mid-job. With
+// on_down_link route, the same at the first step of each of c.faults' down
+// links: a collective that needs a down link and cannot go
+// round it (a line; links down both ways) is refused, at submit or when
+// `tpuemu fault` adds the link, not at that step. (With on_down_link fail,
+// the job failing at that step, naming the link, is what was asked.)
 absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, const Topology& topo);
 
 }  // namespace tpuemu

@@ -92,7 +92,7 @@ TEST(FaultCommandClusterTest, FaultsJoinARunningJobAtOneStepOnEveryWorker) {
 // job's own failure (not its host's), saying how to go round instead; with
 // route (`tpuemu fault --on-down-link route`) the job goes the other way round
 // from that step, its losses equal to rounding (the one-way ring sums in
-// another order).
+// another order); links it cannot go round are refused when added.
 TEST(FaultCommandClusterTest, ADownLinkAddedToARunningJobFailsItUnlessTheCommandSaysRoute) {
   TestPod pod({"v5p:2x4", 1, 2, "y"}, 0);
   const v1::Job healthy = pod.Run(Parsed(kJob, "healthy.yaml"));
@@ -114,6 +114,17 @@ TEST(FaultCommandClusterTest, ADownLinkAddedToARunningJobFailsItUnlessTheCommand
   auto added = pod.coordinator().AddFaults(DownLinkRequest(routed->id(), "0->2 y+", true));
   ASSERT_TRUE(added.ok()) << added.status();
   EXPECT_THAT(added->described(1), HasSubstr("go the other way round their ring"));
+  // Links no ring can go round are refused when added, not found at their
+  // step with the job failing there (they were taken, and the reply said
+  // "go the other way round"): the way back down too, or a line's link.
+  auto both_ways = pod.coordinator().AddFaults(DownLinkRequest(routed->id(), "2->0 y-", true));
+  ASSERT_FALSE(both_ways.ok());
+  EXPECT_EQ(both_ways.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(both_ways.status().message(), HasSubstr("gradient all-reduce over data cannot run"));
+  EXPECT_THAT(both_ways.status().message(), HasSubstr("links are down both ways along y"));
+  auto on_a_line = pod.coordinator().AddFaults(DownLinkRequest(routed->id(), "0->1 x+", true));
+  ASSERT_FALSE(on_a_line.ok());
+  EXPECT_THAT(on_a_line.status().message(), HasSubstr("the axis does not wrap"));
   const int from = added->added().down_links(0).from_step();
   const v1::Job done = pod.Wait(routed->id());
   ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error();

@@ -194,6 +194,28 @@ TEST(DownLinkTest, ATrainingJobMeetsItAtTheStepItGoesDown) {
   EXPECT_GT(marked, 0);
 }
 
+// With on_down_link: route, links no ring can go round are the job file's
+// error at submit, naming the step, the collective and why; not a job that
+// fails at that step after running the ones before.
+TEST(DownLinkTest, ARouteThatCannotBeIsRefusedAtSubmit) {
+  auto topo = Topology::Create({"v5p:4", 1, 1, "auto"});  // x: a ring of 4
+  ASSERT_TRUE(topo.ok());
+  const std::string job = std::string(kDataParallel) +
+                          "emb_dim: 64\nmlp_dim: 256\nnum_layers: 1\nglobal_batch_tokens: 256\nsteps: 3\non_down_link: "
+                          "route\nfaults:\n  - down_link: 0->1 x+ from 1\n";
+  auto one_way = ParseTrainSpec(job, "down.yaml");
+  ASSERT_TRUE(one_way.ok()) << one_way.status();
+  const auto planned = PlanTrainJob(*one_way, *topo, 0);
+  EXPECT_TRUE(planned.ok()) << planned.status();
+  auto both_ways = ParseTrainSpec(job + "  - down_link: 2->1 x- from 2\n", "down.yaml");
+  ASSERT_TRUE(both_ways.ok()) << both_ways.status();
+  const auto refused = PlanTrainJob(*both_ways, *topo, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("at step 2, a layer's gradient all-reduce over data cannot run: faults: link 2->1 x- down"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("links are down both ways along x"));
+}
+
 TEST(DownLinkTest, APipelineSendOverItFailsNamingItWithoutHanging) {
   const auto failed = TrainWithDownLink("faults:\n  - down_link: 1->2 x+ from 1\non_down_link: route\n",
                                         "ici_pipeline_parallelism: 4\nnum_pipeline_microbatches: 2\n");
