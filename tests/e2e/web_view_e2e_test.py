@@ -120,11 +120,15 @@ class WebViewTest(Pod):
                                       ".map(g => [+g.dataset.chip, +g.dataset.slice, +g.dataset.host])")
                 self.assertEqual(drawn, [[c["id"], c["slice"], c["host"]] for c in pod["chips"]])
                 page.wait_for("document.querySelector('#pod-ready').textContent === 'ready'")
+                self.assertEqual(page.evaluate("location.search"), "")  # the token left the address bar
                 shot = page.screenshot(os.path.join(SCREENSHOTS, f"pod-{name}.png"))
                 with open(shot, "rb") as f:
                     self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
                 self.assert_only_local_requests(port)
                 self.assertEqual(self.cli("cluster", "down").returncode, 0)
+                # The page says it has lost the coordinator, and no longer calls the pod ready.
+                page.wait_for("document.querySelector('#live').textContent === 'coordinator unreachable' && "
+                              "document.querySelector('#pod-ready').textContent === 'pod state unknown'")
 
     def test_hot_links_live_steps_three_jobs_and_a_lost_worker(self):
         # Three slices of one host each: three one-slice jobs run at once.
@@ -138,6 +142,7 @@ class WebViewTest(Pod):
         self.assertTrue(used)
         page = self.browser.open(f"http://127.0.0.1:{port}/?token={self.token()}#job={result['job']}")
         page.wait_for("[...document.querySelectorAll('#torus [data-link]')].some(e => +e.dataset.bytes > 0)")
+        self.assertEqual(page.evaluate("location.search + location.hash"), f"#job={result['job']}")
         drawn = page.evaluate("Object.fromEntries([...document.querySelectorAll('#torus [data-link]')]"
                               ".map(e => [e.dataset.link, [+e.dataset.bytes, e.getAttribute('stroke')]]))")
         hot = {link: b for link, (b, _) in drawn.items() if b > 0}

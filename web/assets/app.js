@@ -509,11 +509,23 @@ async function loop() {
   } catch (e) {
     view.errors++;
     view.lastError = String(e);
-    live.textContent = "coordinator unreachable";
+    // A refused token is not a stopped coordinator, and what the page last
+    // heard of the pod is no longer known.
+    live.textContent = e.status === 401 ? "token refused: open the page with ?token=TOKEN again"
+                                        : "coordinator unreachable";
     live.className = "badge bad";
     live.title = String(e);
+    const ready = $("#pod-ready");
+    ready.textContent = "pod state unknown";
+    ready.className = "badge";
   }
   setTimeout(loop, POLL_MS);
+}
+
+// The page's answer set the token's cookie: the token leaves the address
+// bar (and the browser's history, and any link copied from it).
+if (new URLSearchParams(location.search).has("token")) {
+  history.replaceState(null, "", location.pathname + location.hash);
 }
 
 $("#colour-by").addEventListener("change", colourLinks);
