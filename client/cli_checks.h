@@ -40,13 +40,16 @@ inline CLI::Validator JobId() {
       "JOB");
 }
 
-// A step, a count or an index: 0 or more (CLI11's NonNegativeNumber says
-// "not in range 0.000000 to 1797693134862315708...").
+// A step, a count or an index into an int: 0 to 2147483647 (CLI11's
+// NonNegativeNumber says "not in range 0.000000 to 1797693134862315708...",
+// and a number past an int's range got its bare "Could not convert").
 inline CLI::Validator ZeroOrMore() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        int64_t value;
-        return absl::SimpleAtoi(text, &value) && value >= 0 ? "" : "'" + text + "': expected a whole number, 0 or more";
+        int value;
+        return absl::SimpleAtoi(text, &value) && value >= 0
+                   ? ""
+                   : "'" + text + "': expected a whole number from 0 to 2147483647";
       },
       "N");
 }

@@ -4,6 +4,9 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/collective/spec.h"
+#include "core/matmul/spec.h"
+#include "core/train/job.h"
 
 namespace tpuemu {
 
@@ -23,6 +26,10 @@ void Histogram::Write(std::string& out, const std::string& name, const std::stri
   WriteSample(out, name + "_bucket", {{"kind", kind}, {"le", "+Inf"}}, count_);
   WriteSample(out, name + "_sum", {{"kind", kind}}, sum_);
   WriteSample(out, name + "_count", {{"kind", kind}}, count_);
+}
+
+StepMetrics::StepMetrics() {
+  for (const char* kind : {TrainSpec::kKind, CollectiveSpec::kKind, MatmulSpec::kKind}) kinds_[kind];
 }
 
 void StepMetrics::RecordStep(const std::string& kind, const std::vector<ChipRunResult>& chips) {

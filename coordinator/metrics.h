@@ -34,6 +34,9 @@ class Histogram {
 // Counters and histograms of finished steps, by job kind ("train", "collective", "matmul").
 class StepMetrics {
  public:
+  // Every kind's series from the start, at 0: a query or an alert on a kind
+  // that has not run yet finds 0, not nothing.
+  StepMetrics();
   // One step of a job of `kind`, from every chip's result.
   void RecordStep(const std::string& kind, const std::vector<ChipRunResult>& chips);
   void Write(std::string& out) const;

@@ -88,6 +88,8 @@ TEST(MetricsClusterTest, ScrapedMetricsAreWhatTheJobsAndWorkersSay) {
   EXPECT_EQ(m["tpuemu_pod_ready"], 1);
   EXPECT_EQ(m["tpuemu_pod_chips"], 8);
   EXPECT_EQ(m["tpuemu_steps_total{kind=\"train\"}"], 3);
+  EXPECT_EQ(m.count("tpuemu_steps_total{kind=\"matmul\"}"), 1u);  // none ran: a series at 0
+  EXPECT_EQ(m["tpuemu_steps_total{kind=\"matmul\"}"], 0);
   EXPECT_EQ(m["tpuemu_steps_total{kind=\"collective\"}"], 1);
   EXPECT_EQ(m["tpuemu_step_emulated_seconds_count{kind=\"train\"}"], 3);
   double train_emulated = 0;

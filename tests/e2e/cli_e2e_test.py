@@ -280,7 +280,9 @@ class BadInputTest(Pod):
             (["health", "nonsense"], "'nonsense': expected HOST:PORT"),
             (["cluster", "up", "--local", "--topology", "v5p:2x4", "--time-scale", "nan"], "--time-scale nan"),
             (["cluster", "restart-worker", "2", "--timeout", "-5"], "--timeout: '-5': expected a number of seconds"),
-            (["fault", "3", "--straggler", "1@2", "--from-step", "-1"], "--from-step: '-1': expected a whole number, 0"),
+            (["fault", "3", "--straggler", "1@2", "--from-step", "-1"], "--from-step: '-1': expected a whole number from 0"),
+            (["fault", "3", "--straggler", "1@2", "--from-step", "99999999999"],
+             "--from-step: '99999999999': expected a whole number from 0 to 2147483647"),
             (["credentials", "create", "new", "--uid", "-5"], "--uid"),
             # An output file that cannot be written is refused before anything runs.
             (["plot", "1", "-o", "/nonexistent/p.svg"], "-o /nonexistent/p.svg: there is no directory /nonexistent"),

@@ -121,6 +121,13 @@ class PythonClientTest(Pod):
             self.assertEqual(pod.wait(long["id"])["state"], "cancelled")
             self.assertEqual(self.status_json(long["id"])["state"], "cancelled")
 
+            # No pod: said as the CLI says it, with what to do.
+            self.assertEqual(self.cli("cluster", "down").returncode, 0)
+            with self.assertRaises(tpuemu.TpuemuError) as gone:
+                pod.status()
+            self.assertEqual(gone.exception.code.name, "UNAVAILABLE")
+            self.assertIn("is the pod running?", gone.exception.message)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -150,7 +150,15 @@ class Pod:
         try:
             return method(request, timeout=timeout_s or self.timeout_s)
         except grpc.RpcError as e:
-            raise TpuemuError(e.code(), e.details()) from None
+            raise self._error(e) from None
+
+    def _error(self, e):
+        """A gRPC error as a TpuemuError; one reaching no coordinator says what to do, as the CLI's."""
+        if e.code() != grpc.StatusCode.UNAVAILABLE:
+            return TpuemuError(e.code(), e.details())
+        return TpuemuError(e.code(), f"no coordinator answers at {self.address} ({e.details()}): is the pod running? "
+                           "`tpuemu cluster status` says (a local pod whose coordinator stopped: `tpuemu cluster "
+                           "restart-coordinator`; a pod started with --insecure needs Pod(insecure=True))")
 
     # ---- the pod ----------------------------------------------------------------------------
     def status(self):
@@ -219,7 +227,7 @@ class Pod:
             for piece in self._stub.StreamJobs(coordinator_pb2.ListJobsRequest(), timeout=self.timeout_s):
                 out.extend(to_dict(j) for j in piece.jobs)
         except grpc.RpcError as e:
-            raise TpuemuError(e.code(), e.details()) from None
+            raise self._error(e) from None
         return out
 
     def watch(self, job_id, timeout_s=None):
@@ -240,7 +248,7 @@ class Pod:
             if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise TpuemuError(e.code(), f"{job_id} has not ended within {timeout_s} s (pod.job(\"{job_id}\") "
                                   "says whether it is queued or running; pod.cancel stops it)") from None
-            raise TpuemuError(e.code(), e.details()) from None
+            raise self._error(e) from None
 
     def wait(self, job_id, timeout_s=None):
         """The job once it has ended; timeout_s as watch's."""
