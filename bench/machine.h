@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include "core/tensor/matmul_gate.h"
+
 namespace tpuemu {
 
 // "machine: 2 cores, 23 GiB, AMD EPYC (cpu family 26), kernel 6.18.0" (GiB rounded down,
@@ -29,7 +31,8 @@ inline std::string MachineLine() {
   utsname un{};
   uname(&un);
   char out[512];
-  std::snprintf(out, sizeof out, "machine: %ld cores, %lld GiB, %s%s, kernel %s", sysconf(_SC_NPROCESSORS_ONLN),
+  // The cores this process may use: its affinity (as `nproc` counts them) and a cgroup v2 quota.
+  std::snprintf(out, sizeof out, "machine: %d cores, %lld GiB, %s%s, kernel %s", UsableCpus(),
                 static_cast<long long>(pages) * page >> 30, model.c_str(),
                 family.empty() ? "" : (" (cpu family " + family + ")").c_str(), un.release);
   return out;

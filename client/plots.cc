@@ -114,7 +114,8 @@ int Plot(const PlotOptions& o) {
                                "` says why)")));
   }
   if (auto s = WriteChart(TrainStepsChart(*job), o.output); !s.ok()) return Fail(s);
-  std::printf("wrote %s: %d steps of %s\n", o.output.c_str(), job->steps_size(), o.id.c_str());
+  std::printf("wrote %s: %d step%s of %s\n", o.output.c_str(), job->steps_size(), job->steps_size() == 1 ? "" : "s",
+              o.id.c_str());
   return 0;
 }
 

@@ -230,7 +230,8 @@ std::string Coordinator::MetricsText() const {
   // A gauge of kept records falls when retention drops one; alerts on
   // failures need a count that only grows.
   WriteMetricHeader(out, "tpuemu_jobs_finished_total", "counter",
-                    "Jobs that finished since the coordinator started, by final state.");
+                    "Jobs' endings since the coordinator started, by the state they ended in (a job run "
+                    "again that ends again counts again).");
   for (JobState s : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled, JobState::kInterrupted}) {
     const auto n = listing.finished_here.find(s);
     WriteSample(out, "tpuemu_jobs_finished_total", {{"state", JobStateName(s)}},

@@ -284,7 +284,9 @@ absl::StatusOr<BoundedTrace::Snapshot> JobStore::ReadTrace(const std::string& id
   if (it == jobs_.end()) return MissingLocked(id);
   const std::string& kind = it->second.record.spec.kind();
   if (auto k = FindJobKind(kind); !k.ok() || !(*k)->traced()) {
-    return absl::InvalidArgumentError(absl::StrCat(id, " is a ", kind, " job; traces are recorded for training jobs"));
+    return absl::InvalidArgumentError(absl::StrCat(id, " is a ", kind, " job; traces are recorded for training jobs "
+                                                   "(a ", kind, " job's times and link bytes: `tpuemu status ", id,
+                                                   " --json`)"));
   }
   return it->second.trace.Read(latest_steps);
 }

@@ -62,8 +62,9 @@ class JobStore {
     std::vector<JobRecord> jobs;  // oldest first
     uint64_t finished_dropped = 0;
     int finished_kept = 0;  // the cap on finished jobs' records
-    // Jobs that finished in this process, by final state: a counter that
-    // retention never lowers (Restore's interrupted jobs count once).
+    // Jobs' endings in this process, by the state they ended in: a count
+    // that retention never lowers. A job run again (Rewind) that ends again
+    // counts again; Restore's interrupted jobs count as they are found.
     std::map<JobState, uint64_t> finished_here;
   };
   Listing List() const;

@@ -157,7 +157,8 @@ absl::StatusOr<JobRecord> Scheduler::Resume(const std::string& id, const std::st
   if (!IsFinished(record->state) || record->state == JobState::kSucceeded) {
     return absl::FailedPreconditionError(absl::StrCat(
         id, " is ", record->state == JobState::kSucceeded ? "finished: it succeeded" : "still pending or running",
-        "; only a failed, cancelled or interrupted job resumes"));
+        "; only a failed, cancelled or interrupted job resumes",
+        record->state == JobState::kSucceeded ? " (to run it again, submit its job file again)" : ""));
   }
   if (auto s = ResumeLocked(*record, why, automatic, ahead); !s.ok()) return s;
   return store_.Get(id);

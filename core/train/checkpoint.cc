@@ -131,7 +131,10 @@ absl::StatusOr<std::string> ReadCheckpoint(const std::string& dir, uint64_t job,
   }
   if (!in || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.job != job || h.step != step || h.chip != chip ||
       Fnv1a(state) != h.checksum) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", path, " is damaged (its header or checksum does not match)"));
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint ", path, " is damaged or is not job-", job, "'s of chip ", chip, " after step ", step - 1,
+        " (its header or checksum does not match): put the file back from a copy to resume, or submit the job "
+        "file again to run it from step 0"));
   }
   return state;
 }

@@ -1,6 +1,7 @@
 #include "core/train/mesh_plan.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -80,8 +81,9 @@ absl::Status CheckMeshCollectives(const TrainConfig& c, const TrainMesh& mesh, c
   // The links down at a step are most at some link's first step (a set
   // that only grows there), and more links down never let more through.
   if (!c.faults.route_around) return absl::OkStatus();
-  for (const DownLink& d : c.faults.down_links) {
-    const int step = std::max(d.when.from_step, 0);  // before c.steps: CheckFaultsBegin
+  std::set<int> first_steps;  // before c.steps: CheckFaultsBegin
+  for (const DownLink& d : c.faults.down_links) first_steps.insert(std::max(d.when.from_step, 0));
+  for (int step : first_steps) {
     for (const Use& u : all) {
       if (mesh.size(u.axis) == 1) continue;
       auto plan = PlanMeshCollective(c, mesh, topo, u.op, u.axis, static_cast<uint64_t>(u.elements), {}, step);

@@ -165,7 +165,8 @@ class PodRestartTest(Pod):
         r = self.cli("cluster", "restart-worker", "2")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertFalse(running(new))
-        for host, needle in [("4", "HOST 4: the pod's hosts are 0 to 3"), ("-1", "HOST: '-1': expected a whole number from 0 to 2147483647")]:
+        for host, needle in [("4", "HOST 4: the pod's hosts are 0 to 3"),
+                             ("-1", "HOST: '-1': expected a whole number from 0 to 2147483647")]:
             r = self.cli("cluster", "restart-worker", "--", host)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(needle, r.stderr)

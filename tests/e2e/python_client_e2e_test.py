@@ -62,7 +62,8 @@ class PythonClientTest(Pod):
                              [j["id"] for j in json.loads(self.cli("jobs", "--json").stdout)["jobs"]])
             again = pod.bench_collective(op="all-reduce", axes="x,dcn", bytes="1MiB")
             self.assertEqual(again["emulated_s"], result["emulated_s"])
-            self.assertEqual(pod.job(int(again["job"][len("job-"):]))["id"], again["job"])  # the number alone, as the CLI takes it
+            number = int(again["job"][len("job-"):])
+            self.assertEqual(pod.job(number)["id"], again["job"])  # the number alone, as the CLI takes it
             for bad in ({"dtype": "fp8"}, {"bytes": "8 MiB"}, {"bytes": "lots"}):
                 with self.assertRaises(tpuemu.TpuemuError) as refused:
                     pod.bench_collective(**bad)

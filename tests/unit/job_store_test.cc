@@ -69,6 +69,11 @@ TEST(JobStoreTest, KeepsTheLatestFinishedJobsAndSaysWhyAnOlderOneIsGone) {
   EXPECT_EQ(after.finished_here.at(JobState::kSucceeded), 3u);
   EXPECT_EQ(after.finished_here.at(JobState::kCancelled), 1u);
   EXPECT_EQ(after.finished_here.count(JobState::kFailed), 0u);
+  // Resumed, then failing: an ending of its own.
+  store.Rewind(cancelled, 0, [](JobRecord& r) { r.state = JobState::kPending; });
+  store.Update(cancelled, [](JobRecord& r) { r.state = JobState::kFailed; });
+  EXPECT_EQ(store.List().finished_here.at(JobState::kFailed), 1u);
+  EXPECT_EQ(store.List().finished_here.at(JobState::kCancelled), 1u);
 }
 
 TEST(JobStoreTest, KeepsTheLatestStepRecords) {

@@ -524,8 +524,11 @@ async function loop() {
 
 // The page's answer set the token's cookie: the token leaves the address
 // bar (and the browser's history, and any link copied from it).
-if (new URLSearchParams(location.search).has("token")) {
-  history.replaceState(null, "", location.pathname + location.hash);
+const query = new URLSearchParams(location.search);
+if (query.has("token")) {
+  query.delete("token");
+  const rest = query.toString();
+  history.replaceState(null, "", location.pathname + (rest ? `?${rest}` : "") + location.hash);
 }
 
 $("#colour-by").addEventListener("change", colourLinks);

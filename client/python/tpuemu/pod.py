@@ -265,20 +265,33 @@ class Pod:
         job = to_dict(self._call(self._stub.SubmitJob, request))
         return self.wait(job["id"]) if wait else job
 
+    def _cancel_own(self, job_id):
+        """Cancels a job whose result was for a call that gave up on it: (the job or None, what happened).
+        Briefly: the user may be pressing Ctrl-C, or the coordinator be gone."""
+        try:
+            job = to_dict(self._call(self._stub.CancelJob, coordinator_pb2.CancelJobRequest(id=job_id),
+                                     min(self.timeout_s, 5)))
+        except TpuemuError as refused:
+            return None, f"{job_id} could not be cancelled ({refused.message}): `tpuemu cancel {job_id}` stops it"
+        state = job.get("state")
+        if state in TERMINAL and state != "cancelled":
+            return job, f"it had ended ({state})"
+        return job, "it was cancelled: its result was for this call"
+
     def _run(self, request, field, timeout_s):
         """Submits a job whose result is for this call, waits for it, and returns the result."""
         job_id = self._submitted(request, False)["id"]
         try:
             job = self.wait(job_id, timeout_s)
         except BaseException as e:  # the timeout, Ctrl-C, a lost coordinator: nobody else wants the job
-            try:
-                self.cancel(job_id)
-            except TpuemuError:
-                pass
-            if isinstance(e, TpuemuError):
-                raise TpuemuError(e.code, f"{e.message}; {job_id} was cancelled: its result was for this call") \
-                    from None
-            raise
+            job, outcome = self._cancel_own(job_id)
+            if not isinstance(e, TpuemuError):
+                raise
+            if job and job.get("state") == "succeeded":
+                return dict(job[field], job=job_id)  # it ended as the wait did
+            why = f"{job_id} has not ended within {timeout_s} s" if e.code == grpc.StatusCode.DEADLINE_EXCEEDED \
+                else e.message
+            raise TpuemuError(e.code, f"{why}; {outcome}") from None
         if job.get("state") != "succeeded":
             raise TpuemuError(grpc.StatusCode.ABORTED, f"{job['id']} {job.get('state')}: {job.get('error', '')}")
         return dict(job[field], job=job_id)
@@ -301,7 +314,8 @@ def _dtype_bytes(dtype):
 
 def _job_id(job_id):
     """ "job-3" as it is; 3 or "3" as "job-3", as the CLI takes them."""
-    return f"job-{job_id}" if isinstance(job_id, int) or str(job_id).isdigit() else job_id
+    whole = isinstance(job_id, int) and not isinstance(job_id, bool)
+    return f"job-{job_id}" if whole or (isinstance(job_id, str) and job_id.isdigit()) else job_id
 
 
 def _axes(axes):
