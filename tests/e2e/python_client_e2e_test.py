@@ -121,6 +121,13 @@ class PythonClientTest(Pod):
             pod.cancel(long["id"])
             self.assertEqual(pod.wait(long["id"])["state"], "cancelled")
             self.assertEqual(self.status_json(long["id"])["state"], "cancelled")
+            # Resumed, as `tpuemu resume` does; a job that succeeded is not.
+            self.assertIn(pod.resume(long["id"])["state"], ("pending", "running"))
+            pod.cancel(long["id"])
+            self.assertEqual(pod.wait(long["id"])["state"], "cancelled")
+            with self.assertRaises(tpuemu.TpuemuError) as refused:
+                pod.resume(job["id"])
+            self.assertIn("submit its job file again", refused.exception.message)
 
             # No pod: said as the CLI says it, with what to do.
             self.assertEqual(self.cli("cluster", "down").returncode, 0)

@@ -261,6 +261,12 @@ class Pod:
         "state" says how it ended), so that a cancel can be repeated."""
         return to_dict(self._call(self._stub.CancelJob, coordinator_pb2.CancelJobRequest(id=_job_id(job_id))))
 
+    def resume(self, job_id, wait=False):
+        """Runs a failed, cancelled or interrupted training job again from its latest checkpoint (from
+        step 0 without one), as `tpuemu resume`; returns it, or with wait=True as it ended."""
+        job = to_dict(self._call(self._stub.ResumeJob, coordinator_pb2.ResumeJobRequest(id=_job_id(job_id))))
+        return self.wait(job["id"]) if wait else job
+
     def _submitted(self, request, wait):
         job = to_dict(self._call(self._stub.SubmitJob, request))
         return self.wait(job["id"]) if wait else job
