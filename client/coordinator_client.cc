@@ -6,6 +6,7 @@
 #include "client/connection_failure.h"
 #include "grpcpp/grpcpp.h"
 #include "services/coordinator_service.h"
+#include "services/server.h"
 #include "services/status_conv.h"
 
 namespace tpuemu {
@@ -73,6 +74,10 @@ CoordinatorClient::CoordinatorClient(const std::string& address, const Transport
     : address_(address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReplyBytes);
+  // A job followed for hours hears of a frozen coordinator (services/server.h).
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kClientKeepaliveMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kClientKeepaliveTimeoutMs);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // the client sends no data while it follows
   stub_ = v1::CoordinatorService::NewStub(MakeChannel(address, args, security));
 }
 

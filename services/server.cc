@@ -50,6 +50,7 @@ absl::StatusOr<RunningServer> StartServer(const std::string& listen, const std::
   // explicit port and take half of its connections.)
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (const auto& [name, value] : PeerStreamArgs()) builder.AddChannelArgument(name, value);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, kClientKeepaliveMs / 2);
   if (auto option = PeerTcpCongestionOption()) builder.SetOption(std::move(option));
   // As gRPC's own health service starts: the overall service serving.
   running.health->Set("", true);

@@ -47,6 +47,17 @@ struct RunningServer {
 // The largest request any server takes (a submitted job file, a peer chunk).
 inline constexpr int kMaxRequestBytes = 8 << 20;
 
+// A client that follows a job (`tpuemu watch`, `submit --wait`, Python's
+// Pod.watch) hears nothing for as long as a step takes, so a coordinator
+// that froze, or a network path that died (a Kubernetes node gone), left it
+// waiting for ever: it pings every kClientKeepaliveMs while a call is open,
+// and gives the call up (UNAVAILABLE) when a ping goes unanswered for
+// kClientKeepaliveTimeoutMs. Servers take pings that often
+// (GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5 minutes by
+// default, would answer them with GOAWAY "too_many_pings").
+inline constexpr int kClientKeepaliveMs = 20'000;
+inline constexpr int kClientKeepaliveTimeoutMs = 10'000;
+
 // Channel arguments of the peer streams that carry tensor chunks, the same on
 // the sending (GrpcFabric) and the receiving (StartServer) end.
 const std::vector<std::pair<const char*, int>>& PeerStreamArgs();

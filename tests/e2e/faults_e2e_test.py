@@ -2,7 +2,8 @@
 """A training job's kill_worker and pause_worker (docs/faults.md) on a real local pod: the worker
 process really dies, or really freezes and comes back by itself; the job fails over and, with
 max_restarts, resumes from its checkpoint and ends with every loss equal to the same job run
-without the fault.
+without the fault. A coordinator frozen while `submit --wait` follows a job ends the wait within
+its keepalive.
 
 Reuses cli_e2e_test's Pod: its own TPUEMU_HOME, every process stopped."""
 
@@ -159,6 +160,40 @@ class WorkerFaultsTest(Pod):
         # The job it stopped stays in the job store, and the next `cluster up` here takes it up again: said.
         self.assertIn(f"jobs left unfinished (running: {job_id}) stay in the job store", r.stdout)
         self.assertFalse([p for p in pids if alive(p)])
+
+    def test_a_frozen_coordinator_ends_a_followed_jobs_wait_within_its_keepalive(self):
+        # A coordinator that froze (a VM paused, a network path gone) answered
+        # nothing and closed nothing: `submit --wait` waited for ever. The CLI's
+        # keepalive (services/server.h: a ping every 20 s, 10 s for its answer)
+        # gives it up; the server takes pings that often without a GOAWAY.
+        self.up("--topology", "v5p:2x2", "--chips-per-host", "2")
+        coordinator = self.pod_file()["coordinator_process"]["pid"]
+        long_job = self.write("long.yaml", JOB.replace("steps: 6", "steps: 1000000"))
+        follower = subprocess.Popen([TPUEMU, "submit", long_job, "--wait"], env=self.env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        try:
+            job_id = self.wait_for_running()
+            os.kill(coordinator, signal.SIGSTOP)
+            frozen = time.time()
+            _, err = follower.communicate(timeout=60)
+            took = time.time() - frozen
+        finally:
+            os.kill(coordinator, signal.SIGCONT)
+            follower.kill()
+        self.assertEqual(follower.returncode, 1, err)
+        self.assertIn("stopped answering while the job was followed", err)
+        self.assertIn(f"then `tpuemu watch {job_id}` again", err)
+        self.assertLess(took, 45)
+        self.assertEqual(self.cli("cancel", job_id).returncode, 0)
+
+    def wait_for_running(self):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            jobs = json.loads(self.cli("jobs", "--json").stdout)["jobs"]
+            if jobs and jobs[-1]["state"] == "running":
+                return jobs[-1]["id"]
+            time.sleep(0.1)
+        self.fail("the job did not start")
 
     def test_ctrl_c_cancels_a_commands_own_job_and_leaves_a_submitted_one_running(self):
         self.up("--topology", "v5p:2x2", "--chips-per-host", "2", "--heartbeat-timeout", "1s")

@@ -96,6 +96,12 @@ def _read(path, what):
         raise TpuemuError(grpc.StatusCode.NOT_FOUND, f"{what} '{path}': {e.strerror}") from None
 
 
+# As the CLI's (services/server.h): a call open for hours hears of a coordinator that froze or a
+# network path that died within 30 s, instead of waiting for ever.
+_KEEPALIVE = [("grpc.keepalive_time_ms", 20000), ("grpc.keepalive_timeout_ms", 10000),
+              ("grpc.http2.max_pings_without_data", 0)]
+
+
 def _channel(address, ca, token, insecure):
     """The channel as the CLI makes it (client/client_security.h): plaintext only when asked
     (or the local pod was started so), else TLS checked against the pod's CA for the name
@@ -104,7 +110,7 @@ def _channel(address, ca, token, insecure):
     local = _local_pod()
     local = local if local and local.get("coordinator") == address else None
     if insecure or env.get("TPUEMU_INSECURE") in ("1", "true", "yes") or (local and not local.get("tls_dir")):
-        return grpc.insecure_channel(address)
+        return grpc.insecure_channel(address, options=_KEEPALIVE)
     ca = ca or env.get("TPUEMU_TLS_CA") or (local and os.path.join(local["tls_dir"], "ca.pem"))
     if not ca:
         raise TpuemuError(grpc.StatusCode.FAILED_PRECONDITION,
@@ -116,7 +122,8 @@ def _channel(address, ca, token, insecure):
     credentials = grpc.ssl_channel_credentials(root_certificates=_read(ca, "CA"))
     if token:
         credentials = grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(token))
-    return grpc.secure_channel(address, credentials, options=[("grpc.ssl_target_name_override", "tpuemu-cluster")])
+    return grpc.secure_channel(address, credentials,
+                               options=[("grpc.ssl_target_name_override", "tpuemu-cluster")] + _KEEPALIVE)
 
 
 TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
