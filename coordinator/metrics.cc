@@ -4,9 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "core/collective/spec.h"
-#include "core/matmul/spec.h"
-#include "core/train/job.h"
+#include "core/job/kinds.h"
 
 namespace tpuemu {
 
@@ -29,7 +27,7 @@ void Histogram::Write(std::string& out, const std::string& name, const std::stri
 }
 
 StepMetrics::StepMetrics() {
-  for (const char* kind : {TrainSpec::kKind, CollectiveSpec::kKind, MatmulSpec::kKind}) kinds_[kind];
+  for (const std::string& kind : JobKindNames()) kinds_[kind];
 }
 
 void StepMetrics::RecordStep(const std::string& kind, const std::vector<ChipRunResult>& chips) {

@@ -27,10 +27,13 @@ class Registry {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kinds_.find(name);
     if (it != kinds_.end()) return it->second.get();
-    std::vector<std::string> names;
-    for (const auto& [known, _] : kinds_) names.push_back(known);
     return absl::InvalidArgumentError(
-        absl::StrCat("job kind '", name, "': no such kind; allowed: ", absl::StrJoin(names, ", ")));
+        absl::StrCat("job kind '", name, "': no such kind; allowed: ", absl::StrJoin(NamesLocked(), ", ")));
+  }
+
+  std::vector<std::string> Names() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return NamesLocked();
   }
 
   absl::Status Add(std::unique_ptr<JobKind> kind) {
@@ -43,6 +46,12 @@ class Registry {
   }
 
  private:
+  std::vector<std::string> NamesLocked() const {
+    std::vector<std::string> names;
+    for (const auto& [known, _] : kinds_) names.push_back(known);
+    return names;
+  }
+
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<JobKind>> kinds_;
 };
@@ -57,6 +66,8 @@ Registry& Kinds() {
 absl::StatusOr<const JobKind*> FindJobKind(const std::string& name) { return Kinds().Find(name); }
 
 absl::Status RegisterJobKind(std::unique_ptr<JobKind> kind) { return Kinds().Add(std::move(kind)); }
+
+std::vector<std::string> JobKindNames() { return Kinds().Names(); }
 
 absl::StatusOr<std::unique_ptr<PlannedJob>> PlanJob(const JobSpec& spec, const Topology& topo, double time_scale) {
   auto kind = FindJobKind(spec.kind());

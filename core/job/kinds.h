@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/host/job_kind.h"
@@ -15,6 +16,9 @@ namespace tpuemu {
 // The kind named `name`, or an error naming the kinds there are. Kinds are
 // never removed: the pointer stays valid.
 absl::StatusOr<const JobKind*> FindJobKind(const std::string& name);
+
+// The names of the kinds registered so far, in order.
+std::vector<std::string> JobKindNames();
 
 // Adds a kind; refuses one whose name is taken.
 absl::Status RegisterJobKind(std::unique_ptr<JobKind> kind);
